@@ -1,0 +1,1 @@
+//! The merged tool catalog: exposed names, minimal forms and full definitions.

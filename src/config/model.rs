@@ -1,0 +1,223 @@
+//! The configuration model: what users write in `toolgate.toml`.
+//!
+//! Every struct denies unknown keys so that a typo fails loudly at startup
+//! instead of being silently ignored.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// How toolgate serves its clients.
+    #[serde(default)]
+    pub server: ServerConfig,
+    /// How progressive disclosure presents tools.
+    #[serde(default)]
+    pub disclosure: DisclosureConfig,
+    /// The upstream MCP servers, in the order their tools are listed.
+    #[serde(default, rename = "upstream")]
+    pub upstreams: Vec<UpstreamConfig>,
+}
+
+/// `[server]`: the downstream listener.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Address to listen on. Default `127.0.0.1:8080`; port `0` picks a free port.
+    pub listen: SocketAddr,
+    /// Path of the Streamable HTTP endpoint. Default `/mcp`.
+    pub path: String,
+    /// `Host` header values accepted (DNS-rebinding protection), as `host` or
+    /// `host:port`. Empty (the default) accepts the loopback names
+    /// `localhost`, `127.0.0.1` and `[::1]` on any port. `"*"` accepts any host.
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` header values accepted, e.g. `https://app.example.com`. Requests
+    /// without `Origin` are always accepted. Empty (the default) accepts
+    /// `http(s)://` origins on the loopback names. `"*"` accepts any origin.
+    pub allowed_origins: Vec<String>,
+    /// A downstream session with no traffic for this long is closed and its
+    /// upstream sessions released. Default `1h`.
+    #[serde(with = "humantime_serde")]
+    pub session_idle_timeout: Duration,
+    /// Largest request body accepted, in bytes. Default 4 MiB.
+    pub max_body_bytes: usize,
+    /// How long requests that need the tool catalog (`initialize`,
+    /// `tools/list`) wait for upstreams that are still starting. Default `30s`.
+    #[serde(with = "humantime_serde")]
+    pub startup_timeout: Duration,
+    /// Interval of SSE keep-alive comments. Default `15s`.
+    #[serde(with = "humantime_serde")]
+    pub sse_keep_alive: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            path: "/mcp".into(),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            session_idle_timeout: Duration::from_secs(3600),
+            max_body_bytes: 4 * 1024 * 1024,
+            startup_timeout: Duration::from_secs(30),
+            sse_keep_alive: Duration::from_secs(15),
+        }
+    }
+}
+
+/// `[disclosure]`: how the minimal tool list and the descriptions resource look.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DisclosureConfig {
+    /// Longest minimal description, in characters. Default 160.
+    pub description_max_chars: usize,
+    /// Offer the synthesized `describe_tools` tool for clients that cannot read
+    /// resources. Default `true`.
+    pub describe_tool: bool,
+    /// Name of that tool. Default `describe_tools`.
+    pub describe_tool_name: String,
+}
+
+impl Default for DisclosureConfig {
+    fn default() -> Self {
+        Self { description_max_chars: 160, describe_tool: true, describe_tool_name: "describe_tools".into() }
+    }
+}
+
+/// `[[upstream]]`: one upstream MCP server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamConfig {
+    /// Unique name, `[a-z0-9_-]+`; the default tool-name prefix.
+    pub name: String,
+
+    /// stdio: the program to run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// stdio: its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// stdio: extra environment variables.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub env: IndexMap<String, String>,
+    /// stdio: pass toolgate's whole environment to the child. Default `false`:
+    /// only `HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`, `LANG`,
+    /// `LC_ALL`, `TMPDIR` and `TZ` are passed, plus `env`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inherit_env: bool,
+    /// stdio: working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+
+    /// HTTP: the endpoint URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// HTTP: headers sent on every request (e.g. `Authorization`).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub headers: IndexMap<String, String>,
+    /// HTTP: `streamable_http` (default) or `sse` (legacy HTTP+SSE, 2024-11-05).
+    #[serde(default)]
+    pub transport: HttpTransport,
+
+    /// `progressive` (default) or `passthrough`.
+    #[serde(default)]
+    pub mode: Mode,
+    /// `per_session` (default) or `shared`.
+    #[serde(default)]
+    pub sharing: Sharing,
+    /// Tool and prompt name prefix when more than one upstream is configured.
+    /// Default: the upstream name. `""` removes the prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// How long a request to this upstream may take. Default `60s`.
+    #[serde(default = "default_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
+    /// Per-tool overrides, keyed by the upstream's own tool name.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub tools: IndexMap<String, ToolOverride>,
+    /// A folder of `<tool>.json` files with extras for the full descriptions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub descriptions_dir: Option<PathBuf>,
+}
+
+fn default_timeout() -> Duration {
+    Duration::from_secs(60)
+}
+
+/// Which HTTP transport an `url` upstream speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HttpTransport {
+    /// Streamable HTTP (2025-03-26 and later).
+    #[default]
+    StreamableHttp,
+    /// Legacy HTTP+SSE (2024-11-05).
+    Sse,
+}
+
+/// How an upstream's tools are presented.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Minimal `tools/list`, full definitions from the resource, calls gated.
+    #[default]
+    Progressive,
+    /// Full `tools/list`, no gate.
+    Passthrough,
+}
+
+/// How downstream sessions map onto upstream sessions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sharing {
+    /// Each downstream session gets its own upstream session (a child process
+    /// for stdio), created on first use.
+    #[default]
+    PerSession,
+    /// One upstream connection serves every session.
+    Shared,
+}
+
+/// `[upstream.tools.<tool>]`: overrides for one tool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolOverride {
+    /// The minimal description shown in `tools/list`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Usage examples added to the full description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub examples: Option<Value>,
+    /// Usage notes added to the full description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_guidance: Option<Value>,
+    /// Error documentation added to the full description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_guidance: Option<Value>,
+}
+
+/// Where an upstream lives, derived from `command` / `url`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportKind {
+    Stdio,
+    StreamableHttp,
+    Sse,
+}
+
+impl UpstreamConfig {
+    /// The transport this upstream uses (valid after validation).
+    pub fn transport_kind(&self) -> TransportKind {
+        match (&self.command, self.transport) {
+            (Some(_), _) => TransportKind::Stdio,
+            (None, HttpTransport::StreamableHttp) => TransportKind::StreamableHttp,
+            (None, HttpTransport::Sse) => TransportKind::Sse,
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Progressive disclosure: the `tool_descriptions` resource and the gate.

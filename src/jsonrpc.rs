@@ -1,0 +1,384 @@
+//! JSON-RPC 2.0 envelopes as toolgate sees them on every leg.
+//!
+//! toolgate is a transparent proxy, so it decodes only the envelope: `id`,
+//! `method`, and `params`/`result`/`error` as opaque [`Value`]s. Payloads are
+//! rewritten only where the gateway has a reason to (see `gateway`); every
+//! other field, `_meta` included, is carried through as it arrived.
+//!
+//! Request ids are kept as the exact JSON text the peer sent ([`Id`]), so a
+//! response echoes `1` as `1` and `"1"` as `"1"`.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+mod error;
+
+pub use error::{ErrorObject, codes};
+
+/// A JSON-RPC request id exactly as the peer wrote it (a string or an integer).
+///
+/// Equality and hashing use the JSON text, so `1` and `"1"` are different ids,
+/// as they are on the wire.
+#[derive(Clone)]
+pub struct Id(Arc<RawValue>);
+
+impl Id {
+    /// An integer id, used for the ids toolgate itself allocates.
+    pub fn number(n: u64) -> Self {
+        Self::from_raw(n.to_string()).expect("an integer is valid JSON")
+    }
+
+    /// A string id.
+    pub fn string(s: &str) -> Self {
+        Self::from_raw(serde_json::to_string(s).expect("a string serializes"))
+            .expect("a serialized string is valid JSON")
+    }
+
+    /// Builds an id from a JSON value, refusing anything MCP does not allow as
+    /// an id (null, booleans, floats, arrays, objects).
+    pub fn from_value(v: &Value) -> Option<Self> {
+        match v {
+            Value::String(s) => Some(Self::string(s)),
+            Value::Number(n) if n.is_i64() || n.is_u64() => Self::from_raw(n.to_string()).ok(),
+            _ => None,
+        }
+    }
+
+    fn from_raw(text: String) -> Result<Self, serde_json::Error> {
+        let raw = RawValue::from_string(text)?;
+        Ok(Self(Arc::from(raw)))
+    }
+
+    /// The id as the JSON text it was written as.
+    pub fn as_json(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The id as a [`Value`], for placing into `params` (e.g. `requestId`).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+    }
+
+    /// The integer value of an id toolgate allocated itself.
+    pub fn as_u64(&self) -> Option<u64> {
+        self.0.get().parse().ok()
+    }
+
+    fn validate(raw: Box<RawValue>) -> Result<Self, &'static str> {
+        let text = raw.get().trim_start();
+        let ok = match text.as_bytes().first() {
+            Some(b'"') => true,
+            Some(b'-' | b'0'..=b'9') => !text.contains(['.', 'e', 'E']),
+            _ => false,
+        };
+        if ok { Ok(Self(Arc::from(raw))) } else { Err("a request id must be a string or an integer") }
+    }
+}
+
+impl PartialEq for Id {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
+
+impl Eq for Id {}
+
+impl Hash for Id {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.get().hash(state);
+    }
+}
+
+impl fmt::Debug for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.get())
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.get())
+    }
+}
+
+impl Serialize for Id {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Box::<RawValue>::deserialize(d)?;
+        Id::validate(raw).map_err(D::Error::custom)
+    }
+}
+
+/// A request: a method call that expects a response with the same id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub id: Id,
+    pub method: String,
+    pub params: Option<Value>,
+}
+
+/// A notification: a method call without an id, never answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    pub method: String,
+    pub params: Option<Value>,
+}
+
+/// A response: the result of a request, or its error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// `None` only for an error about a message whose id could not be read.
+    pub id: Option<Id>,
+    pub outcome: Outcome,
+}
+
+/// What a request produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Result(Value),
+    /// The `error` member, kept whole so `data` and unknown fields survive.
+    Error(Value),
+}
+
+impl Outcome {
+    /// An error outcome from a typed error object.
+    pub fn error(e: ErrorObject) -> Self {
+        Outcome::Error(e.into_value())
+    }
+
+    /// The error code, if this is an error.
+    pub fn error_code(&self) -> Option<i64> {
+        match self {
+            Outcome::Error(e) => e.get("code").and_then(Value::as_i64),
+            Outcome::Result(_) => None,
+        }
+    }
+}
+
+/// Any JSON-RPC message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    Request(Request),
+    Notification(Notification),
+    Response(Response),
+}
+
+/// Why bytes from a peer are not a JSON-RPC message.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// Not JSON at all (JSON-RPC `-32700`).
+    #[error("parse error: {0}")]
+    Parse(#[source] serde_json::Error),
+    /// JSON, but not a valid JSON-RPC message (JSON-RPC `-32600`). Carries the
+    /// id when one could be read, so the error can be answered.
+    #[error("invalid request: {reason}")]
+    Invalid { id: Option<Id>, reason: String },
+}
+
+impl DecodeError {
+    /// The JSON-RPC error response that answers this decode failure.
+    pub fn to_response(&self) -> Response {
+        match self {
+            DecodeError::Parse(e) => Response {
+                id: None,
+                outcome: Outcome::error(ErrorObject::new(codes::PARSE_ERROR, format!("Parse error: {e}"))),
+            },
+            DecodeError::Invalid { id, reason } => Response {
+                id: id.clone(),
+                outcome: Outcome::error(ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {reason}"))),
+            },
+        }
+    }
+}
+
+/// The envelope as read off the wire, before it is classified.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    jsonrpc: Option<Box<RawValue>>,
+    #[serde(default)]
+    id: Option<Box<RawValue>>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Value>,
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+impl Message {
+    /// Decodes one message (not a batch) from JSON text.
+    pub fn decode(bytes: &[u8]) -> Result<Message, DecodeError> {
+        let env: Envelope = serde_json::from_slice(bytes).map_err(|e| {
+            if e.is_syntax() || e.is_eof() {
+                DecodeError::Parse(e)
+            } else {
+                DecodeError::Invalid { id: None, reason: e.to_string() }
+            }
+        })?;
+        Self::classify(env)
+    }
+
+    /// Decodes a message from an already parsed [`Value`] (an element of a batch).
+    pub fn from_value(v: Value) -> Result<Message, DecodeError> {
+        let env: Envelope =
+            serde_json::from_value(v).map_err(|e| DecodeError::Invalid { id: None, reason: e.to_string() })?;
+        Self::classify(env)
+    }
+
+    fn classify(env: Envelope) -> Result<Message, DecodeError> {
+        let id = match env.id {
+            None => None,
+            Some(raw) => Some(Id::validate(raw).map_err(|r| DecodeError::Invalid { id: None, reason: r.into() })?),
+        };
+        let invalid = |reason: &str| DecodeError::Invalid { id: id.clone(), reason: reason.into() };
+        match env.jsonrpc.as_deref().map(RawValue::get) {
+            Some("\"2.0\"") => {}
+            _ => return Err(invalid("\"jsonrpc\" must be \"2.0\"")),
+        }
+        if let Some(p) = &env.params
+            && !(p.is_object() || p.is_array())
+        {
+            return Err(invalid("\"params\" must be an object or an array"));
+        }
+        match (env.method, env.result, env.error) {
+            (Some(method), None, None) => Ok(match id {
+                Some(id) => Message::Request(Request { id, method, params: env.params }),
+                None => Message::Notification(Notification { method, params: env.params }),
+            }),
+            (None, Some(result), None) => match id {
+                Some(id) => Ok(Message::Response(Response { id: Some(id), outcome: Outcome::Result(result) })),
+                None => Err(invalid("a result needs an id")),
+            },
+            (None, None, Some(error)) => {
+                if !error.is_object() {
+                    return Err(invalid("\"error\" must be an object"));
+                }
+                Ok(Message::Response(Response { id, outcome: Outcome::Error(error) }))
+            }
+            _ => Err(invalid("a message needs exactly one of \"method\", \"result\" or \"error\"")),
+        }
+    }
+
+    /// Encodes the message as compact JSON (no newlines, as stdio requires).
+    pub fn encode(&self) -> String {
+        serde_json::to_string(self).expect("messages always serialize")
+    }
+
+    /// The message as a [`Value`].
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).expect("messages always serialize")
+    }
+
+    /// The method of a request or notification.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request(r) => Some(&r.method),
+            Message::Notification(n) => Some(&n.method),
+            Message::Response(_) => None,
+        }
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("jsonrpc", "2.0")?;
+        match self {
+            Message::Request(r) => {
+                m.serialize_entry("id", &r.id)?;
+                m.serialize_entry("method", &r.method)?;
+                if let Some(p) = &r.params {
+                    m.serialize_entry("params", p)?;
+                }
+            }
+            Message::Notification(n) => {
+                m.serialize_entry("method", &n.method)?;
+                if let Some(p) = &n.params {
+                    m.serialize_entry("params", p)?;
+                }
+            }
+            Message::Response(r) => {
+                match &r.id {
+                    Some(id) => m.serialize_entry("id", id)?,
+                    None => m.serialize_entry("id", &Value::Null)?,
+                }
+                match &r.outcome {
+                    Outcome::Result(v) => m.serialize_entry("result", v)?,
+                    Outcome::Error(e) => m.serialize_entry("error", e)?,
+                }
+            }
+        }
+        m.end()
+    }
+}
+
+impl From<Request> for Message {
+    fn from(r: Request) -> Self {
+        Message::Request(r)
+    }
+}
+
+impl From<Notification> for Message {
+    fn from(n: Notification) -> Self {
+        Message::Notification(n)
+    }
+}
+
+impl From<Response> for Message {
+    fn from(r: Response) -> Self {
+        Message::Response(r)
+    }
+}
+
+impl Notification {
+    /// A notification with the given method and params.
+    pub fn new(method: impl Into<String>, params: Option<Value>) -> Self {
+        Self { method: method.into(), params }
+    }
+}
+
+impl Response {
+    /// A successful response.
+    pub fn result(id: Id, result: Value) -> Self {
+        Self { id: Some(id), outcome: Outcome::Result(result) }
+    }
+
+    /// An error response.
+    pub fn error(id: Option<Id>, error: ErrorObject) -> Self {
+        Self { id, outcome: Outcome::error(error) }
+    }
+}
+
+/// Reads `params._meta.progressToken`, if the request carries one.
+pub fn progress_token(params: Option<&Value>) -> Option<&Value> {
+    params?.get("_meta")?.get("progressToken")
+}
+
+/// Sets `params._meta.progressToken`, creating `params` and `_meta` as needed.
+pub fn set_progress_token(params: &mut Option<Value>, token: Value) {
+    let params = params.get_or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(p) = params {
+        let meta = p.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(m) = meta {
+            m.insert("progressToken".into(), token);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,83 @@
+use super::*;
+use serde_json::json;
+
+#[test]
+fn ids_keep_their_json_type() {
+    let m = Message::decode(br#"{"jsonrpc":"2.0","id":"1","method":"ping"}"#).unwrap();
+    let Message::Request(r) = &m else { panic!("not a request: {m:?}") };
+    assert_eq!(r.id.as_json(), "\"1\"");
+    assert_ne!(r.id, Id::number(1));
+    assert_eq!(m.encode(), r#"{"jsonrpc":"2.0","id":"1","method":"ping"}"#);
+
+    let m = Message::decode(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#).unwrap();
+    let Message::Response(r) = &m else { panic!() };
+    assert_eq!(r.id.as_ref().unwrap(), &Id::number(7));
+}
+
+#[test]
+fn rejects_ids_mcp_forbids() {
+    for bad in [r#"1.5"#, r#"true"#, r#"{}"#, r#"[1]"#] {
+        let text = format!(r#"{{"jsonrpc":"2.0","id":{bad},"method":"x"}}"#);
+        assert!(matches!(Message::decode(text.as_bytes()), Err(DecodeError::Invalid { .. })), "{bad} accepted");
+    }
+}
+
+#[test]
+fn null_id_is_only_for_errors() {
+    let m = Message::decode(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#).unwrap();
+    assert!(matches!(m, Message::Response(Response { id: None, .. })));
+    // A method with a null id is a notification in JSON-RPC terms.
+    let m = Message::decode(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#).unwrap();
+    assert!(matches!(m, Message::Notification(_)));
+}
+
+#[test]
+fn classifies_and_keeps_unknown_payload_fields() {
+    let text = br#"{"jsonrpc":"2.0","method":"notifications/x","params":{"_meta":{"a":1},"x-extra":[1,2]}}"#;
+    let m = Message::decode(text).unwrap();
+    assert_eq!(m.to_value(), serde_json::from_slice::<Value>(text).unwrap());
+}
+
+#[test]
+fn malformed_input_is_classified() {
+    assert!(matches!(Message::decode(b"{not json"), Err(DecodeError::Parse(_))));
+    assert!(matches!(Message::decode(b"[]"), Err(DecodeError::Invalid { .. })));
+    let e = Message::decode(br#"{"jsonrpc":"1.0","id":3,"method":"x"}"#).unwrap_err();
+    let resp = e.to_response();
+    assert_eq!(resp.id, Some(Id::number(3)));
+    assert_eq!(resp.outcome.error_code(), Some(codes::INVALID_REQUEST));
+    assert!(Message::decode(br#"{"jsonrpc":"2.0","id":3,"method":"x","result":1}"#).is_err());
+    assert!(Message::decode(br#"{"jsonrpc":"2.0","id":3,"method":"x","params":5}"#).is_err());
+}
+
+#[test]
+fn progress_token_helpers() {
+    let mut params = Some(json!({"name": "x"}));
+    assert!(progress_token(params.as_ref()).is_none());
+    set_progress_token(&mut params, json!(42));
+    assert_eq!(progress_token(params.as_ref()), Some(&json!(42)));
+    let mut none = None;
+    set_progress_token(&mut none, json!("t"));
+    assert_eq!(none, Some(json!({"_meta": {"progressToken": "t"}})));
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = Message::decode(&bytes);
+        }
+
+        #[test]
+        fn integer_and_string_ids_round_trip(n in any::<i64>(), s in ".{0,20}") {
+            for id in [json!(n), json!(s)] {
+                let text = json!({"jsonrpc": "2.0", "id": id, "method": "m"}).to_string();
+                let m = Message::decode(text.as_bytes()).unwrap();
+                prop_assert_eq!(m.to_value(), serde_json::from_str::<Value>(&text).unwrap());
+            }
+        }
+    }
+}

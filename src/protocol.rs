@@ -1,0 +1,117 @@
+//! MCP protocol revisions and method names.
+//!
+//! Each leg (a downstream session, an upstream connection) negotiates its own
+//! revision; this module only knows which revisions exist and what toolgate
+//! supports on each side.
+
+use std::fmt;
+
+/// An MCP protocol revision toolgate knows how to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Version {
+    /// HTTP+SSE era; offered to legacy SSE and stdio clients.
+    V2024_11_05,
+    /// Streamable HTTP, JSON-RPC batches, tool annotations, audio content.
+    V2025_03_26,
+    /// `MCP-Protocol-Version` header, elicitation, structured tool output.
+    V2025_06_18,
+    /// SSE polling, URL elicitation, icons, tasks.
+    V2025_11_25,
+}
+
+impl Version {
+    /// The newest revision toolgate speaks.
+    pub const LATEST: Version = Version::V2025_11_25;
+
+    /// Every revision toolgate speaks, oldest first.
+    pub const ALL: [Version; 4] =
+        [Version::V2024_11_05, Version::V2025_03_26, Version::V2025_06_18, Version::V2025_11_25];
+
+    /// The revision string, e.g. `"2025-06-18"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Version::V2024_11_05 => "2024-11-05",
+            Version::V2025_03_26 => "2025-03-26",
+            Version::V2025_06_18 => "2025-06-18",
+            Version::V2025_11_25 => "2025-11-25",
+        }
+    }
+
+    /// Parses a revision string toolgate speaks.
+    pub fn parse(s: &str) -> Option<Version> {
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// The revision a server answers when a client asks for `requested`: the
+    /// same one if toolgate speaks it, otherwise toolgate's latest.
+    pub fn negotiate(requested: Option<&str>) -> Version {
+        requested.and_then(Version::parse).unwrap_or(Version::LATEST)
+    }
+
+    /// Whether this revision carries `MCP-Protocol-Version` on HTTP requests.
+    pub fn has_version_header(self) -> bool {
+        self >= Version::V2025_06_18
+    }
+
+    /// Whether JSON-RPC batches are part of this revision.
+    pub fn allows_batches(self) -> bool {
+        self == Version::V2025_03_26
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Method names toolgate treats specially. Everything else is forwarded.
+pub mod method {
+    pub const INITIALIZE: &str = "initialize";
+    pub const PING: &str = "ping";
+    pub const TOOLS_LIST: &str = "tools/list";
+    pub const TOOLS_CALL: &str = "tools/call";
+    pub const RESOURCES_LIST: &str = "resources/list";
+    pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
+    pub const RESOURCES_READ: &str = "resources/read";
+    pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+    pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+    pub const PROMPTS_LIST: &str = "prompts/list";
+    pub const PROMPTS_GET: &str = "prompts/get";
+    pub const COMPLETION_COMPLETE: &str = "completion/complete";
+    pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+    /// The 2026-07-28 era probe; toolgate answers it like a pre-2026 server.
+    pub const SERVER_DISCOVER: &str = "server/discover";
+
+    pub const INITIALIZED: &str = "notifications/initialized";
+    pub const CANCELLED: &str = "notifications/cancelled";
+    pub const PROGRESS: &str = "notifications/progress";
+    pub const MESSAGE: &str = "notifications/message";
+    pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+    pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+    pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
+    pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
+}
+
+/// HTTP header names of the Streamable HTTP transport.
+pub mod header {
+    pub const SESSION_ID: &str = "mcp-session-id";
+    pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+    pub const LAST_EVENT_ID: &str = "last-event-id";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiation_echoes_known_and_falls_back_to_latest() {
+        assert_eq!(Version::negotiate(Some("2025-03-26")), Version::V2025_03_26);
+        assert_eq!(Version::negotiate(Some("2026-07-28")), Version::LATEST);
+        assert_eq!(Version::negotiate(None), Version::LATEST);
+        assert!(Version::V2025_03_26 < Version::V2025_06_18);
+        assert!(Version::V2025_03_26.allows_batches());
+        assert!(!Version::V2025_03_26.has_version_header());
+    }
+}
