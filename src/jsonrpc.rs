@@ -144,11 +144,24 @@ pub struct Response {
 }
 
 /// What a request produced.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Outcome {
     Result(Value),
+    /// A result serialized ahead of time (e.g. the cached `tools/list`), sent
+    /// without re-encoding.
+    Prepared(Arc<RawValue>),
     /// The `error` member, kept whole so `data` and unknown fields survive.
     Error(Value),
+}
+
+impl PartialEq for Outcome {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Outcome::Result(a), Outcome::Result(b)) | (Outcome::Error(a), Outcome::Error(b)) => a == b,
+            (Outcome::Prepared(a), Outcome::Prepared(b)) => a.get() == b.get(),
+            _ => false,
+        }
+    }
 }
 
 impl Outcome {
@@ -157,11 +170,20 @@ impl Outcome {
         Outcome::Error(e.into_value())
     }
 
+    /// The result as a [`Value`] (decoding a prepared one), or `None` for an error.
+    pub fn result_value(&self) -> Option<Value> {
+        match self {
+            Outcome::Result(v) => Some(v.clone()),
+            Outcome::Prepared(raw) => serde_json::from_str(raw.get()).ok(),
+            Outcome::Error(_) => None,
+        }
+    }
+
     /// The error code, if this is an error.
     pub fn error_code(&self) -> Option<i64> {
         match self {
             Outcome::Error(e) => e.get("code").and_then(Value::as_i64),
-            Outcome::Result(_) => None,
+            Outcome::Result(_) | Outcome::Prepared(_) => None,
         }
     }
 }
@@ -319,6 +341,7 @@ impl Serialize for Message {
                 }
                 match &r.outcome {
                     Outcome::Result(v) => m.serialize_entry("result", v)?,
+                    Outcome::Prepared(raw) => m.serialize_entry("result", &**raw)?,
                     Outcome::Error(e) => m.serialize_entry("error", e)?,
                 }
             }

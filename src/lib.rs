@@ -17,3 +17,5 @@ pub mod demo;
 pub mod disclosure;
 pub mod jsonrpc;
 pub mod protocol;
+pub mod server;
+pub mod upstream;

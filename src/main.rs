@@ -1,15 +1,31 @@
 //! The `toolgate` command line.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
+use toolgate::config::Config;
+use toolgate::gateway::Gateway;
+use toolgate::server::http::{Guard, HttpOptions};
+use toolgate::server::{Engine, SessionStore};
+use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
 #[command(name = "toolgate", version, about = "A transparent MCP gateway with progressive disclosure")]
 struct Cli {
+    /// Log format on stderr.
+    #[arg(long, global = true, env = "TOOLGATE_LOG_FORMAT", default_value = "text")]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -30,19 +46,94 @@ enum Command {
     DemoUpstream,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    init_logging(cli.log_format);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
     match cli.command {
-        Command::Serve { config } => {
-            let _cfg = toolgate::config::load(&config).with_context(|| format!("loading {}", config.display()))?;
-            Ok(())
-        }
+        Command::Serve { config } => runtime.block_on(serve(load(&config)?)),
         Command::CheckConfig { config } => {
-            let cfg = toolgate::config::load(&config).with_context(|| format!("loading {}", config.display()))?;
-            println!("{cfg:#?}");
+            let config = load(&config)?;
+            print!("{}", toml_text(&config)?);
             Ok(())
         }
-        Command::DemoUpstream => Ok(toolgate::demo::run_stdio().await?),
+        Command::DemoUpstream => Ok(runtime.block_on(toolgate::demo::run_stdio())?),
+    }
+}
+
+fn load(path: &Path) -> anyhow::Result<Config> {
+    toolgate::config::load(path).with_context(|| format!("loading configuration {}", path.display()))
+}
+
+fn toml_text(config: &Config) -> anyhow::Result<String> {
+    let value = serde_json::to_value(config)?;
+    Ok(serde_json::to_string_pretty(&value)? + "\n")
+}
+
+/// Logs go to stderr only: stdout may carry MCP (the demo upstream speaks
+/// stdio). `TOOLGATE_LOG` (or `RUST_LOG`) sets the filter; default `info`.
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_env("TOOLGATE_LOG")
+        .or_else(|_| EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let server = config.server.clone();
+    let (store, ended) = SessionStore::new(server.session_idle_timeout);
+    let store = Arc::new(store);
+    let gateway = Gateway::start(config, store.clone())?;
+    let engine = Engine::start(gateway.clone(), store.clone(), ended);
+    let options = HttpOptions {
+        path: server.path.clone(),
+        guard: Guard::new(&server.allowed_hosts, &server.allowed_origins),
+        max_body_bytes: server.max_body_bytes,
+        keep_alive: server.sse_keep_alive,
+    };
+    let app = toolgate::server::http::router(engine, options);
+    let listener =
+        tokio::net::TcpListener::bind(server.listen).await.with_context(|| format!("binding {}", server.listen))?;
+    let addr = listener.local_addr()?;
+    tracing::info!("listening on http://{addr}{}", server.path);
+
+    let stopping = async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        // Ending the sessions ends their open streams, which lets the server drain.
+        store.clear();
+    };
+    let served = axum::serve(listener, app).with_graceful_shutdown(stopping).into_future();
+    tokio::pin!(served);
+    tokio::select! {
+        r = &mut served => r.context("serving")?,
+        _ = async { shutdown_signal().await; tokio::time::sleep(Duration::from_secs(10)).await } => {
+            tracing::warn!("connections did not drain in time");
+        }
+    }
+    gateway.shutdown().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
     }
 }

@@ -1,0 +1,159 @@
+//! Where upstream traffic goes: back to the downstream request that caused
+//! it ([`SessionRoute`]), to the session that owns an upstream session
+//! ([`SessionEvents`]), or to the gateway itself ([`ControlEvents`]).
+
+use std::sync::{Arc, Weak};
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{Gateway, GwSession};
+use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request, codes};
+use crate::protocol::method;
+use crate::server::{ClientRequestError, Downlink};
+use crate::upstream::{Peer, PeerEvents, Route};
+
+/// Traffic about one forwarded call: onto that request's stream.
+pub struct SessionRoute {
+    pub session: Arc<GwSession>,
+    pub downlink: Downlink,
+}
+
+impl Route for SessionRoute {
+    fn notification(&self, notification: Notification) {
+        // A closed stream means the client went away; progress for it is moot.
+        self.downlink.send(notification);
+    }
+
+    fn request(&self, peer: Arc<Peer>, request: Request, cancel: CancellationToken) {
+        relay_request(self.session.clone(), Some(self.downlink.clone()), peer, request, cancel);
+    }
+}
+
+/// Carries a server-to-client request to the client and its answer back.
+/// Requests the client did not declare support for are refused upstream, as
+/// the client itself would.
+fn relay_request(
+    session: Arc<GwSession>,
+    via: Option<Downlink>,
+    peer: Arc<Peer>,
+    request: Request,
+    cancel: CancellationToken,
+) {
+    tokio::spawn(async move {
+        if !session.client_supports(&request.method) {
+            let e = ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!("the client did not declare support for {}", request.method),
+            );
+            return peer.respond(request.id, Outcome::error(e)).await;
+        }
+        match session.request_client(&request.method, request.params, via.as_ref(), &cancel).await {
+            Ok(outcome) => peer.respond(request.id, outcome).await,
+            // The upstream withdrew the request: it expects no answer.
+            Err(ClientRequestError::Cancelled) => {}
+            Err(ClientRequestError::SessionClosed) => {
+                let e = ErrorObject::new(codes::INTERNAL_ERROR, "the client session ended before it answered");
+                peer.respond(request.id, Outcome::error(e)).await;
+            }
+        }
+    });
+}
+
+/// Refuses a server-to-client request nobody can answer.
+fn refuse(peer: Arc<Peer>, request: Request, why: &str) {
+    let e = ErrorObject::new(codes::METHOD_NOT_FOUND, format!("{} cannot be routed to a client: {why}", request.method));
+    tokio::spawn(async move { peer.respond(request.id, Outcome::error(e)).await });
+}
+
+/// Unsolicited traffic of a session's own upstream session.
+pub struct SessionEvents {
+    gateway: Weak<Gateway>,
+    session: Weak<GwSession>,
+    index: usize,
+}
+
+impl SessionEvents {
+    pub fn new(gateway: Weak<Gateway>, session: Weak<GwSession>, index: usize) -> Self {
+        Self { gateway, session, index }
+    }
+}
+
+impl PeerEvents for SessionEvents {
+    fn notification(&self, _peer: &Arc<Peer>, notification: Notification) {
+        if notification.method == method::TOOLS_LIST_CHANGED {
+            // Tools are a gateway-wide catalog: re-crawl, and every session
+            // hears about it if the served list changed.
+            if let Some(gw) = self.gateway.upgrade() {
+                gw.upstreams[self.index].request_refresh();
+            }
+            return;
+        }
+        if let Some(session) = self.session.upgrade() {
+            session.notify(Message::Notification(notification));
+        }
+    }
+
+    fn request(&self, peer: Arc<Peer>, request: Request, cancel: CancellationToken) {
+        match self.session.upgrade() {
+            Some(session) => relay_request(session, None, peer, request, cancel),
+            None => refuse(peer, request, "the session has ended"),
+        }
+    }
+
+    fn closed(&self, peer: &Arc<Peer>, reason: &str) {
+        tracing::debug!(upstream = %peer.label(), %reason, "per-session upstream session ended");
+    }
+}
+
+/// Unsolicited traffic of an upstream's control (or shared) connection.
+pub struct ControlEvents {
+    gateway: Weak<Gateway>,
+    index: usize,
+}
+
+impl ControlEvents {
+    pub fn new(gateway: Weak<Gateway>, index: usize) -> Self {
+        Self { gateway, index }
+    }
+}
+
+impl PeerEvents for ControlEvents {
+    fn notification(&self, peer: &Arc<Peer>, notification: Notification) {
+        let Some(gw) = self.gateway.upgrade() else { return };
+        match notification.method.as_str() {
+            method::TOOLS_LIST_CHANGED => gw.upstreams[self.index].request_refresh(),
+            method::RESOURCES_LIST_CHANGED | method::PROMPTS_LIST_CHANGED => gw.broadcast(notification),
+            method::RESOURCES_UPDATED => {
+                let uri = notification.params.as_ref().and_then(|p| p.get("uri")).and_then(Value::as_str).unwrap_or("");
+                for s in gw.sessions.sessions() {
+                    if s.state.is_subscribed(uri) {
+                        s.notify(Message::Notification(notification.clone()));
+                    }
+                }
+            }
+            method::MESSAGE => log_upstream_message(peer, notification.params.as_ref()),
+            other => tracing::debug!(upstream = %peer.label(), method = other, "unsolicited notification dropped"),
+        }
+    }
+
+    fn request(&self, peer: Arc<Peer>, request: Request, _cancel: CancellationToken) {
+        refuse(peer, request, "it was not sent while serving a client request");
+    }
+
+    fn closed(&self, _peer: &Arc<Peer>, _reason: &str) {
+        // The supervisor watches the connection and restarts it.
+    }
+}
+
+/// An upstream log message that belongs to no client: into toolgate's log.
+fn log_upstream_message(peer: &Peer, params: Option<&Value>) {
+    let level = params.and_then(|p| p.get("level")).and_then(Value::as_str).unwrap_or("info");
+    let data = params.and_then(|p| p.get("data")).cloned().unwrap_or_else(|| json!(null));
+    match level {
+        "debug" => tracing::debug!(upstream = %peer.label(), %data, "upstream log"),
+        "info" | "notice" => tracing::info!(upstream = %peer.label(), %data, "upstream log"),
+        "warning" => tracing::warn!(upstream = %peer.label(), %data, "upstream log"),
+        _ => tracing::error!(upstream = %peer.label(), level, %data, "upstream log"),
+    }
+}

@@ -1,0 +1,119 @@
+//! What the gateway keeps per downstream session.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use crate::upstream::Peer;
+
+/// Per-session gateway state: the tools this session may call, its own
+/// upstream sessions, and what it subscribed to.
+pub struct GatewaySession {
+    /// Tools whose description this session fetched, with the fingerprint of
+    /// the definition it saw: a changed definition must be fetched again.
+    authorized: Mutex<HashMap<String, u64>>,
+    /// This session's own upstream sessions (`sharing = "per_session"`), by
+    /// upstream index, created on first use. The async lock makes concurrent
+    /// first uses share one connection instead of racing two.
+    connections: Box<[tokio::sync::Mutex<Option<Arc<Peer>>>]>,
+    /// Resource URIs this session subscribed to.
+    subscriptions: Mutex<HashSet<String>>,
+    /// The level from the client's last `logging/setLevel`, replayed on
+    /// upstream sessions created later.
+    log_level: Mutex<Option<Value>>,
+}
+
+impl GatewaySession {
+    /// State for a session of a gateway with `upstreams` upstreams.
+    pub fn new(upstreams: usize) -> Self {
+        Self {
+            authorized: Mutex::new(HashMap::new()),
+            connections: (0..upstreams).map(|_| tokio::sync::Mutex::new(None)).collect(),
+            subscriptions: Mutex::new(HashSet::new()),
+            log_level: Mutex::new(None),
+        }
+    }
+
+    /// Records that the session fetched these definitions.
+    pub fn authorize(&self, tools: impl IntoIterator<Item = (String, u64)>) {
+        self.authorized.lock().extend(tools);
+    }
+
+    /// Whether the session fetched the current definition of `tool`.
+    pub fn is_authorized(&self, tool: &str, fingerprint: u64) -> bool {
+        self.authorized.lock().get(tool) == Some(&fingerprint)
+    }
+
+    /// The slot of upstream `index`'s per-session connection.
+    pub fn connection_slot(&self, index: usize) -> Option<&tokio::sync::Mutex<Option<Arc<Peer>>>> {
+        self.connections.get(index)
+    }
+
+    /// Every per-session connection, taken out (the session is ending).
+    pub async fn take_connections(&self) -> Vec<Arc<Peer>> {
+        let mut peers = Vec::new();
+        for slot in self.connections.iter() {
+            if let Some(p) = slot.lock().await.take() {
+                peers.push(p);
+            }
+        }
+        peers
+    }
+
+    /// The live per-session connections (without waiting on one being made).
+    pub fn live_connections(&self) -> Vec<(usize, Arc<Peer>)> {
+        self.connections
+            .iter()
+            .enumerate()
+            .filter_map(|(i, slot)| slot.try_lock().ok().and_then(|s| s.clone()).map(|p| (i, p)))
+            .filter(|(_, p)| !p.is_closed())
+            .collect()
+    }
+
+    /// Adds a subscription; returns whether it is new.
+    pub fn subscribe(&self, uri: &str) -> bool {
+        self.subscriptions.lock().insert(uri.to_owned())
+    }
+
+    /// Removes a subscription; returns whether it existed.
+    pub fn unsubscribe(&self, uri: &str) -> bool {
+        self.subscriptions.lock().remove(uri)
+    }
+
+    /// Whether the session subscribed to `uri`.
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        self.subscriptions.lock().contains(uri)
+    }
+
+    /// Every subscription (the session is ending).
+    pub fn subscriptions(&self) -> Vec<String> {
+        self.subscriptions.lock().iter().cloned().collect()
+    }
+
+    /// Remembers the client's logging level.
+    pub fn set_log_level(&self, level: Value) {
+        *self.log_level.lock() = Some(level);
+    }
+
+    /// The client's logging level, if it set one.
+    pub fn log_level(&self) -> Option<Value> {
+        self.log_level.lock().clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authorization_is_per_definition() {
+        let s = GatewaySession::new(2);
+        assert!(!s.is_authorized("a", 1));
+        s.authorize([("a".to_owned(), 1)]);
+        assert!(s.is_authorized("a", 1));
+        assert!(!s.is_authorized("a", 2), "a changed definition must be fetched again");
+        assert!(!GatewaySession::new(2).is_authorized("a", 1), "sessions do not share authorizations");
+    }
+}

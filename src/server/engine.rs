@@ -1,0 +1,166 @@
+//! Transport-independent message handling for downstream sessions.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::handler::{Handler, InitContext, RequestCtx};
+use super::session::{Downlink, Session};
+use super::store::SessionStore;
+use crate::jsonrpc::{ErrorObject, Id, Message, Outcome, Request, Response, codes};
+use crate::protocol::{Version, method};
+
+/// How often idle sessions are looked for.
+const EXPIRY_TICK: Duration = Duration::from_secs(5);
+
+/// The engine: a handler plus its live sessions.
+pub struct Engine<H: Handler> {
+    handler: Arc<H>,
+    store: Arc<SessionStore<H::State>>,
+}
+
+impl<H: Handler> Engine<H> {
+    /// Starts an engine whose sessions expire after `idle`. Spawns the task
+    /// that applies expiries and hands ended sessions to [`Handler::closed`].
+    pub fn start(handler: Arc<H>, store: Arc<SessionStore<H::State>>, mut ended: tokio::sync::mpsc::UnboundedReceiver<Arc<Session<H::State>>>) -> Arc<Self> {
+        let engine = Arc::new(Self { handler: handler.clone(), store: store.clone() });
+        let weak_store = Arc::downgrade(&store);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(EXPIRY_TICK);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => match weak_store.upgrade() {
+                        Some(store) => store.run_pending(),
+                        None => return,
+                    },
+                    session = ended.recv() => match session {
+                        Some(session) => {
+                            tracing::debug!(session = session.id(), "session ended");
+                            handler.closed(session).await;
+                        }
+                        None => return,
+                    },
+                }
+            }
+        });
+        engine
+    }
+
+    /// The application.
+    pub fn handler(&self) -> &Arc<H> {
+        &self.handler
+    }
+
+    /// The live sessions.
+    pub fn store(&self) -> &Arc<SessionStore<H::State>> {
+        &self.store
+    }
+
+    /// Answers `initialize`, creating a session on success.
+    pub async fn initialize(&self, request: Request) -> (Option<Arc<Session<H::State>>>, Response) {
+        let params = request.params.unwrap_or_else(|| json!({}));
+        if !params.is_object() {
+            let e = ErrorObject::invalid_params("initialize params must be an object");
+            return (None, Response::error(Some(request.id), e));
+        }
+        let requested = params.get("protocolVersion").and_then(Value::as_str);
+        let ctx = InitContext { version: Version::negotiate(requested), params };
+        match self.handler.initialize(&ctx).await {
+            Ok((result, state)) => {
+                let session = Arc::new(Session::new(SessionStore::<H::State>::new_id(), ctx.version, &ctx.params, state));
+                self.store.insert(session.clone());
+                tracing::debug!(session = session.id(), version = %ctx.version, client = %session.client_info(), "session started");
+                (Some(session), Response::result(request.id, result))
+            }
+            Err(e) => (None, Response::error(Some(request.id), e)),
+        }
+    }
+
+    /// Handles one message from the client of `session`. Returns the response
+    /// for a request; `None` for notifications, responses, and requests the
+    /// client cancelled (which must not be answered).
+    pub async fn handle(&self, session: &Arc<Session<H::State>>, message: Message, downlink: Downlink) -> Option<Response> {
+        match message {
+            Message::Request(request) => self.request(session, request, downlink).await,
+            Message::Notification(n) => {
+                match n.method.as_str() {
+                    method::INITIALIZED => session.mark_initialized(),
+                    method::CANCELLED => {
+                        let id = n.params.as_ref().and_then(|p| p.get("requestId")).and_then(Id::from_value);
+                        match id {
+                            Some(id) if session.cancel_request(&id) => {
+                                tracing::debug!(session = session.id(), %id, "client cancelled a request");
+                            }
+                            // Unknown or finished: the spec lets the receiver ignore it.
+                            _ => {}
+                        }
+                    }
+                    _ => self.handler.notification(session, n).await,
+                }
+                None
+            }
+            Message::Response(response) => {
+                match response.id {
+                    Some(id) => {
+                        if !session.resolve(&id, response.outcome) {
+                            tracing::debug!(session = session.id(), %id, "response to an unknown request ignored");
+                        }
+                    }
+                    None => tracing::warn!(session = session.id(), error = ?response.outcome, "client sent an error without an id"),
+                }
+                None
+            }
+        }
+    }
+
+    async fn request(&self, session: &Arc<Session<H::State>>, request: Request, downlink: Downlink) -> Option<Response> {
+        let id = request.id.clone();
+        match request.method.as_str() {
+            method::PING => return Some(Response::result(id, json!({}))),
+            method::INITIALIZE => {
+                let e = ErrorObject::new(codes::INVALID_REQUEST, "Invalid request: the session is already initialized");
+                return Some(Response::error(Some(id), e));
+            }
+            _ => {}
+        }
+        let cancel = session.begin_request(&id);
+        let ctx = RequestCtx { downlink, cancel: cancel.clone() };
+        let outcome = self.handler.request(session, request, ctx).await;
+        session.end_request(&id);
+        if cancel.is_cancelled() {
+            return None;
+        }
+        Some(Response { id: Some(id), outcome })
+    }
+
+    /// Whether a request is one the engine answers without a session
+    /// (nothing today but `initialize`).
+    pub fn is_initialize(message: &Message) -> bool {
+        matches!(message, Message::Request(r) if r.method == method::INITIALIZE)
+    }
+}
+
+/// The answer to a request that cannot be served without a session, such as
+/// the 2026 era's `server/discover` probe: a plain JSON-RPC error that tells
+/// clients this is a session-based (pre-2026) server, so they fall back to
+/// `initialize`.
+pub fn sessionless_error(id: Option<Id>, method: &str) -> Response {
+    let message = if method == method::SERVER_DISCOVER {
+        "Bad Request: this server uses the initialize handshake (MCP 2025-11-25 and earlier); send initialize first"
+    } else {
+        "Bad Request: Mcp-Session-Id header is required"
+    };
+    Response::error(id, ErrorObject::new(codes::SERVER_ERROR, message))
+}
+
+impl<H: Handler> Drop for Engine<H> {
+    fn drop(&mut self) {
+        self.store.clear();
+    }
+}
+
+/// An error outcome.
+pub fn error_outcome(code: i64, message: impl Into<String>) -> Outcome {
+    Outcome::error(ErrorObject::new(code, message))
+}

@@ -1,0 +1,56 @@
+//! The contract between the server engine and the application behind it.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::session::{Downlink, Session};
+use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request};
+use crate::protocol::Version;
+
+/// What an `initialize` request told the server.
+#[derive(Debug, Clone)]
+pub struct InitContext {
+    /// The revision the engine negotiated for this session.
+    pub version: Version,
+    /// The `params` of the `initialize` request, as sent.
+    pub params: Value,
+}
+
+/// Per-request context handed to [`Handler::request`].
+#[derive(Clone)]
+pub struct RequestCtx {
+    /// Where messages related to this request go (its SSE stream on HTTP).
+    pub downlink: Downlink,
+    /// Fires when the client cancels the request (`notifications/cancelled`).
+    pub cancel: CancellationToken,
+}
+
+/// The application served by the engine.
+pub trait Handler: Send + Sync + 'static {
+    /// Per-session application state.
+    type State: Send + Sync + 'static;
+
+    /// Answers `initialize` and creates the session's state. The result must
+    /// carry `ctx.version` as its `protocolVersion`.
+    fn initialize(self: &Arc<Self>, ctx: &InitContext) -> impl Future<Output = Result<(Value, Self::State), ErrorObject>> + Send;
+
+    /// Answers a request. Messages produced while answering (progress, logs,
+    /// server-to-client requests) go to `ctx.downlink`.
+    fn request(
+        self: &Arc<Self>,
+        session: &Arc<Session<Self::State>>,
+        request: Request,
+        ctx: RequestCtx,
+    ) -> impl Future<Output = Outcome> + Send;
+
+    /// Takes a client notification the engine does not handle itself.
+    fn notification(self: &Arc<Self>, session: &Arc<Session<Self::State>>, notification: Notification)
+    -> impl Future<Output = ()> + Send;
+
+    /// The session ended (client `DELETE`, idle expiry or shutdown): release
+    /// what it holds.
+    fn closed(self: &Arc<Self>, session: Arc<Session<Self::State>>) -> impl Future<Output = ()> + Send;
+}

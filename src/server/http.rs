@@ -1,0 +1,151 @@
+//! The Streamable HTTP transport (MCP 2025-03-26 and later): `POST`, `GET`
+//! and `DELETE` on one endpoint.
+//!
+//! A POSTed request is answered with plain JSON when its response is the
+//! first thing ready, and with an SSE stream when something related to it
+//! (progress, a log message, a sampling request) has to go out first. Either
+//! way the request is handled on its own task, so a client that disconnects
+//! does not cancel the work upstream (the spec says a disconnect is not a
+//! cancellation).
+
+mod guard;
+mod post;
+mod reply;
+mod stream;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::any;
+use http::{HeaderMap, Method, StatusCode, header};
+
+pub use guard::Guard;
+
+use super::engine::Engine;
+use super::handler::Handler;
+use super::session::Session;
+use crate::jsonrpc::codes;
+use crate::protocol::{self, Version};
+
+/// What the HTTP transport needs to know.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Endpoint path, e.g. `/mcp`.
+    pub path: String,
+    /// `Host`/`Origin` validation.
+    pub guard: Guard,
+    /// Largest accepted body, in bytes.
+    pub max_body_bytes: usize,
+    /// SSE keep-alive interval.
+    pub keep_alive: Duration,
+}
+
+struct HttpState<H: Handler> {
+    engine: Arc<Engine<H>>,
+    options: HttpOptions,
+}
+
+/// The axum router serving `engine` at `options.path`.
+pub fn router<H: Handler>(engine: Arc<Engine<H>>, options: HttpOptions) -> Router {
+    let path = options.path.clone();
+    let state = Arc::new(HttpState { engine, options });
+    Router::new()
+        .route(&path, any(endpoint::<H>))
+        .layer(middleware::from_fn_with_state(state.clone(), guard_layer::<H>))
+        .with_state(state)
+}
+
+async fn guard_layer<H: Handler>(State(state): State<Arc<HttpState<H>>>, request: Request, next: Next) -> Response {
+    if let Err(why) = state.options.guard.check(request.headers(), request.uri()) {
+        tracing::warn!(%why, "request refused (DNS-rebinding protection)");
+        return reply::error(StatusCode::FORBIDDEN, codes::SERVER_ERROR, &format!("Forbidden: {why}"));
+    }
+    next.run(request).await
+}
+
+async fn endpoint<H: Handler>(State(state): State<Arc<HttpState<H>>>, request: Request) -> Response {
+    match *request.method() {
+        Method::POST => post::handle(state, request).await,
+        Method::GET => stream::open(state, request.headers()),
+        Method::DELETE => delete(state, request.headers()),
+        _ => {
+            let mut r = reply::error(StatusCode::METHOD_NOT_ALLOWED, codes::SERVER_ERROR, "Method not allowed");
+            r.headers_mut().insert(header::ALLOW, http::HeaderValue::from_static("GET, POST, DELETE"));
+            r
+        }
+    }
+}
+
+fn delete<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap) -> Response {
+    let session = match session_of(&state, headers) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    state.engine.store().remove(session.id());
+    tracing::debug!(session = session.id(), "session deleted by the client");
+    StatusCode::OK.into_response_empty()
+}
+
+/// Finds the session a non-initialize request names, answering 400 when the
+/// header is missing or bad and 404 when the session does not exist.
+fn session_of<H: Handler>(state: &HttpState<H>, headers: &HeaderMap) -> Result<Arc<Session<H::State>>, Response> {
+    check_version_header(headers)?;
+    let Some(id) = headers.get(protocol::header::SESSION_ID) else {
+        return Err(reply::error(
+            StatusCode::BAD_REQUEST,
+            codes::SERVER_ERROR,
+            "Bad Request: Mcp-Session-Id header is required",
+        ));
+    };
+    let id = id.to_str().unwrap_or_default();
+    state
+        .engine
+        .store()
+        .get(id)
+        .ok_or_else(|| reply::error(StatusCode::NOT_FOUND, codes::SESSION_NOT_FOUND, "Session not found"))
+}
+
+/// Rejects an `MCP-Protocol-Version` header naming a revision toolgate does not
+/// speak (400, as the spec requires).
+fn check_version_header(headers: &HeaderMap) -> Result<(), Response> {
+    match headers.get(protocol::header::PROTOCOL_VERSION) {
+        None => Ok(()),
+        Some(v) => match v.to_str().ok().and_then(Version::parse) {
+            Some(_) => Ok(()),
+            None => Err(reply::error(
+                StatusCode::BAD_REQUEST,
+                codes::SERVER_ERROR,
+                &format!(
+                    "Bad Request: Unsupported protocol version {:?}; supported: {}",
+                    v.to_str().unwrap_or("?"),
+                    Version::ALL.map(Version::as_str).join(", ")
+                ),
+            )),
+        },
+    }
+}
+
+/// Whether an `Accept` header admits `wanted` (`type/subtype`).
+fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
+    let (kind, _) = wanted.split_once('/').unwrap_or((wanted, ""));
+    headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|item| {
+        let media = item.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        media == wanted || media == "*/*" || media == format!("{kind}/*")
+    })
+}
+
+trait EmptyResponse {
+    fn into_response_empty(self) -> Response;
+}
+
+impl EmptyResponse for StatusCode {
+    fn into_response_empty(self) -> Response {
+        let mut r = Response::new(axum::body::Body::empty());
+        *r.status_mut() = self;
+        r
+    }
+}

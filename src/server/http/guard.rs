@@ -1,0 +1,115 @@
+//! DNS-rebinding protection: `Host` and `Origin` validation.
+//!
+//! MCP servers MUST validate `Origin` (403 when present and invalid). toolgate
+//! also checks `Host`, which is what actually stops a rebound DNS name from
+//! reaching a loopback listener.
+
+use http::{HeaderMap, Uri, header};
+
+/// Host names that mean "this machine".
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
+
+/// Accepted `Host` and `Origin` values.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    hosts: Vec<String>,
+    origins: Vec<String>,
+}
+
+impl Guard {
+    /// A guard from the configured allowlists; empty lists mean loopback only.
+    pub fn new(allowed_hosts: &[String], allowed_origins: &[String]) -> Self {
+        let norm = |v: &[String]| v.iter().map(|s| s.trim().trim_end_matches('/').to_ascii_lowercase()).collect();
+        Self { hosts: norm(allowed_hosts), origins: norm(allowed_origins) }
+    }
+
+    /// Checks a request's `Host` (or HTTP/2 authority) and `Origin`.
+    pub fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), String> {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| uri.authority().map(|a| a.as_str()))
+            .ok_or("missing Host header")?;
+        if !self.host_allowed(host) {
+            return Err(format!("Host '{host}' is not allowed"));
+        }
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let origin = origin.to_str().map_err(|_| "Origin header is not valid text")?;
+            if !self.origin_allowed(origin) {
+                return Err(format!("Origin '{origin}' is not allowed"));
+            }
+        }
+        Ok(())
+    }
+
+    fn host_allowed(&self, authority: &str) -> bool {
+        let authority = authority.trim().to_ascii_lowercase();
+        let name = host_name(&authority);
+        if self.hosts.is_empty() {
+            return LOOPBACK_HOSTS.contains(&name);
+        }
+        self.hosts.iter().any(|h| h == "*" || *h == authority || h == name)
+    }
+
+    fn origin_allowed(&self, origin: &str) -> bool {
+        let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+        if self.origins.is_empty() {
+            let Some((scheme, rest)) = origin.split_once("://") else { return false };
+            return matches!(scheme, "http" | "https") && LOOPBACK_HOSTS.contains(&host_name(rest));
+        }
+        self.origins.iter().any(|o| o == "*" || *o == origin)
+    }
+}
+
+/// The host part of `host[:port]`, keeping IPv6 brackets.
+fn host_name(authority: &str) -> &str {
+    if authority.starts_with('[') {
+        return match authority.find(']') {
+            Some(end) => &authority[..=end],
+            None => authority,
+        };
+    }
+    authority.split(':').next().unwrap_or(authority)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    fn headers(host: &str, origin: Option<&str>) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::HOST, HeaderValue::from_str(host).unwrap());
+        if let Some(o) = origin {
+            h.insert(header::ORIGIN, HeaderValue::from_str(o).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn default_accepts_loopback_only() {
+        let g = Guard::new(&[], &[]);
+        let uri = Uri::from_static("/mcp");
+        for ok in ["localhost:8080", "127.0.0.1", "[::1]:9", "LOCALHOST"] {
+            assert!(g.check(&headers(ok, None), &uri).is_ok(), "{ok}");
+        }
+        assert!(g.check(&headers("localhost:1", Some("http://localhost:3000")), &uri).is_ok());
+        assert!(g.check(&headers("evil.example.com", None), &uri).is_err());
+        assert!(g.check(&headers("127.0.0.1:80", Some("http://evil.example.com")), &uri).is_err());
+        assert!(g.check(&headers("127.0.0.1:80", Some("null")), &uri).is_err());
+        assert!(g.check(&headers("localhost.evil.com", None), &uri).is_err());
+    }
+
+    #[test]
+    fn configured_lists_replace_the_defaults() {
+        let g = Guard::new(&["gw.example.com".into(), "10.0.0.5:8080".into()], &["https://app.example.com/".into()]);
+        let uri = Uri::from_static("/mcp");
+        assert!(g.check(&headers("gw.example.com:443", Some("https://app.example.com")), &uri).is_ok());
+        assert!(g.check(&headers("10.0.0.5:8080", None), &uri).is_ok());
+        assert!(g.check(&headers("10.0.0.5:9090", None), &uri).is_err());
+        assert!(g.check(&headers("localhost", None), &uri).is_err());
+        assert!(g.check(&headers("gw.example.com", Some("http://localhost")), &uri).is_err());
+        let any = Guard::new(&["*".into()], &["*".into()]);
+        assert!(any.check(&headers("anything", Some("https://x.y")), &uri).is_ok());
+    }
+}

@@ -1,0 +1,300 @@
+//! A downstream session: what one MCP client negotiated, its open streams,
+//! the requests it has in flight, and the requests toolgate has sent it.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::jsonrpc::{Id, Message, Notification, Outcome, Request, Response};
+use crate::protocol::{Version, method};
+
+/// Messages kept for a client that has no standalone stream open; older ones
+/// are dropped first. Bounded so an absent client cannot grow memory.
+const BACKLOG_LIMIT: usize = 256;
+
+/// One frame on a response stream.
+#[derive(Debug, Clone)]
+pub enum Frame {
+    /// A notification or server-to-client request related to the request.
+    Message(Message),
+    /// The response that ends a request.
+    Final(Response),
+    /// Every request of the POST has been answered (or cancelled): the
+    /// stream may end even if late messages could still arrive.
+    End,
+}
+
+/// The way back to the client for one request: its own SSE stream on
+/// Streamable HTTP, the session's single stream on stdio or legacy SSE.
+#[derive(Clone, Debug)]
+pub struct Downlink {
+    tx: mpsc::UnboundedSender<Frame>,
+}
+
+impl Downlink {
+    /// A downlink and the receiving end the transport drains.
+    pub fn channel() -> (Downlink, mpsc::UnboundedReceiver<Frame>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Downlink { tx }, rx)
+    }
+
+    /// Sends a message related to the request. Returns `false` when the
+    /// stream is gone (the client disconnected).
+    pub fn send(&self, message: impl Into<Message>) -> bool {
+        self.tx.send(Frame::Message(message.into())).is_ok()
+    }
+
+    /// Sends the final response.
+    pub(crate) fn finish(&self, response: Response) -> bool {
+        self.tx.send(Frame::Final(response)).is_ok()
+    }
+
+    /// Marks the end of the requests this downlink serves.
+    pub(crate) fn end(&self) {
+        let _ = self.tx.send(Frame::End);
+    }
+
+    /// Whether the receiving end is gone.
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+/// Why a server-to-client request got no answer.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ClientRequestError {
+    /// The request was cancelled by whoever asked for it.
+    #[error("the request was cancelled")]
+    Cancelled,
+    /// The session ended before the client answered.
+    #[error("the client session ended")]
+    SessionClosed,
+}
+
+/// The standalone stream (GET on Streamable HTTP) or, while none is open, a
+/// bounded backlog of what it would have carried.
+#[derive(Default)]
+struct Outbound {
+    tx: Option<mpsc::UnboundedSender<Message>>,
+    backlog: VecDeque<Message>,
+}
+
+/// One downstream session. `S` is the application's per-session state.
+pub struct Session<S> {
+    id: Arc<str>,
+    version: Version,
+    client_capabilities: Value,
+    client_info: Value,
+    /// The application's state for this session.
+    pub state: S,
+    initialized: AtomicBool,
+    next_request_id: AtomicU64,
+    /// Server-to-client requests awaiting the client's response.
+    awaiting: Mutex<HashMap<Id, oneshot::Sender<Outcome>>>,
+    /// Client requests being answered, so `notifications/cancelled` can stop them.
+    in_flight: Mutex<HashMap<Id, CancellationToken>>,
+    outbound: Mutex<Outbound>,
+    closed: CancellationToken,
+}
+
+impl<S> Session<S> {
+    pub(crate) fn new(id: Arc<str>, version: Version, init_params: &Value, state: S) -> Self {
+        Self {
+            id,
+            version,
+            client_capabilities: init_params.get("capabilities").cloned().unwrap_or_else(|| json!({})),
+            client_info: init_params.get("clientInfo").cloned().unwrap_or(Value::Null),
+            state,
+            initialized: AtomicBool::new(false),
+            next_request_id: AtomicU64::new(0),
+            awaiting: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::new()),
+            outbound: Mutex::new(Outbound::default()),
+            closed: CancellationToken::new(),
+        }
+    }
+
+    /// The session id toolgate issued (`Mcp-Session-Id`).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(crate) fn id_arc(&self) -> Arc<str> {
+        self.id.clone()
+    }
+
+    /// The revision negotiated with this client.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// The capabilities the client declared in `initialize`.
+    pub fn client_capabilities(&self) -> &Value {
+        &self.client_capabilities
+    }
+
+    /// The client's `clientInfo`.
+    pub fn client_info(&self) -> &Value {
+        &self.client_info
+    }
+
+    /// Whether the client declared the capability a server-to-client request
+    /// needs (`sampling`, `elicitation`, `roots`).
+    pub fn client_supports(&self, method: &str) -> bool {
+        let cap = match method {
+            "sampling/createMessage" => "sampling",
+            "elicitation/create" => "elicitation",
+            "roots/list" => "roots",
+            _ => return true,
+        };
+        self.client_capabilities.get(cap).is_some_and(|c| !c.is_null())
+    }
+
+    /// Whether `notifications/initialized` has arrived.
+    pub fn is_initialized(&self) -> bool {
+        self.initialized.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn mark_initialized(&self) {
+        self.initialized.store(true, Ordering::Relaxed);
+    }
+
+    /// Fires when the session ends.
+    pub fn closed(&self) -> &CancellationToken {
+        &self.closed
+    }
+
+    pub(crate) fn close(&self) {
+        self.closed.cancel();
+        for (_, token) in self.in_flight.lock().drain() {
+            token.cancel();
+        }
+        // Dropping the senders wakes every waiter with `SessionClosed`.
+        self.awaiting.lock().clear();
+        self.outbound.lock().tx = None;
+    }
+
+    // === client requests in flight ===
+
+    pub(crate) fn begin_request(&self, id: &Id) -> CancellationToken {
+        let token = self.closed.child_token();
+        self.in_flight.lock().insert(id.clone(), token.clone());
+        token
+    }
+
+    pub(crate) fn end_request(&self, id: &Id) {
+        self.in_flight.lock().remove(id);
+    }
+
+    pub(crate) fn cancel_request(&self, id: &Id) -> bool {
+        match self.in_flight.lock().remove(id) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    // === server-to-client requests ===
+
+    /// Sends a request to the client and waits for its answer. The request
+    /// goes on `via` (the stream of the client request it belongs to) when
+    /// that is still open, otherwise on the standalone stream. If `cancel`
+    /// fires first, the client is told with `notifications/cancelled`.
+    pub async fn request_client(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        via: Option<&Downlink>,
+        cancel: &CancellationToken,
+    ) -> Result<Outcome, ClientRequestError> {
+        let id = Id::number(self.next_request_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        self.awaiting.lock().insert(id.clone(), tx);
+        let request = Message::Request(Request { id: id.clone(), method: method.to_owned(), params });
+        self.send_related(request, via);
+        tokio::select! {
+            answer = rx => answer.map_err(|_| ClientRequestError::SessionClosed),
+            _ = cancel.cancelled() => {
+                self.awaiting.lock().remove(&id);
+                let note = Notification::new(
+                    method::CANCELLED,
+                    Some(json!({"requestId": id.to_value(), "reason": "cancelled by the upstream server"})),
+                );
+                self.send_related(note.into(), via);
+                Err(ClientRequestError::Cancelled)
+            }
+            _ = self.closed.cancelled() => Err(ClientRequestError::SessionClosed),
+        }
+    }
+
+    /// Routes the client's response to the request that awaits it. Returns
+    /// `false` for an id toolgate never sent (or already forgot).
+    pub(crate) fn resolve(&self, id: &Id, outcome: Outcome) -> bool {
+        match self.awaiting.lock().remove(id) {
+            Some(tx) => tx.send(outcome).is_ok(),
+            None => false,
+        }
+    }
+
+    fn send_related(&self, message: Message, via: Option<&Downlink>) {
+        let message = match via {
+            Some(downlink) if !downlink.is_closed() => match downlink.tx.send(Frame::Message(message)) {
+                Ok(()) => return,
+                Err(mpsc::error::SendError(Frame::Message(m))) => m,
+                Err(_) => return,
+            },
+            _ => message,
+        };
+        self.notify(message);
+    }
+
+    // === the standalone stream ===
+
+    /// Sends a message that belongs to no request (list changes, resource
+    /// updates, unsolicited requests) on the standalone stream, or keeps it
+    /// for when one opens.
+    pub fn notify(&self, message: Message) {
+        let mut out = self.outbound.lock();
+        let message = match &out.tx {
+            Some(tx) => match tx.send(message) {
+                Ok(()) => return,
+                Err(mpsc::error::SendError(m)) => {
+                    out.tx = None;
+                    m
+                }
+            },
+            None => message,
+        };
+        if out.backlog.len() == BACKLOG_LIMIT {
+            out.backlog.pop_front();
+            tracing::debug!(session = %self.id, "standalone-stream backlog full; dropped the oldest message");
+        }
+        out.backlog.push_back(message);
+    }
+
+    /// Opens the standalone stream, handing it whatever was kept meanwhile.
+    /// `None` when one is already open (HTTP answers 409).
+    pub(crate) fn attach_stream(&self) -> Option<mpsc::UnboundedReceiver<Message>> {
+        let mut out = self.outbound.lock();
+        if out.tx.as_ref().is_some_and(|tx| !tx.is_closed()) {
+            return None;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        for m in out.backlog.drain(..) {
+            // The receiver is in hand, so this cannot fail.
+            let _ = tx.send(m);
+        }
+        out.tx = Some(tx);
+        Some(rx)
+    }
+}
+
+#[cfg(test)]
+mod tests;

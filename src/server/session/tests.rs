@@ -1,0 +1,73 @@
+use super::*;
+
+fn session() -> Session<()> {
+    Session::new(Arc::from("s1"), Version::LATEST, &json!({"capabilities": {"sampling": {}}}), ())
+}
+
+#[tokio::test]
+async fn client_requests_are_matched_by_the_id_toolgate_allocated() {
+    let s = Arc::new(session());
+    let (downlink, mut rx) = Downlink::channel();
+    let cancel = CancellationToken::new();
+    let s2 = s.clone();
+    let dl = downlink.clone();
+    let task = tokio::spawn(async move {
+        s2.request_client("sampling/createMessage", Some(json!({"maxTokens": 5})), Some(&dl), &CancellationToken::new())
+            .await
+    });
+    let Some(Frame::Message(Message::Request(req))) = rx.recv().await else { panic!("no request on the downlink") };
+    assert_eq!(req.method, "sampling/createMessage");
+    assert!(!s.resolve(&Id::number(999), Outcome::Result(json!({}))), "unknown ids are not routed");
+    assert!(s.resolve(&req.id, Outcome::Result(json!({"content": "hi"}))));
+    assert_eq!(task.await.unwrap().unwrap(), Outcome::Result(json!({"content": "hi"})));
+    drop(cancel);
+}
+
+#[tokio::test]
+async fn cancelling_a_client_request_tells_the_client() {
+    let s = Arc::new(session());
+    let (downlink, mut rx) = Downlink::channel();
+    let cancel = CancellationToken::new();
+    let (s2, dl, c2) = (s.clone(), downlink.clone(), cancel.clone());
+    let task = tokio::spawn(async move { s2.request_client("roots/list", None, Some(&dl), &c2).await });
+    let Some(Frame::Message(Message::Request(req))) = rx.recv().await else { panic!() };
+    cancel.cancel();
+    assert!(matches!(task.await.unwrap(), Err(ClientRequestError::Cancelled)));
+    let Some(Frame::Message(Message::Notification(n))) = rx.recv().await else { panic!() };
+    assert_eq!(n.method, method::CANCELLED);
+    assert_eq!(n.params.unwrap()["requestId"], req.id.to_value());
+}
+
+#[tokio::test]
+async fn standalone_messages_wait_in_a_bounded_backlog() {
+    let s = session();
+    for i in 0..(BACKLOG_LIMIT + 10) {
+        s.notify(Message::Notification(Notification::new("n", Some(json!({"i": i})))));
+    }
+    let mut rx = s.attach_stream().expect("first stream");
+    assert!(s.attach_stream().is_none(), "a second stream is refused while the first is open");
+    let first = rx.recv().await.unwrap();
+    assert_eq!(first.to_value()["params"]["i"], 10, "the oldest messages were dropped");
+    s.notify(Message::Notification(Notification::new("live", None)));
+    let mut last = first;
+    while let Ok(m) = rx.try_recv() {
+        last = m;
+    }
+    assert_eq!(last.method(), Some("live"));
+    drop(rx);
+    assert!(s.attach_stream().is_some(), "a closed stream can be replaced");
+}
+
+#[tokio::test]
+async fn closing_wakes_waiters_and_cancels_in_flight_work() {
+    let s = Arc::new(session());
+    let token = s.begin_request(&Id::number(1));
+    let s2 = s.clone();
+    let waiter = tokio::spawn(async move { s2.request_client("roots/list", None, None, &CancellationToken::new()).await });
+    tokio::task::yield_now().await;
+    s.close();
+    assert!(token.is_cancelled());
+    assert!(matches!(waiter.await.unwrap(), Err(ClientRequestError::SessionClosed)));
+    assert!(s.client_supports("sampling/createMessage"));
+    assert!(!s.client_supports("elicitation/create"));
+}

@@ -1,0 +1,350 @@
+//! The Streamable HTTP transport, client side.
+//!
+//! Every request is a POST whose answer is either one JSON message or an SSE
+//! stream carrying related messages and then the response; the stream that
+//! carried a message tells which call it belongs to. A stream that ends
+//! before its response is resumed with `GET` + `Last-Event-ID` after the
+//! server's `retry` delay. Messages that belong to no call arrive on the
+//! standalone `GET` stream, opened after the handshake (unless the server
+//! answers 405).
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use parking_lot::Mutex;
+use serde_json::Value;
+use sse_stream::SseByteStream;
+use tokio_util::sync::CancellationToken;
+
+use super::error::UpstreamError;
+use super::peer::Peer;
+use crate::config::UpstreamConfig;
+use crate::jsonrpc::{Id, Message, Outcome, Response};
+use crate::protocol::{self, Version};
+
+/// Default wait before resuming a broken stream when the server gave no `retry`.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// Resumption attempts for one response stream.
+const MAX_RESUMES: u32 = 5;
+/// Longest pause between attempts to reopen the standalone stream.
+const MAX_GET_BACKOFF: Duration = Duration::from_secs(30);
+
+/// The client side of one Streamable HTTP session.
+#[derive(Clone)]
+pub(crate) struct HttpLink(Arc<Inner>);
+
+struct Inner {
+    label: Arc<str>,
+    client: reqwest::Client,
+    url: reqwest::Url,
+    /// Headers from the configuration (credentials for this upstream only;
+    /// a downstream `Authorization` never gets here).
+    headers: HeaderMap,
+    session_id: Mutex<Option<HeaderValue>>,
+    version: OnceLock<Version>,
+    stop: CancellationToken,
+}
+
+impl HttpLink {
+    /// A link to `config.url`. Fails on a bad URL or header.
+    pub(crate) fn new(config: &UpstreamConfig, label: &Arc<str>, client: reqwest::Client) -> Result<Self, UpstreamError> {
+        let start_error = |reason: String| UpstreamError::Start { upstream: label.clone(), reason };
+        let url = config.url.as_deref().unwrap_or_default();
+        let url = reqwest::Url::parse(url).map_err(|e| start_error(format!("bad url {url:?}: {e}")))?;
+        let mut headers = HeaderMap::new();
+        for (k, v) in &config.headers {
+            let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| start_error(format!("bad header name {k:?}: {e}")))?;
+            let mut value = HeaderValue::from_str(v).map_err(|e| start_error(format!("bad value for header {k:?}: {e}")))?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        Ok(Self(Arc::new(Inner {
+            label: label.clone(),
+            client,
+            url,
+            headers,
+            session_id: Mutex::new(None),
+            version: OnceLock::new(),
+            stop: CancellationToken::new(),
+        })))
+    }
+
+    /// Records the revision negotiated in the handshake, sent as
+    /// `MCP-Protocol-Version` from then on.
+    pub(crate) fn set_version(&self, version: Version) {
+        let _ = self.0.version.set(version);
+    }
+
+    /// Opens the standalone stream (once the session is initialized).
+    pub(crate) fn open_standalone(&self, peer: &Arc<Peer>) {
+        let link = self.clone();
+        let peer = Arc::downgrade(peer);
+        tokio::spawn(async move { link.standalone_stream(peer).await });
+    }
+
+    /// Sends a request; its answer is read on a task of its own and fed
+    /// into `peer`.
+    pub(crate) fn send_request(&self, peer: &Arc<Peer>, message: &Message, id: u64) {
+        let body = Bytes::from(message.encode());
+        let link = self.clone();
+        let peer = peer.clone();
+        tokio::spawn(async move { link.request(peer, body, id).await });
+    }
+
+    /// Sends a notification or a response (answered with 202, no body).
+    pub(crate) async fn send_other(&self, message: &Message) -> Result<(), UpstreamError> {
+        let body = Bytes::from(message.encode());
+        let response = self.post(body).send().await.map_err(|e| self.http_error(&e))?;
+        if response.status().is_success() {
+            return Ok(());
+        }
+        if response.status() == StatusCode::NOT_FOUND && self.0.session_id.lock().is_some() {
+            return Err(UpstreamError::SessionExpired { upstream: self.0.label.clone() });
+        }
+        Err(UpstreamError::Http { upstream: self.0.label.clone(), detail: format!("HTTP {}", response.status()) })
+    }
+
+    fn http_error(&self, e: &reqwest::Error) -> UpstreamError {
+        UpstreamError::Http { upstream: self.0.label.clone(), detail: error_chain(e) }
+    }
+
+    fn with_session_headers(&self, mut req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        req = req.headers(self.0.headers.clone());
+        if let Some(id) = self.0.session_id.lock().clone() {
+            req = req.header(protocol::header::SESSION_ID, id);
+        }
+        if let Some(v) = self.0.version.get().filter(|v| v.has_version_header()) {
+            req = req.header(protocol::header::PROTOCOL_VERSION, v.as_str());
+        }
+        req
+    }
+
+    fn post(&self, body: Bytes) -> reqwest::RequestBuilder {
+        let req = self
+            .0
+            .client
+            .post(self.0.url.clone())
+            .header(header::ACCEPT, "application/json, text/event-stream")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(body);
+        self.with_session_headers(req)
+    }
+
+    fn get(&self, last_event_id: Option<&str>) -> reqwest::RequestBuilder {
+        let mut req = self.0.client.get(self.0.url.clone()).header(header::ACCEPT, "text/event-stream");
+        if let Some(id) = last_event_id {
+            req = req.header(protocol::header::LAST_EVENT_ID, id);
+        }
+        self.with_session_headers(req)
+    }
+
+    /// POSTs request `id` and feeds what comes back into the peer.
+    async fn request(&self, peer: Arc<Peer>, body: Bytes, id: u64) {
+        let response = match self.post(body).send().await {
+            Ok(r) => r,
+            Err(e) => return peer.fail(id, self.http_error(&e)),
+        };
+        if self.0.session_id.lock().is_none()
+            && let Some(sid) = response.headers().get(protocol::header::SESSION_ID)
+        {
+            *self.0.session_id.lock() = Some(sid.clone());
+        }
+        let status = response.status();
+        if status == StatusCode::NOT_FOUND && self.0.session_id.lock().is_some() {
+            peer.fail(id, UpstreamError::SessionExpired { upstream: self.0.label.clone() });
+            peer.close("the upstream ended the session (HTTP 404)");
+            return;
+        }
+        let content_type =
+            response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
+        if status == StatusCode::ACCEPTED {
+            let detail = "answered a request with 202 Accepted".to_owned();
+            return peer.fail(id, UpstreamError::Protocol { upstream: self.0.label.clone(), detail });
+        }
+        if content_type.starts_with("text/event-stream") && status.is_success() {
+            return self.read_response_stream(&peer, response.bytes_stream(), id).await;
+        }
+        let bytes = match response.bytes().await {
+            Ok(b) => b,
+            Err(e) => return peer.fail(id, self.http_error(&e)),
+        };
+        let messages = decode_body(&bytes);
+        if messages.is_empty() || !status.is_success() {
+            // A JSON-RPC error in an error status is still the answer.
+            let answered = messages.iter().any(|m| matches!(m, Message::Response(_)));
+            if !answered {
+                let shown: String = String::from_utf8_lossy(&bytes).chars().take(200).collect();
+                let detail = format!("HTTP {status}: {shown}");
+                return peer.fail(id, UpstreamError::Http { upstream: self.0.label.clone(), detail });
+            }
+        }
+        for m in messages {
+            peer.dispatch(with_fallback_id(m, id), Some(id));
+        }
+        if peer.is_pending(id) {
+            let detail = "the response body did not answer the request".to_owned();
+            peer.fail(id, UpstreamError::Protocol { upstream: self.0.label.clone(), detail });
+        }
+    }
+
+    /// Reads a request's SSE stream, resuming it with `Last-Event-ID` when it
+    /// ends before the response.
+    async fn read_response_stream(
+        &self,
+        peer: &Arc<Peer>,
+        stream: impl Stream<Item = reqwest::Result<Bytes>> + Unpin,
+        id: u64,
+    ) {
+        let mut cursor = StreamCursor::default();
+        cursor.read(peer, stream, Some(id)).await;
+        let mut resumes = 0;
+        while peer.is_pending(id) && !peer.is_closed() {
+            let Some(last) = cursor.last_event_id.clone() else { break };
+            if resumes == MAX_RESUMES {
+                break;
+            }
+            resumes += 1;
+            tokio::time::sleep(cursor.retry.unwrap_or(DEFAULT_RETRY)).await;
+            tracing::debug!(upstream = %self.0.label, id, %last, "resuming a response stream");
+            match self.get(Some(&last)).send().await {
+                Ok(r) if r.status().is_success() => cursor.read(peer, r.bytes_stream(), Some(id)).await,
+                Ok(r) => {
+                    tracing::debug!(upstream = %self.0.label, status = %r.status(), "resumption refused");
+                    break;
+                }
+                Err(e) => tracing::debug!(upstream = %self.0.label, error = %error_chain(&e), "resumption failed"),
+            }
+        }
+        if peer.is_pending(id) {
+            let reason = "the response stream ended before the response".to_owned();
+            peer.fail(id, UpstreamError::Closed { upstream: self.0.label.clone(), reason });
+        }
+    }
+
+    /// Keeps the standalone `GET` stream open while the peer lives.
+    async fn standalone_stream(&self, peer: std::sync::Weak<Peer>) {
+        let mut cursor = StreamCursor::default();
+        let mut backoff = DEFAULT_RETRY;
+        loop {
+            let Some(p) = peer.upgrade() else { return };
+            if p.is_closed() || self.0.stop.is_cancelled() {
+                return;
+            }
+            drop(p);
+            let request = self.get(cursor.last_event_id.as_deref()).send();
+            let response = tokio::select! {
+                r = request => r,
+                _ = self.0.stop.cancelled() => return,
+            };
+            match response {
+                Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
+                    tracing::debug!(upstream = %self.0.label, "upstream offers no standalone stream");
+                    return;
+                }
+                Ok(r) if r.status().is_success() => {
+                    backoff = DEFAULT_RETRY;
+                    let Some(p) = peer.upgrade() else { return };
+                    tokio::select! {
+                        _ = cursor.read(&p, r.bytes_stream(), None) => {}
+                        _ = self.0.stop.cancelled() => return,
+                        _ = p.closed().cancelled() => return,
+                    }
+                }
+                Ok(r) => {
+                    tracing::debug!(upstream = %self.0.label, status = %r.status(), "standalone stream refused");
+                    backoff = (backoff * 2).min(MAX_GET_BACKOFF);
+                }
+                Err(e) => {
+                    tracing::debug!(upstream = %self.0.label, error = %error_chain(&e), "standalone stream failed");
+                    backoff = (backoff * 2).min(MAX_GET_BACKOFF);
+                }
+            }
+            let pause = cursor.retry.unwrap_or(DEFAULT_RETRY).max(backoff);
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = self.0.stop.cancelled() => return,
+            }
+        }
+    }
+
+    /// Ends the session: stops the standalone stream and DELETEs the session.
+    pub(crate) async fn shutdown(&self) {
+        self.0.stop.cancel();
+        if self.0.session_id.lock().is_none() {
+            return;
+        }
+        let req = self.with_session_headers(self.0.client.delete(self.0.url.clone()));
+        let _ = tokio::time::timeout(Duration::from_secs(2), req.send()).await;
+    }
+}
+
+/// Where a stream left off, for resumption.
+#[derive(Default)]
+struct StreamCursor {
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
+}
+
+impl StreamCursor {
+    /// Feeds every message of an SSE stream into the peer, remembering the
+    /// last event id and `retry`. Events with empty data (priming events)
+    /// carry only those.
+    async fn read(&mut self, peer: &Arc<Peer>, stream: impl Stream<Item = reqwest::Result<Bytes>> + Unpin, related: Option<u64>) {
+        let mut events = SseByteStream::new(stream);
+        while let Some(event) = events.next().await {
+            let event = match event {
+                Ok(e) => e,
+                Err(e) => {
+                    tracing::debug!(upstream = %peer.label(), error = %e, "SSE stream broke");
+                    return;
+                }
+            };
+            if let Some(id) = event.id {
+                self.last_event_id = Some(id);
+            }
+            if let Some(ms) = event.retry {
+                self.retry = Some(Duration::from_millis(ms));
+            }
+            let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else { continue };
+            for message in decode_body(data.as_bytes()) {
+                peer.dispatch(message, related);
+            }
+        }
+    }
+}
+
+/// Decodes a JSON body or SSE data: one message or a batch.
+fn decode_body(bytes: &[u8]) -> Vec<Message> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'[') {
+        return serde_json::from_slice::<Vec<Value>>(bytes)
+            .map(|items| items.into_iter().filter_map(|v| Message::from_value(v).ok()).collect())
+            .unwrap_or_default();
+    }
+    Message::decode(bytes).map(|m| vec![m]).unwrap_or_default()
+}
+
+/// A JSON-RPC error with a null id in answer to our POST is the answer to
+/// that POST's request.
+fn with_fallback_id(message: Message, id: u64) -> Message {
+    match message {
+        Message::Response(Response { id: None, outcome: outcome @ Outcome::Error(_) }) => {
+            Message::Response(Response { id: Some(Id::number(id)), outcome })
+        }
+        other => other,
+    }
+}
+
+fn error_chain(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
