@@ -4,8 +4,9 @@
 mod expand;
 mod load;
 mod model;
+mod path;
 mod validate;
 
-pub use load::{ConfigError, load, load_str};
+pub use load::{ConfigError, load, load_str, load_str_in};
 pub use model::*;
 pub use validate::Problem;

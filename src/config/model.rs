@@ -1,7 +1,10 @@
 //! The configuration model: what users write in `toolgate.toml`.
 //!
 //! Every struct denies unknown keys so that a typo fails loudly at startup
-//! instead of being silently ignored.
+//! instead of being silently ignored. Field docs give the TOML key's meaning
+//! and default; the rules each value must follow are checked by
+//! [`Config::validate`] (see `validate.rs`), and [`load`](super::load())
+//! resolves relative paths against the config file's directory.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -31,8 +34,9 @@ pub struct Config {
 #[serde(deny_unknown_fields, default)]
 pub struct ServerConfig {
     /// Address to listen on. Default `127.0.0.1:8080`; port `0` picks a free port.
+    /// Overridable as `TOOLGATE_SERVER__LISTEN`.
     pub listen: SocketAddr,
-    /// Path of the Streamable HTTP endpoint. Default `/mcp`.
+    /// Path of the Streamable HTTP endpoint; starts with `/`. Default `/mcp`.
     pub path: String,
     /// `Host` header values accepted (DNS-rebinding protection), as `host` or
     /// `host:port`. Empty (the default) accepts the loopback names
@@ -43,16 +47,17 @@ pub struct ServerConfig {
     /// `http(s)://` origins on the loopback names. `"*"` accepts any origin.
     pub allowed_origins: Vec<String>,
     /// A downstream session with no traffic for this long is closed and its
-    /// upstream sessions released. Default `1h`.
+    /// upstream sessions released. Default `1h`; must be > 0.
     #[serde(with = "humantime_serde")]
     pub session_idle_timeout: Duration,
-    /// Largest request body accepted, in bytes. Default 4 MiB.
+    /// Largest request body accepted, in bytes. Default 4 MiB; at least 1024.
     pub max_body_bytes: usize,
     /// How long requests that need the tool catalog (`initialize`,
-    /// `tools/list`) wait for upstreams that are still starting. Default `30s`.
+    /// `tools/list`) wait for upstreams that are still starting. Default `30s`;
+    /// must be > 0.
     #[serde(with = "humantime_serde")]
     pub startup_timeout: Duration,
-    /// Interval of SSE keep-alive comments. Default `15s`.
+    /// Interval of SSE keep-alive comments. Default `15s`; must be > 0.
     #[serde(with = "humantime_serde")]
     pub sse_keep_alive: Duration,
 }
@@ -76,12 +81,12 @@ impl Default for ServerConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DisclosureConfig {
-    /// Longest minimal description, in characters. Default 160.
+    /// Longest minimal description, in characters. Default 160; at least 20.
     pub description_max_chars: usize,
     /// Offer the synthesized `describe_tools` tool for clients that cannot read
     /// resources. Default `true`.
     pub describe_tool: bool,
-    /// Name of that tool. Default `describe_tools`.
+    /// Name of that tool, `^[A-Za-z0-9_-]{1,64}$`. Default `describe_tools`.
     pub describe_tool_name: String,
 }
 
@@ -95,10 +100,11 @@ impl Default for DisclosureConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamConfig {
-    /// Unique name, `[a-z0-9_-]+`; the default tool-name prefix.
+    /// Unique name, `[a-z0-9_-]+`; the default tool-name prefix. Required.
     pub name: String,
 
-    /// stdio: the program to run.
+    /// stdio: the program to run (looked up on `PATH`). Exactly one of
+    /// `command` and `url` is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// stdio: its arguments.
@@ -112,17 +118,20 @@ pub struct UpstreamConfig {
     /// `LC_ALL`, `TMPDIR` and `TZ` are passed, plus `env`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub inherit_env: bool,
-    /// stdio: working directory.
+    /// stdio: working directory; must exist. After [`load`](super::load()) it is
+    /// absolute (a relative path is taken from the config file's directory).
+    /// Default: toolgate's working directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
 
-    /// HTTP: the endpoint URL.
+    /// HTTP: the endpoint URL, `http://` or `https://`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// HTTP: headers sent on every request (e.g. `Authorization`).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub headers: IndexMap<String, String>,
     /// HTTP: `streamable_http` (default) or `sse` (legacy HTTP+SSE, 2024-11-05).
+    /// Prefer [`UpstreamConfig::transport_kind`], which also covers stdio.
     #[serde(default)]
     pub transport: HttpTransport,
 
@@ -132,17 +141,20 @@ pub struct UpstreamConfig {
     /// `per_session` (default) or `shared`.
     #[serde(default)]
     pub sharing: Sharing,
-    /// Tool and prompt name prefix when more than one upstream is configured.
-    /// Default: the upstream name. `""` removes the prefix.
+    /// Tool and prompt name prefix, `[A-Za-z0-9_-]*`: names become
+    /// `<prefix>__<name>`. Unset: the upstream name, applied only when more
+    /// than one upstream is configured. Set explicitly: applied even with one
+    /// upstream. `""` removes the prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
-    /// How long a request to this upstream may take. Default `60s`.
+    /// How long a request to this upstream may take. Default `60s`; must be > 0.
     #[serde(default = "default_timeout", with = "humantime_serde")]
     pub timeout: Duration,
-    /// Per-tool overrides, keyed by the upstream's own tool name.
+    /// Per-tool overrides, keyed by the upstream's own (unprefixed) tool name.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub tools: IndexMap<String, ToolOverride>,
-    /// A folder of `<tool>.json` files with extras for the full descriptions.
+    /// A folder of `<tool>.json` files with extras for the full descriptions;
+    /// must exist. Absolute after [`load`](super::load()), like `cwd`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub descriptions_dir: Option<PathBuf>,
 }
@@ -181,7 +193,9 @@ pub enum Sharing {
     /// for stdio), created on first use.
     #[default]
     PerSession,
-    /// One upstream connection serves every session.
+    /// One upstream connection serves every session. Server-to-client
+    /// requests (sampling, elicitation, roots) cannot be routed to one client
+    /// over a shared stdio connection, so they are not supported.
     Shared,
 }
 
@@ -189,7 +203,8 @@ pub enum Sharing {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolOverride {
-    /// The minimal description shown in `tools/list`.
+    /// The minimal description shown in `tools/list`; not empty. Default: the
+    /// upstream's description, shortened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Usage examples added to the full description.
@@ -206,8 +221,11 @@ pub struct ToolOverride {
 /// Where an upstream lives, derived from `command` / `url`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransportKind {
+    /// A child process speaking newline-delimited JSON-RPC on stdin/stdout.
     Stdio,
+    /// Streamable HTTP at `url`.
     StreamableHttp,
+    /// Legacy HTTP+SSE at `url`.
     Sse,
 }
 

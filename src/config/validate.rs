@@ -1,6 +1,15 @@
-//! Validation: every problem, with its TOML path.
+//! Validation: every problem in a parsed [`Config`], each with its TOML path.
+//!
+//! Checks are independent so that one run reports everything a user has to
+//! fix, instead of one mistake per restart.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use super::path::TomlPath;
+use super::{Config, DisclosureConfig, HttpTransport, ServerConfig, UpstreamConfig};
 
 /// One problem in the configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,3 +25,236 @@ impl fmt::Display for Problem {
         write!(f, "{}: {}", self.path, self.message)
     }
 }
+
+/// Smallest accepted `server.max_body_bytes`: anything lower cannot hold an
+/// `initialize` request.
+const MIN_BODY_BYTES: usize = 1024;
+/// Smallest accepted `disclosure.description_max_chars`.
+const MIN_DESCRIPTION_CHARS: usize = 20;
+
+/// Keys that only make sense for stdio (`command`) upstreams.
+const STDIO_KEYS: [&str; 4] = ["args", "env", "cwd", "inherit_env"];
+/// Keys that only make sense for HTTP (`url`) upstreams.
+const HTTP_KEYS: [&str; 2] = ["headers", "transport"];
+
+impl Config {
+    /// Every problem in this configuration, in file order; empty when valid.
+    ///
+    /// Relative `cwd` and `descriptions_dir` are checked as they are, i.e.
+    /// against the current directory; [`load`](super::load()) resolves them
+    /// against the config file's directory first.
+    pub fn validate(&self) -> Vec<Problem> {
+        check(self, &|_, _| false)
+    }
+}
+
+/// Validates `config`. `written(i, key)` says whether upstream `i` has `key`
+/// in the source; it lets a key whose value equals its default (e.g.
+/// `transport = "streamable_http"` on a `command` upstream) still be reported
+/// as misplaced.
+pub(crate) fn check(config: &Config, written: &dyn Fn(usize, &str) -> bool) -> Vec<Problem> {
+    let mut out = Problems(Vec::new());
+    check_server(&config.server, &mut out);
+    check_disclosure(&config.disclosure, &mut out);
+    let mut names: HashMap<&str, usize> = HashMap::new();
+    for (i, upstream) in config.upstreams.iter().enumerate() {
+        let path = TomlPath::root().key("upstream").index(i);
+        if let Some(first) = names.get(upstream.name.as_str()) {
+            out.push(
+                path.key("name"),
+                format!("upstream name `{}` is already used by upstream[{first}]", upstream.name),
+            );
+        } else {
+            names.insert(&upstream.name, i);
+        }
+        check_upstream(upstream, &path, &|key| written(i, key), &mut out);
+    }
+    out.0
+}
+
+struct Problems(Vec<Problem>);
+
+impl Problems {
+    fn push(&mut self, path: TomlPath, message: impl Into<String>) {
+        self.0.push(Problem { path: path.to_string(), message: message.into() });
+    }
+
+    fn positive(&mut self, path: TomlPath, value: Duration) {
+        if value.is_zero() {
+            self.push(path, "must be greater than zero");
+        }
+    }
+}
+
+fn check_server(server: &ServerConfig, out: &mut Problems) {
+    let path = TomlPath::root().key("server");
+    if !server.path.starts_with('/') {
+        out.push(path.key("path"), format!("`{}` must start with `/`, e.g. `/mcp`", server.path));
+    } else if server.path.contains(['?', '#']) || server.path.contains(char::is_whitespace) {
+        out.push(
+            path.key("path"),
+            format!("`{}` must be a plain path, without query, fragment or spaces", server.path),
+        );
+    }
+    out.positive(path.key("session_idle_timeout"), server.session_idle_timeout);
+    out.positive(path.key("startup_timeout"), server.startup_timeout);
+    out.positive(path.key("sse_keep_alive"), server.sse_keep_alive);
+    if server.max_body_bytes < MIN_BODY_BYTES {
+        out.push(
+            path.key("max_body_bytes"),
+            format!("must be at least {MIN_BODY_BYTES} (found {})", server.max_body_bytes),
+        );
+    }
+    for (key, values) in [("allowed_hosts", &server.allowed_hosts), ("allowed_origins", &server.allowed_origins)] {
+        for (i, value) in values.iter().enumerate() {
+            if value.trim().is_empty() {
+                out.push(path.key(key).index(i), "must not be empty");
+            }
+        }
+    }
+}
+
+fn check_disclosure(disclosure: &DisclosureConfig, out: &mut Problems) {
+    let path = TomlPath::root().key("disclosure");
+    if disclosure.description_max_chars < MIN_DESCRIPTION_CHARS {
+        out.push(
+            path.key("description_max_chars"),
+            format!("must be at least {MIN_DESCRIPTION_CHARS} (found {})", disclosure.description_max_chars),
+        );
+    }
+    let name = &disclosure.describe_tool_name;
+    if name.is_empty() || name.len() > 64 || !name.bytes().all(is_tool_name_byte) {
+        out.push(
+            path.key("describe_tool_name"),
+            format!("`{name}` is not a valid tool name: use 1 to 64 letters, digits, `_` or `-`"),
+        );
+    }
+}
+
+fn is_tool_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+fn check_upstream(u: &UpstreamConfig, path: &TomlPath, written: &dyn Fn(&str) -> bool, out: &mut Problems) {
+    if u.name.is_empty() {
+        out.push(path.key("name"), "must not be empty");
+    } else if !u.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-') {
+        out.push(
+            path.key("name"),
+            format!("`{}` is not a valid upstream name: use lowercase letters, digits, `_` and `-`", u.name),
+        );
+    }
+
+    match (&u.command, &u.url) {
+        (Some(_), Some(_)) => out.push(
+            path.clone(),
+            "has both `command` and `url`: use `command` for a stdio server or `url` for an HTTP server, not both",
+        ),
+        (None, None) => out.push(path.clone(), "needs `command` (a stdio server) or `url` (an HTTP server)"),
+        (Some(command), None) => {
+            if command.trim().is_empty() {
+                out.push(path.key("command"), "must not be empty");
+            }
+            for key in HTTP_KEYS {
+                let set = match key {
+                    "headers" => !u.headers.is_empty(),
+                    _ => u.transport != HttpTransport::default(),
+                };
+                if set || written(key) {
+                    out.push(
+                        path.key(key),
+                        format!("`{key}` only applies to HTTP upstreams (`url`); this upstream runs a `command`"),
+                    );
+                }
+            }
+        }
+        (None, Some(url)) => {
+            check_url(url, &path.key("url"), out);
+            for key in STDIO_KEYS {
+                let set = match key {
+                    "args" => !u.args.is_empty(),
+                    "env" => !u.env.is_empty(),
+                    "cwd" => u.cwd.is_some(),
+                    _ => u.inherit_env,
+                };
+                if set || written(key) {
+                    out.push(
+                        path.key(key),
+                        format!("`{key}` only applies to stdio upstreams (`command`); this upstream uses a `url`"),
+                    );
+                }
+            }
+        }
+    }
+
+    for (key, value) in &u.env {
+        if key.is_empty() || key.contains(['=', '\0']) {
+            out.push(path.key("env").key(key), "invalid environment variable name (empty, or contains `=` or NUL)");
+        }
+        if value.contains('\0') {
+            out.push(path.key("env").key(key), "the value contains a NUL character");
+        }
+    }
+    for (key, value) in &u.headers {
+        if http::HeaderName::from_bytes(key.as_bytes()).is_err() {
+            out.push(path.key("headers").key(key), "invalid HTTP header name");
+        }
+        // The value is not echoed: headers usually carry credentials.
+        if http::HeaderValue::from_str(value).is_err() {
+            out.push(
+                path.key("headers").key(key),
+                "invalid HTTP header value (control characters such as newlines are not allowed)",
+            );
+        }
+    }
+    if let Some(cwd) = &u.cwd {
+        check_dir(cwd, &path.key("cwd"), out);
+    }
+
+    if let Some(prefix) = &u.prefix
+        && !prefix.bytes().all(is_tool_name_byte)
+    {
+        out.push(path.key("prefix"), format!("`{prefix}` is not a valid prefix: use letters, digits, `_` and `-`"));
+    }
+    out.positive(path.key("timeout"), u.timeout);
+
+    for (tool, over) in &u.tools {
+        let tool_path = path.key("tools").key(tool);
+        if tool.is_empty() {
+            out.push(tool_path.clone(), "the tool name must not be empty");
+        }
+        if over.description.as_deref().is_some_and(|d| d.trim().is_empty()) {
+            out.push(
+                tool_path.key("description"),
+                "must not be empty (remove it to keep the upstream's own description)",
+            );
+        }
+    }
+    if let Some(dir) = &u.descriptions_dir {
+        check_dir(dir, &path.key("descriptions_dir"), out);
+    }
+}
+
+fn check_url(url: &str, path: &TomlPath, out: &mut Problems) {
+    match url::Url::parse(url) {
+        Err(e) => out.push(path.clone(), format!("`{url}` is not a valid URL: {e}")),
+        Ok(parsed) if !matches!(parsed.scheme(), "http" | "https") => {
+            out.push(path.clone(), format!("`{url}` must be an http:// or https:// URL"))
+        }
+        Ok(_) => {}
+    }
+}
+
+fn check_dir(dir: &Path, path: &TomlPath, out: &mut Problems) {
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => out.push(path.clone(), format!("`{}` is not a directory", dir.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            out.push(path.clone(), format!("directory `{}` does not exist", dir.display()))
+        }
+        Err(e) => out.push(path.clone(), format!("directory `{}` cannot be used: {e}", dir.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests;
