@@ -25,7 +25,7 @@ mod summary;
 mod tests;
 
 pub use extras::{EXTRA_KEYS, Extras, load_extras_dir};
-pub use naming::{MAX_NAME_CHARS, name_problem};
+pub use naming::{MAX_NAME_CHARS, name_problem, natural_name};
 pub use summary::minimal_description;
 
 /// One upstream's contribution to a catalog.

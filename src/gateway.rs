@@ -42,12 +42,10 @@ pub enum StartError {
 /// A downstream session of the gateway.
 pub type GwSession = Session<GatewaySession>;
 
-/// The catalog as served: the snapshot plus its `tools/list` result encoded once.
+/// The catalog as served.
 pub struct CatalogView {
     /// The merged catalog.
     pub catalog: Catalog,
-    /// `tools/list` result, serialized.
-    pub list_result: Arc<RawValue>,
     /// Bumped on every rebuild; keys cached description bodies.
     pub epoch: u64,
 }
@@ -99,11 +97,7 @@ impl Gateway {
         let gateway = Arc::new(Self {
             config: Arc::new(config),
             upstreams,
-            catalog: ArcSwap::from_pointee(CatalogView {
-                catalog: Catalog::empty(),
-                list_result: RawValue::from_string(r#"{"tools":[]}"#.into()).expect("valid JSON"),
-                epoch: 0,
-            }),
+            catalog: ArcSwap::from_pointee(CatalogView { catalog: Catalog::empty(), epoch: 0 }),
             rebuild_lock: Mutex::new(()),
             sessions,
             http,
@@ -168,12 +162,11 @@ impl Gateway {
                 tracing::warn!("{p}");
             }
         }
-        let list_result = serde_json::value::to_raw_value(catalog.list_result()).expect("JSON values serialize");
-        let changed = list_result.get() != old.list_result.get();
+        let changed = catalog.list_result_raw().get() != old.catalog.list_result_raw().get();
         let epoch = old.epoch + 1;
-        self.catalog.store(Arc::new(CatalogView { catalog, list_result, epoch }));
-        if changed && old.epoch > 0 {
-            tracing::info!("tool catalog changed; notifying sessions");
+        self.catalog.store(Arc::new(CatalogView { catalog, epoch }));
+        if changed && !self.sessions.is_empty() {
+            tracing::info!(tools = view_len(&self.catalog.load()), "tool catalog changed; notifying sessions");
             self.broadcast(Notification::new(method::TOOLS_LIST_CHANGED, None));
         }
     }
@@ -220,6 +213,10 @@ impl Gateway {
         *slot = Some(peer.clone());
         Ok(peer)
     }
+}
+
+fn view_len(view: &CatalogView) -> usize {
+    view.catalog.len()
 }
 
 /// What a per-session upstream session declares: the client's own

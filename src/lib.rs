@@ -15,6 +15,7 @@ pub mod catalog;
 pub mod config;
 pub mod demo;
 pub mod disclosure;
+pub mod gateway;
 pub mod jsonrpc;
 pub mod protocol;
 pub mod server;

@@ -54,7 +54,7 @@ fn main() -> anyhow::Result<()> {
         Command::Serve { config } => runtime.block_on(serve(load(&config)?)),
         Command::CheckConfig { config } => {
             let config = load(&config)?;
-            print!("{}", toml_text(&config)?);
+            print!("{}", normalized(&config)?);
             Ok(())
         }
         Command::DemoUpstream => Ok(runtime.block_on(toolgate::demo::run_stdio())?),
@@ -65,7 +65,8 @@ fn load(path: &Path) -> anyhow::Result<Config> {
     toolgate::config::load(path).with_context(|| format!("loading configuration {}", path.display()))
 }
 
-fn toml_text(config: &Config) -> anyhow::Result<String> {
+/// The configuration with defaults filled in, as JSON.
+fn normalized(config: &Config) -> anyhow::Result<String> {
     let value = serde_json::to_value(config)?;
     Ok(serde_json::to_string_pretty(&value)? + "\n")
 }
@@ -76,7 +77,8 @@ fn init_logging(format: LogFormat) {
     let filter = EnvFilter::try_from_env("TOOLGATE_LOG")
         .or_else(|_| EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),

@@ -25,7 +25,7 @@ pub(crate) struct Candidate<'a> {
 /// The name a tool gets before collisions: with one upstream and no explicit
 /// `prefix`, the tool's own name; otherwise `<prefix>__<tool>`, where the prefix
 /// defaults to the upstream name and `""` means no prefix.
-pub(crate) fn natural_name(config: &UpstreamConfig, upstream_count: usize, tool: &str) -> String {
+pub fn natural_name(config: &UpstreamConfig, upstream_count: usize, tool: &str) -> String {
     let prefix = match (&config.prefix, upstream_count) {
         (Some(prefix), _) => prefix.as_str(),
         (None, 0 | 1) => "",

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::events::SessionRoute;
@@ -89,7 +90,7 @@ impl Gateway {
             return invalid("Invalid cursor");
         }
         self.wait_ready().await;
-        Outcome::Prepared(self.catalog().list_result.clone())
+        Outcome::Prepared(self.catalog().catalog.list_result_raw().clone())
     }
 
     async fn call_tool(self: &Arc<Self>, session: &Arc<GwSession>, params: Option<Value>, ctx: &RequestCtx) -> Outcome {
@@ -155,7 +156,7 @@ impl Gateway {
                 }
             };
             let result = disclosure::read_result(uri, &body);
-            let raw = serde_json::value::to_raw_value(&result).expect("JSON values serialize");
+            let raw: Arc<RawValue> = serde_json::value::to_raw_value(&result).expect("JSON values serialize").into();
             let rendered = Arc::new((raw, authorized));
             self.descriptions.insert(key, rendered.clone());
             rendered

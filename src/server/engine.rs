@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::handler::{Handler, InitContext, RequestCtx};
 use super::session::{Downlink, Session};
 use super::store::SessionStore;
-use crate::jsonrpc::{ErrorObject, Id, Message, Outcome, Request, Response, codes};
+use crate::jsonrpc::{ErrorObject, Id, Message, Request, Response, codes};
 use crate::protocol::{Version, method};
 
 /// How often idle sessions are looked for.
@@ -158,9 +158,4 @@ impl<H: Handler> Drop for Engine<H> {
     fn drop(&mut self) {
         self.store.clear();
     }
-}
-
-/// An error outcome.
-pub fn error_outcome(code: i64, message: impl Into<String>) -> Outcome {
-    Outcome::error(ErrorObject::new(code, message))
 }
