@@ -11,7 +11,8 @@ use super::store::SessionStore;
 use crate::jsonrpc::{ErrorObject, Id, Message, Request, Response, codes};
 use crate::protocol::{Version, method};
 
-/// How often idle sessions are looked for.
+/// How often idle sessions are looked for, at most (short idle timeouts are
+/// checked more often).
 const EXPIRY_TICK: Duration = Duration::from_secs(5);
 
 /// The engine: a handler plus its live sessions.
@@ -26,8 +27,9 @@ impl<H: Handler> Engine<H> {
     pub fn start(handler: Arc<H>, store: Arc<SessionStore<H::State>>, mut ended: tokio::sync::mpsc::UnboundedReceiver<Arc<Session<H::State>>>) -> Arc<Self> {
         let engine = Arc::new(Self { handler: handler.clone(), store: store.clone() });
         let weak_store = Arc::downgrade(&store);
+        let period = EXPIRY_TICK.min(store.idle_timeout() / 2).max(Duration::from_millis(100));
         tokio::spawn(async move {
-            let mut tick = tokio::time::interval(EXPIRY_TICK);
+            let mut tick = tokio::time::interval(period);
             loop {
                 tokio::select! {
                     _ = tick.tick() => match weak_store.upgrade() {

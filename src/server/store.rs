@@ -16,6 +16,7 @@ use super::session::Session;
 /// The live sessions of one server.
 pub struct SessionStore<S: Send + Sync + 'static> {
     cache: Cache<Arc<str>, Arc<Session<S>>>,
+    idle: Duration,
 }
 
 impl<S: Send + Sync + 'static> SessionStore<S> {
@@ -34,12 +35,17 @@ impl<S: Send + Sync + 'static> SessionStore<S> {
                 let _ = tx.send(session);
             })
             .build();
-        (Self { cache }, rx)
+        (Self { cache, idle }, rx)
     }
 
     /// A fresh, unguessable session id (122 random bits, visible ASCII).
     pub fn new_id() -> Arc<str> {
         Arc::from(uuid::Uuid::new_v4().simple().to_string())
+    }
+
+    /// How long a session may stay idle.
+    pub fn idle_timeout(&self) -> Duration {
+        self.idle
     }
 
     /// Adds a session.

@@ -328,6 +328,15 @@ impl Client {
         self.builder(method)
     }
 
+    /// A request builder with only the session headers.
+    pub fn bare(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
+        let mut b = self.http.request(method, &self.url);
+        if let Some(s) = &self.session {
+            b = b.header("mcp-session-id", s).header("mcp-protocol-version", &self.version);
+        }
+        b
+    }
+
     /// Sends a request and returns its response message (panicking tests
     /// get the whole reply in the error).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value> {

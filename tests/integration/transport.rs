@@ -1,0 +1,125 @@
+//! The Streamable HTTP transport: what the spec and the official SDKs
+//! require of headers, bodies, streams and errors.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+use crate::common::*;
+
+async fn gateway() -> Result<Toolgate> {
+    Toolgate::start(&fixture_upstream("fx", &[], "")).await
+}
+
+#[tokio::test]
+async fn bad_requests_get_clear_http_errors() -> Result<()> {
+    let gw = gateway().await?;
+    let c = Client::connected(&gw.url, json!({})).await?;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+
+    let json_only = c.bare(Method::POST).header("accept", "application/json").header("content-type", "application/json");
+    let r = c.send(json_only.body(ping.clone())).await?;
+    assert_eq!(r.status, StatusCode::NOT_ACCEPTABLE);
+    let text = c.bare(Method::POST).header("accept", "application/json, text/event-stream").header("content-type", "text/plain");
+    let r = c.send(text.body(ping.clone())).await?;
+    assert_eq!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let r = c.send(c.raw(Method::POST).body("{not json")).await?;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.messages[0]["error"]["code"], -32700);
+    let r = c.send(c.raw(Method::POST).body(r#"{"jsonrpc":"2.0","id":1}"#)).await?;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.messages[0]["error"]["code"], -32600);
+    let huge = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"x":"{}"}}}}"#, "a".repeat(5 * 1024 * 1024));
+    let r = c.send(c.raw(Method::POST).body(huge)).await?;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+    let mut bad_version = Client::new(&gw.url);
+    bad_version.session = c.session.clone();
+    bad_version.version = "1999-01-01".into();
+    let r = bad_version.send(bad_version.raw(Method::POST).body(ping.clone())).await?;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "an unsupported MCP-Protocol-Version header");
+    let r = c.send(c.raw(Method::PUT).body(ping.clone())).await?;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(r.headers["allow"], "GET, POST, DELETE");
+    let r = c.post(&json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])).await?;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "batches are not part of 2025-11-25");
+    // And the session still works after all that.
+    assert!(c.result("ping", json!({})).await.is_ok());
+    Ok(())
+}
+
+#[tokio::test]
+async fn dns_rebinding_protection() -> Result<()> {
+    let gw = gateway().await?;
+    let c = Client::new(&gw.url);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = c.send(c.raw(Method::POST).header("host", "evil.example.com").body(init.to_string())).await?;
+    // (reqwest lets an explicit Host header replace the one it derives from the URL.)
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = c.send(c.raw(Method::POST).header("origin", "http://evil.example.com").body(init.to_string())).await?;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = c.send(c.raw(Method::POST).header("origin", "http://localhost:3000").body(init.to_string())).await?;
+    assert_eq!(r.status, StatusCode::OK, "a loopback origin is fine");
+    Ok(())
+}
+
+#[tokio::test]
+async fn batches_work_for_2025_03_26_clients() -> Result<()> {
+    let gw = gateway().await?;
+    let mut c = Client::new(&gw.url);
+    c.version = "2025-03-26".into();
+    let result = c.initialize(json!({})).await?;
+    assert_eq!(result["protocolVersion"], "2025-03-26");
+    let r = c
+        .post(&json!([
+            {"jsonrpc": "2.0", "id": "a", "method": "ping"},
+            {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+            {"jsonrpc": "2.0", "id": "b", "method": "resources/read", "params": {"uri": "resource:///tool_descriptions?tools=echo"}},
+            {"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "batched"}}},
+            {"bad": true}
+        ]))
+        .await?;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.response(&json!("a")).unwrap()["result"], json!({}));
+    assert!(r.response(&json!("b")).unwrap()["result"]["contents"].is_array());
+    assert!(r.messages.iter().any(|m| m["error"]["code"] == -32600), "the invalid element is answered: {:?}", r.messages);
+    // Requests in a batch run concurrently, so "c" may or may not see b's authorization; it is answered either way.
+    assert!(r.response(&json!("c")).is_some());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_2026_era_probe_gets_the_answer_that_makes_clients_fall_back() -> Result<()> {
+    let gw = gateway().await?;
+    let c = Client::new(&gw.url);
+    let probe = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}});
+    let r = c.send(c.raw(Method::POST).header("mcp-protocol-version", "2026-07-28").body(probe.to_string())).await?;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.messages[0]["id"], 1);
+    let code = r.messages[0]["error"]["code"].as_i64().unwrap();
+    assert_ne!(code, -32022, "not the modern UnsupportedProtocolVersion error, which would stop the fallback");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_standalone_stream_carries_list_changes() -> Result<()> {
+    let gw = gateway().await?;
+    let c = Client::connected(&gw.url, json!({})).await?;
+    let mut stream = c.listen().await?;
+    assert_eq!(stream.status, StatusCode::OK);
+    assert!(stream.content_type.starts_with("text/event-stream"));
+    let second = c.listen().await?;
+    assert_eq!(second.status, StatusCode::CONFLICT, "one standalone stream per session");
+
+    c.read_descriptions("fixture_notify_list_changed").await?;
+    let added = c.call_tool("fixture_notify_list_changed", json!({})).await?;
+    let name = added["structuredContent"]["added"].as_str().unwrap().to_owned();
+    let note = stream.next().await?;
+    assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
+    let tools = c.result("tools/list", json!({})).await?;
+    assert!(tools["tools"].as_array().unwrap().iter().any(|t| t["name"] == name.as_str()), "the new tool is listed");
+    assert!(stream.next_within(Duration::from_millis(300)).await.is_none(), "one notification per change");
+    Ok(())
+}
