@@ -27,7 +27,10 @@ pub struct TestClient {
 impl TestClient {
     /// Starts `registry` on a duplex pipe with small limits.
     pub fn start(registry: Arc<Registry>) -> Self {
-        Self::start_with(registry, ServeOptions { max_line_bytes: 64 * 1024, shutdown_grace: Duration::from_millis(300) })
+        Self::start_with(
+            registry,
+            ServeOptions { max_line_bytes: 64 * 1024, shutdown_grace: Duration::from_millis(300) },
+        )
     }
 
     pub fn start_with(registry: Arc<Registry>, options: ServeOptions) -> Self {
@@ -136,8 +139,10 @@ impl TestClient {
 
     /// Takes the backlog messages that are notifications with `method`.
     pub fn take_notifications(&mut self, method: &str) -> Vec<Value> {
-        let (hits, rest): (Vec<_>, Vec<_>) =
-            self.backlog.drain(..).partition(|m| m.get("method").and_then(Value::as_str) == Some(method) && m.get("id").is_none());
+        let (hits, rest): (Vec<_>, Vec<_>) = self
+            .backlog
+            .drain(..)
+            .partition(|m| m.get("method").and_then(Value::as_str) == Some(method) && m.get("id").is_none());
         self.backlog = rest.into();
         hits
     }

@@ -1,4 +1,6 @@
 //! placeholder
-use std::sync::Arc;
 use super::server::{Registry, ServerInfo};
-pub fn registry() -> Arc<Registry> { Arc::new(Registry::new(ServerInfo::new("x", "0"))) }
+use std::sync::Arc;
+pub fn registry() -> Arc<Registry> {
+    Arc::new(Registry::new(ServerInfo::new("x", "0")))
+}

@@ -139,16 +139,13 @@ impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
         if self.shared.take_pending(self.n).is_some() {
             let params = json!({"requestId": self.n, "reason": "The tool call that sent this request was cancelled"});
-            self.shared.send(Message::Notification(Notification::new(method::CANCELLED, Some(params))), Some(self.related));
+            self.shared
+                .send(Message::Notification(Notification::new(method::CANCELLED, Some(params))), Some(self.related));
         }
     }
 }
 
 /// `3.0` as `3`, so counters look like counters on the wire.
 fn number(x: f64) -> Value {
-    if x.fract() == 0.0 && x.abs() < 9.0e15 {
-        json!(x as i64)
-    } else {
-        json!(x)
-    }
+    if x.fract() == 0.0 && x.abs() < 9.0e15 { json!(x as i64) } else { json!(x) }
 }

@@ -257,7 +257,9 @@ impl Session {
         match self.registry.read_resource(uri) {
             Some(contents) => Ok(json!({"contents": contents?})),
             // -32602 with the URI in `data`, as SEP-2164 settles it.
-            None => Err(ErrorObject::invalid_params(format!("Resource not found: {uri}")).with_data(json!({"uri": uri}))),
+            None => {
+                Err(ErrorObject::invalid_params(format!("Resource not found: {uri}")).with_data(json!({"uri": uri})))
+            }
         }
     }
 
@@ -280,7 +282,9 @@ impl Session {
             Some(Value::Object(m)) => m,
             Some(_) => return Err(ErrorObject::invalid_params("\"arguments\" must be an object")),
         };
-        self.registry.get_prompt(name, args).unwrap_or_else(|| Err(ErrorObject::invalid_params(format!("Unknown prompt: {name}"))))
+        self.registry
+            .get_prompt(name, args)
+            .unwrap_or_else(|| Err(ErrorObject::invalid_params(format!("Unknown prompt: {name}"))))
     }
 
     fn complete(&self, params: Option<&Value>) -> Result<Value, ErrorObject> {
@@ -321,7 +325,8 @@ impl Session {
         };
         match &tool.handler {
             Handler::Sync(f) => {
-                let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| f(args))).unwrap_or_else(|_| Err(panicked()));
+                let outcome =
+                    std::panic::catch_unwind(AssertUnwindSafe(|| f(args))).unwrap_or_else(|_| Err(panicked()));
                 self.reply(id, into_response(outcome));
             }
             Handler::Async(f) => {

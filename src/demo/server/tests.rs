@@ -163,7 +163,10 @@ async fn invalid_utf8_and_oversized_lines_are_refused_and_skipped() {
     let r = c.recv().await;
     assert_eq!((r["id"].clone(), error_code(&r)), (Value::Null, -32700));
 
-    let huge = format!("{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}\n", "a".repeat(70_000));
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}\n",
+        "a".repeat(70_000)
+    );
     c.send_raw(&huge).await;
     let r = c.recv().await;
     assert_eq!((r["id"].clone(), error_code(&r)), (Value::Null, -32600));
@@ -208,7 +211,8 @@ async fn handlers_run_concurrently() {
     let slow = c.send_request("tools/call", json!({"name": "slow", "arguments": {"ms": 400}})).await;
     let fast = c.send_request("tools/call", json!({"name": "slow", "arguments": {"ms": 0}})).await;
     let quick = c.send_request("tools/call", json!({"name": "quick", "arguments": {"x": "q"}})).await;
-    let order: Vec<Value> = vec![c.recv().await["id"].clone(), c.recv().await["id"].clone(), c.recv().await["id"].clone()];
+    let order: Vec<Value> =
+        vec![c.recv().await["id"].clone(), c.recv().await["id"].clone(), c.recv().await["id"].clone()];
     assert_eq!(order.last(), Some(&json!(slow)), "{order:?}");
     assert!(order.contains(&json!(fast)) && order.contains(&json!(quick)));
 }
@@ -216,8 +220,18 @@ async fn handlers_run_concurrently() {
 #[tokio::test]
 async fn server_requests_are_matched_to_client_answers_by_id() {
     let mut c = client().await;
-    let a = c.send_request("tools/call", json!({"name": "ask", "arguments": {"method": "sampling/createMessage", "params": {"n": "a"}}})).await;
-    let b = c.send_request("tools/call", json!({"name": "ask", "arguments": {"method": "sampling/createMessage", "params": {"n": "b"}}})).await;
+    let a = c
+        .send_request(
+            "tools/call",
+            json!({"name": "ask", "arguments": {"method": "sampling/createMessage", "params": {"n": "a"}}}),
+        )
+        .await;
+    let b = c
+        .send_request(
+            "tools/call",
+            json!({"name": "ask", "arguments": {"method": "sampling/createMessage", "params": {"n": "b"}}}),
+        )
+        .await;
     let first = c.recv().await;
     let second = c.recv().await;
     for req in [&first, &second] {
@@ -237,7 +251,8 @@ async fn server_requests_are_matched_to_client_answers_by_id() {
     let d = c.send_request("tools/call", json!({"name": "ask", "arguments": {"method": "elicitation/create"}})).await;
     let req = c.recv().await;
     c.send(json!({"jsonrpc": "2.0", "id": 987654, "result": {}})).await;
-    c.send(json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32601, "message": "no elicitation here"}})).await;
+    c.send(json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32601, "message": "no elicitation here"}}))
+        .await;
     let r = c.response(&json!(d)).await;
     assert_eq!(r["result"]["isError"], true);
     assert_eq!(first_text(&r["result"]), "no elicitation here");
@@ -252,8 +267,10 @@ async fn cancellation_aborts_the_handler_and_suppresses_the_response() {
     assert_eq!(server_req["method"], "roots/list");
     assert!(!dropped.load(Ordering::SeqCst));
 
-    c.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "user"}}))
-        .await;
+    c.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "user"}}),
+    )
+    .await;
     // The server withdraws its own request to the client...
     let cancelled = c.recv().await;
     assert_eq!(cancelled["method"], "notifications/cancelled");
@@ -375,7 +392,12 @@ async fn resources_prompts_and_completion() {
     assert!(r["error"]["message"].as_str().unwrap().contains("'who'"));
     assert_eq!(error_code(&c.request("prompts/get", json!({"name": "nope"})).await), -32602);
 
-    let r = c.result("completion/complete", json!({"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "who", "value": "an"}})).await;
+    let r = c
+        .result(
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "who", "value": "an"}}),
+        )
+        .await;
     assert_eq!(r, json!({"completion": {"values": ["an"], "hasMore": false}}));
 }
 
