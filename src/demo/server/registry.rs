@@ -338,7 +338,7 @@ impl Registry {
     /// Renders a prompt. `None` if there is no such prompt.
     pub fn get_prompt(&self, name: &str, args: &Map<String, Value>) -> Option<Result<Value, ErrorObject>> {
         let prompt = self.prompts.get(name)?;
-        if let Some(missing) = prompt.required().find(|a| !args.get(*a).is_some_and(|v| !v.is_null())) {
+        if let Some(missing) = prompt.required().find(|a| args.get(*a).is_none_or(Value::is_null)) {
             return Some(Err(ErrorObject::invalid_params(format!(
                 "Missing required argument '{missing}' for prompt '{name}'"
             ))));
