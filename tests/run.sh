@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Runs toolgate's whole test suite on a fresh or already prepared machine.
+#
+#   tests/run.sh [extra cargo test args...]     e.g. tests/run.sh -- --nocapture
+#
+# 1. Python test peers (tests/python/): a venv at target/test-venv with the
+#    pinned tests/requirements.txt. pip runs only when the requirements (or the
+#    Python version) changed since the last install: a stamp file in the venv
+#    records their hash.
+# 2. A self-test of the peers against each other, skipped when neither the
+#    peers nor the requirements changed since it last passed.
+# 3. (placeholder) Node peers for the conformance suite.
+# 4. cargo test --locked --all-targets "$@", with TOOLGATE_TEST_PYTHON set to
+#    the venv's python for the Rust integration tests.
+#
+# Environment:
+#   TOOLGATE_TEST_PYTHON  use this interpreter instead of the venv (no venv,
+#                         no pip; it must already have the requirements)
+#   PYTHON                interpreter that creates the venv (default python3)
+#   TOOLGATE_SKIP_PEER_SELFTEST=1   skip step 2
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+
+say() { printf 'tests/run.sh: %s\n' "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+# Hash of the given files plus the version of interpreter $1 (a stamp key).
+stamp_key() {
+    local python="$1"
+    shift
+    { cat "$@"; "$python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1
+}
+
+# --- 1. Python peers ---------------------------------------------------------
+venv="$repo/target/test-venv"
+requirements="$repo/tests/requirements.txt"
+if [[ -n "${TOOLGATE_TEST_PYTHON:-}" ]]; then
+    say "using TOOLGATE_TEST_PYTHON=$TOOLGATE_TEST_PYTHON (no venv managed)"
+    [[ -x "$TOOLGATE_TEST_PYTHON" ]] || die "TOOLGATE_TEST_PYTHON is not an executable: $TOOLGATE_TEST_PYTHON"
+    py="$TOOLGATE_TEST_PYTHON"
+else
+    base="${PYTHON:-python3}"
+    command -v "$base" >/dev/null || die "$base not found; install Python 3.10 or newer"
+    py="$venv/bin/python"
+    # A venv whose interpreter no longer runs (base Python moved or upgraded) is rebuilt.
+    if [[ -x "$py" ]] && ! "$py" -c 'import sys' 2>/dev/null; then
+        say "venv at $venv is broken; recreating it"
+        rm -rf "$venv"
+    fi
+    if [[ ! -x "$py" ]]; then
+        say "creating venv at $venv"
+        mkdir -p "$repo/target"
+        "$base" -m venv "$venv" \
+            || die "'$base -m venv' failed; on Debian/Ubuntu install the python3-venv package"
+    fi
+    stamp="$venv/.requirements.sha256"
+    want="$(stamp_key "$py" "$requirements")"
+    if [[ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]]; then
+        say "installing tests/requirements.txt into the venv"
+        "$py" -m pip install --quiet --disable-pip-version-check --no-input -r "$requirements" \
+            || die "pip install -r tests/requirements.txt failed"
+        echo "$want" >"$stamp"
+    else
+        say "Python peers up to date ($venv)"
+    fi
+fi
+TOOLGATE_TEST_PYTHON="$(cd "$(dirname "$py")" && pwd)/$(basename "$py")"
+export TOOLGATE_TEST_PYTHON
+
+# --- 2. Peer self-test -------------------------------------------------------
+if [[ "${TOOLGATE_SKIP_PEER_SELFTEST:-}" == 1 ]]; then
+    say "peer self-test skipped (TOOLGATE_SKIP_PEER_SELFTEST=1)"
+else
+    selftest_stamp="$repo/target/test-venv-selftest.sha256"
+    want="$(stamp_key "$TOOLGATE_TEST_PYTHON" "$requirements" "$repo"/tests/python/*.py)"
+    if [[ "$(cat "$selftest_stamp" 2>/dev/null || true)" != "$want" ]]; then
+        say "self-testing the Python peers"
+        "$TOOLGATE_TEST_PYTHON" tests/python/selftest.py || die "the Python test peers are broken (see above)"
+        echo "$want" >"$selftest_stamp"
+    else
+        say "Python peers unchanged since their last self-test"
+    fi
+fi
+
+# --- 3. Node peers (conformance suite) ---------------------------------------
+# PLACEHOLDER: the conformance suite's npm packages go here, installed the same
+# way (e.g. `npm ci --prefix tests/node` skipped when package-lock.json's hash
+# matches a stamp in tests/node/node_modules), and the path the Rust tests need
+# exported (e.g. TOOLGATE_TEST_NODE_DIR).
+
+# --- 4. Rust tests -----------------------------------------------------------
+say "cargo test --locked --all-targets $*"
+exec cargo test --locked --all-targets "$@"
