@@ -50,6 +50,14 @@ pub struct CatalogView {
     pub epoch: u64,
 }
 
+/// A rendered read of the descriptions resource.
+pub(crate) struct RenderedDescriptions {
+    /// The `resources/read` result.
+    pub result: Arc<RawValue>,
+    /// The tools it authorizes, with the fingerprints of their definitions.
+    pub authorized: Vec<(String, u64)>,
+}
+
 /// The gateway.
 pub struct Gateway {
     config: Arc<Config>,
@@ -57,12 +65,14 @@ pub struct Gateway {
     catalog: ArcSwap<CatalogView>,
     /// Serializes catalog rebuilds (several upstreams may change at once).
     rebuild_lock: Mutex<()>,
+    /// Source of catalog epochs, gateway-wide and per-session alike.
+    epochs: std::sync::atomic::AtomicU64,
     sessions: Arc<SessionStore<GatewaySession>>,
     http: reqwest::Client,
     lists: lists::RouteMaps,
     /// Rendered `resources/read` results of the descriptions resource, by
     /// catalog epoch and URI (cheap answers to repeated fetches).
-    descriptions: moka::sync::Cache<(u64, String), Arc<(Arc<RawValue>, Vec<(String, u64)>)>>,
+    descriptions: moka::sync::Cache<(u64, String), Arc<RenderedDescriptions>>,
     shutdown: CancellationToken,
 }
 
@@ -99,6 +109,7 @@ impl Gateway {
             upstreams,
             catalog: ArcSwap::from_pointee(CatalogView { catalog: Catalog::empty(), epoch: 0 }),
             rebuild_lock: Mutex::new(()),
+            epochs: std::sync::atomic::AtomicU64::new(1),
             sessions,
             http,
             lists: lists::RouteMaps::default(),
@@ -148,7 +159,26 @@ impl Gateway {
     /// `tools/list_changed` when the served list actually changed.
     pub(crate) fn rebuild_catalog(&self) {
         let _guard = self.rebuild_lock.lock();
-        let tools: Vec<_> = self.upstreams.iter().map(|u| u.tools()).collect();
+        let view = self.build_view(|_| None);
+        let old = self.catalog.load();
+        for p in view.catalog.problems() {
+            if !old.catalog.problems().contains(p) {
+                tracing::warn!("{p}");
+            }
+        }
+        let changed = view.catalog.list_result_raw().get() != old.catalog.list_result_raw().get();
+        let tools = view.catalog.len();
+        self.catalog.store(Arc::new(view));
+        if changed && !self.sessions.is_empty() {
+            tracing::info!(tools, "tool catalog changed; notifying sessions");
+            self.broadcast(Notification::new(method::TOOLS_LIST_CHANGED, None));
+        }
+    }
+
+    /// Builds a catalog from every upstream's tools, or `replaced(i)` where
+    /// that gives a list.
+    fn build_view(&self, replaced: impl Fn(usize) -> Option<Arc<Vec<Value>>>) -> CatalogView {
+        let tools: Vec<_> = self.upstreams.iter().map(|u| replaced(u.index).unwrap_or_else(|| u.tools())).collect();
         let inputs: Vec<UpstreamTools<'_>> = self
             .upstreams
             .iter()
@@ -156,18 +186,53 @@ impl Gateway {
             .map(|(u, t)| UpstreamTools { config: &u.config, tools: t, extras: &u.extras })
             .collect();
         let catalog = Catalog::build(&inputs, &self.config.disclosure);
-        let old = self.catalog.load();
-        for p in catalog.problems() {
-            if !old.catalog.problems().contains(p) {
-                tracing::warn!("{p}");
-            }
+        CatalogView { catalog, epoch: self.epochs.fetch_add(1, std::sync::atomic::Ordering::Relaxed) }
+    }
+
+    /// The catalog as `session` sees it: the gateway-wide one, unless one of
+    /// its own upstream sessions reported a different tool list.
+    pub(crate) fn catalog_for(&self, session: &GwSession) -> Arc<CatalogView> {
+        let global = self.catalog();
+        let mut tools = session.state.tools.lock();
+        if tools.overrides.is_empty() {
+            return global;
         }
-        let changed = catalog.list_result_raw().get() != old.catalog.list_result_raw().get();
-        let epoch = old.epoch + 1;
-        self.catalog.store(Arc::new(CatalogView { catalog, epoch }));
-        if changed && !self.sessions.is_empty() {
-            tracing::info!(tools = view_len(&self.catalog.load()), "tool catalog changed; notifying sessions");
-            self.broadcast(Notification::new(method::TOOLS_LIST_CHANGED, None));
+        if let Some((epoch, view)) = &tools.view
+            && *epoch == global.epoch
+        {
+            return view.clone();
+        }
+        let view = Arc::new(self.build_view(|i| tools.overrides.get(&i).cloned()));
+        tools.view = Some((global.epoch, view.clone()));
+        view
+    }
+
+    /// A session's own upstream session says its tools changed: list them
+    /// there, and tell that session (only) if what it sees changed.
+    pub(crate) async fn session_tools_changed(&self, session: &Arc<GwSession>, index: usize, peer: Option<&Arc<Peer>>) {
+        let before = self.catalog_for(session);
+        let tools = match peer {
+            Some(peer) => match upstreams::crawl(peer, method::TOOLS_LIST, "tools").await {
+                Ok(tools) => Some(tools),
+                Err(e) => {
+                    tracing::warn!(upstream = %peer.label(), error = %e, "could not list the session's tools");
+                    return;
+                }
+            },
+            None => None,
+        };
+        {
+            let mut state = session.state.tools.lock();
+            let global = self.upstreams[index].tools();
+            match tools.filter(|t| *t != *global) {
+                Some(t) => state.overrides.insert(index, Arc::new(t)),
+                None => state.overrides.remove(&index),
+            };
+            state.view = None;
+        }
+        let after = self.catalog_for(session);
+        if before.catalog.list_result_raw().get() != after.catalog.list_result_raw().get() {
+            session.notify(Message::Notification(Notification::new(method::TOOLS_LIST_CHANGED, None)));
         }
     }
 
@@ -180,7 +245,11 @@ impl Gateway {
 
     /// The connection session `session` uses for upstream `index`: the
     /// shared one, or its own (created on first use).
-    pub(crate) async fn connection(self: &Arc<Self>, session: &Arc<GwSession>, index: usize) -> Result<Arc<Peer>, UpstreamError> {
+    pub(crate) async fn connection(
+        self: &Arc<Self>,
+        session: &Arc<GwSession>,
+        index: usize,
+    ) -> Result<Arc<Peer>, UpstreamError> {
         let up = &self.upstreams[index];
         let control = up.control();
         if up.config.sharing == Sharing::Shared {
@@ -208,15 +277,13 @@ impl Gateway {
         let peer = upstream::connect(&up.config, &self.http, options).await?;
         tracing::debug!(upstream = %up.label, session = session.id(), "opened a per-session upstream session");
         if let Some(level) = session.state.log_level().filter(|_| peer.hello().is_some_and(|h| h.has("logging"))) {
-            let _ = peer.call(method::LOGGING_SET_LEVEL, Some(json!({"level": level})), None, &CancellationToken::new()).await;
+            let _ = peer
+                .call(method::LOGGING_SET_LEVEL, Some(json!({"level": level})), None, &CancellationToken::new())
+                .await;
         }
         *slot = Some(peer.clone());
         Ok(peer)
     }
-}
-
-fn view_len(view: &CatalogView) -> usize {
-    view.catalog.len()
 }
 
 /// What a per-session upstream session declares: the client's own

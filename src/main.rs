@@ -54,8 +54,12 @@ fn main() -> anyhow::Result<()> {
         Command::Serve { config } => runtime.block_on(serve(load(&config)?)),
         Command::CheckConfig { config } => {
             let config = load(&config)?;
-            print!("{}", normalized(&config)?);
-            Ok(())
+            let text = normalized(&config)?;
+            // `check-config | head` closes the pipe early; that is not an error.
+            match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+                _ => Ok(()),
+            }
         }
         Command::DemoUpstream => Ok(runtime.block_on(toolgate::demo::run_stdio())?),
     }
@@ -65,9 +69,19 @@ fn load(path: &Path) -> anyhow::Result<Config> {
     toolgate::config::load(path).with_context(|| format!("loading configuration {}", path.display()))
 }
 
-/// The configuration with defaults filled in, as JSON.
+/// The configuration with defaults filled in, as JSON. Header and `env`
+/// values are redacted: they usually hold credentials from `${VAR}`.
 fn normalized(config: &Config) -> anyhow::Result<String> {
-    let value = serde_json::to_value(config)?;
+    let mut value = serde_json::to_value(config)?;
+    if let Some(upstreams) = value.get_mut("upstream").and_then(|u| u.as_array_mut()) {
+        for up in upstreams {
+            for key in ["headers", "env"] {
+                if let Some(map) = up.get_mut(key).and_then(|m| m.as_object_mut()) {
+                    map.values_mut().for_each(|v| *v = serde_json::json!("<redacted>"));
+                }
+            }
+        }
+    }
     Ok(serde_json::to_string_pretty(&value)? + "\n")
 }
 

@@ -20,10 +20,12 @@ use super::validate::{self, Problem};
 
 /// Prefix of environment overrides.
 const ENV_PREFIX: &str = "TOOLGATE_";
-/// `TOOLGATE_*` variables toolgate reads for other purposes; they are not
-/// configuration keys and must not trip `deny_unknown_fields`.
-/// (`TOOLGATE_EXE` is the `${TOOLGATE_EXE}` built-in, see [`expand`].)
-const ENV_IGNORED: [&str; 4] = ["CONFIG", "LOG", "LOG_FORMAT", "EXE"];
+/// Separator between section and key: only `TOOLGATE_<SECTION>__<KEY>`
+/// variables are overrides. The rest (`TOOLGATE_CONFIG`, `TOOLGATE_LOG`,
+/// `TOOLGATE_EXE`, the `${TOOLGATE_EXE}` built-in, variables of other tools
+/// that share the prefix) are not configuration keys and must not trip
+/// `deny_unknown_fields`.
+const ENV_SEPARATOR: &str = "__";
 
 /// Why a configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -66,7 +68,7 @@ pub fn load_str_in(text: &str, base_dir: &Path) -> Result<Config, ConfigError> {
 
 /// The environment override provider.
 fn env_overrides() -> Env {
-    Env::prefixed(ENV_PREFIX).ignore(&ENV_IGNORED).split("__")
+    Env::prefixed(ENV_PREFIX).filter(|key| key.as_str().contains(ENV_SEPARATOR)).split(ENV_SEPARATOR)
 }
 
 /// `label` names the source in messages (the file path); `base` is absolute.

@@ -61,9 +61,9 @@ pub fn describe_tool_definition(name: &str) -> Value {
     json!({
         "name": name,
         "title": "Describe tools",
-        "description": "Returns the full definitions (parameters, examples) of the named tools and authorizes \
-                        them for this session. You MUST call it with the tools you picked from tools/list before \
-                        calling any other tool. Same as reading resource:///tool_descriptions?tools=NAME.",
+        // Listed in every tools/list, so it stays as short as the minimal forms.
+        "description": "Get the parameters and examples of tools you picked from tools/list. \
+                        REQUIRED before calling them: it authorizes them for this session.",
         "inputSchema": {
             "type": "object",
             "properties": {

@@ -62,7 +62,8 @@ fn relay_request(
 
 /// Refuses a server-to-client request nobody can answer.
 fn refuse(peer: Arc<Peer>, request: Request, why: &str) {
-    let e = ErrorObject::new(codes::METHOD_NOT_FOUND, format!("{} cannot be routed to a client: {why}", request.method));
+    let e =
+        ErrorObject::new(codes::METHOD_NOT_FOUND, format!("{} cannot be routed to a client: {why}", request.method));
     tokio::spawn(async move { peer.respond(request.id, Outcome::error(e)).await });
 }
 
@@ -80,12 +81,14 @@ impl SessionEvents {
 }
 
 impl PeerEvents for SessionEvents {
-    fn notification(&self, _peer: &Arc<Peer>, notification: Notification) {
+    fn notification(&self, peer: &Arc<Peer>, notification: Notification) {
         if notification.method == method::TOOLS_LIST_CHANGED {
-            // Tools are a gateway-wide catalog: re-crawl, and every session
-            // hears about it if the served list changed.
-            if let Some(gw) = self.gateway.upgrade() {
-                gw.upstreams[self.index].request_refresh();
+            // This upstream session's tools may now differ from everyone
+            // else's (per-session toolsets): list them for this session.
+            // Gateway-wide changes arrive on the control connection too.
+            if let (Some(gw), Some(session)) = (self.gateway.upgrade(), self.session.upgrade()) {
+                let (peer, index) = (peer.clone(), self.index);
+                tokio::spawn(async move { gw.session_tools_changed(&session, index, Some(&peer)).await });
             }
             return;
         }
@@ -103,6 +106,13 @@ impl PeerEvents for SessionEvents {
 
     fn closed(&self, peer: &Arc<Peer>, reason: &str) {
         tracing::debug!(upstream = %peer.label(), %reason, "per-session upstream session ended");
+        // Its replacement starts with the upstream's usual tools.
+        if let (Some(gw), Some(session)) = (self.gateway.upgrade(), self.session.upgrade())
+            && session.state.tools.lock().overrides.contains_key(&self.index)
+        {
+            let index = self.index;
+            tokio::spawn(async move { gw.session_tools_changed(&session, index, None).await });
+        }
     }
 }
 

@@ -14,7 +14,8 @@ impl Gateway {
         let view = self.catalog();
         let catalog = &view.catalog;
         let any = |cap: &str| self.upstreams.iter().any(|u| u.has(cap));
-        let any_flag = |cap: &str, flag: &str| self.upstreams.iter().any(|u| u.hello().is_some_and(|h| h.flag(cap, flag)));
+        let any_flag =
+            |cap: &str, flag: &str| self.upstreams.iter().any(|u| u.hello().is_some_and(|h| h.flag(cap, flag)));
 
         let mut caps = Map::new();
         caps.insert("tools".into(), json!({"listChanged": true}));

@@ -65,13 +65,17 @@ pub struct RouteMaps {
 
 impl Gateway {
     /// Serves a merged list.
-    pub(crate) async fn merged_list(self: &Arc<Self>, session: &Arc<GwSession>, kind: ListKind, params: Option<&Value>) -> Outcome {
+    pub(crate) async fn merged_list(
+        self: &Arc<Self>,
+        session: &Arc<GwSession>,
+        kind: ListKind,
+        params: Option<&Value>,
+    ) -> Outcome {
         if params.and_then(|p| p.get("cursor")).is_some_and(|c| !c.is_null()) {
             // The merge is always one page, so no cursor toolgate issued exists.
             return Outcome::error(ErrorObject::invalid_params("Invalid cursor"));
         }
-        let owners: Vec<usize> =
-            self.upstreams.iter().filter(|u| u.has(kind.capability())).map(|u| u.index).collect();
+        let owners: Vec<usize> = self.upstreams.iter().filter(|u| u.has(kind.capability())).map(|u| u.index).collect();
         let crawls = owners.iter().map(|&i| async move {
             let Some(peer) = self.list_peer(session, i) else { return (i, Vec::new()) };
             match super::upstreams::crawl(&peer, kind.method(), kind.key()).await {
@@ -84,7 +88,7 @@ impl Gateway {
         });
         let pages = futures::future::join_all(crawls).await;
 
-        let view = self.catalog();
+        let view = self.catalog_for(session);
         let describe_tool = view.catalog.describe_tool_name();
         let mut items = Vec::new();
         if view.catalog.has_progressive() {
@@ -251,7 +255,10 @@ mod tests {
         assert!(!template_matches("test://template/{id}/data", "file://template/42/data"));
         assert!(template_matches("notes://{name}", "notes://todo"));
         assert!(template_matches("file:///{+path}", "file:///a/b/c.txt"));
-        assert!(template_matches("resource:///tool_descriptions?tools={tools}", "resource:///tool_descriptions?tools=a,b"));
+        assert!(template_matches(
+            "resource:///tool_descriptions?tools={tools}",
+            "resource:///tool_descriptions?tools=a,b"
+        ));
         assert!(template_matches("static://x", "static://x"));
         assert!(!template_matches("static://x", "static://y"));
     }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::events::SessionRoute;
 use super::lists::ListKind;
-use super::{CatalogView, Gateway, GwSession};
+use super::{CatalogView, Gateway, GwSession, RenderedDescriptions};
 use crate::config::{Mode, Sharing, TransportKind};
 use crate::disclosure::{self, Selection};
 use crate::jsonrpc::{ErrorObject, Outcome, Request};
@@ -26,10 +26,15 @@ fn str_param<'a>(params: Option<&'a Value>, key: &str) -> Option<&'a str> {
 
 impl Gateway {
     /// Answers one client request.
-    pub(crate) async fn route(self: &Arc<Self>, session: &Arc<GwSession>, request: Request, ctx: RequestCtx) -> Outcome {
+    pub(crate) async fn route(
+        self: &Arc<Self>,
+        session: &Arc<GwSession>,
+        request: Request,
+        ctx: RequestCtx,
+    ) -> Outcome {
         let Request { method, params, .. } = request;
         match method.as_str() {
-            method::TOOLS_LIST => self.list_tools(params.as_ref()).await,
+            method::TOOLS_LIST => self.list_tools(session, params.as_ref()).await,
             method::TOOLS_CALL => self.call_tool(session, params, &ctx).await,
             method::RESOURCES_LIST => self.merged_list(session, ListKind::Resources, params.as_ref()).await,
             method::RESOURCES_TEMPLATES_LIST => self.merged_list(session, ListKind::Templates, params.as_ref()).await,
@@ -84,13 +89,13 @@ impl Gateway {
         peer.call(method, params, Some(route), &ctx.cancel).await
     }
 
-    async fn list_tools(&self, params: Option<&Value>) -> Outcome {
+    async fn list_tools(&self, session: &GwSession, params: Option<&Value>) -> Outcome {
         if params.and_then(|p| p.get("cursor")).is_some_and(|c| !c.is_null()) {
             // The whole catalog is always one page.
             return invalid("Invalid cursor");
         }
         self.wait_ready().await;
-        Outcome::Prepared(self.catalog().catalog.list_result_raw().clone())
+        Outcome::Prepared(self.catalog_for(session).catalog.list_result_raw().clone())
     }
 
     async fn call_tool(self: &Arc<Self>, session: &Arc<GwSession>, params: Option<Value>, ctx: &RequestCtx) -> Outcome {
@@ -100,11 +105,11 @@ impl Gateway {
         let Some(name) = params.get("name").and_then(Value::as_str).map(str::to_owned) else {
             return invalid("tools/call needs a string \"name\"");
         };
-        let mut view = self.catalog();
+        let mut view = self.catalog_for(session);
         if view.catalog.get(&name).is_none() && view.catalog.describe_tool_name() != Some(&name) {
             // Perhaps the catalog is still loading.
             self.wait_ready().await;
-            view = self.catalog();
+            view = self.catalog_for(session);
         }
         if view.catalog.describe_tool_name() == Some(name.as_str()) {
             return describe_tool(session, &view, params.get("arguments"));
@@ -120,7 +125,12 @@ impl Gateway {
         self.forward(session, entry.upstream, method::TOOLS_CALL, Some(params), ctx).await
     }
 
-    async fn read_resource(self: &Arc<Self>, session: &Arc<GwSession>, params: Option<Value>, ctx: &RequestCtx) -> Outcome {
+    async fn read_resource(
+        self: &Arc<Self>,
+        session: &Arc<GwSession>,
+        params: Option<Value>,
+        ctx: &RequestCtx,
+    ) -> Outcome {
         let Some(uri) = str_param(params.as_ref(), "uri").map(str::to_owned) else {
             return invalid("resources/read needs a string \"uri\"");
         };
@@ -145,7 +155,7 @@ impl Gateway {
     /// Reads `resource:///tool_descriptions?tools=...`: the full definitions,
     /// which authorizes exactly the tools returned, for this session.
     fn read_descriptions(&self, session: &GwSession, uri: &str, selection: Selection) -> Outcome {
-        let view = self.catalog();
+        let view = self.catalog_for(session);
         let key = (view.epoch, uri.to_owned());
         let rendered = self.descriptions.get(&key).unwrap_or_else(|| {
             let (body, authorized) = match selection {
@@ -157,15 +167,16 @@ impl Gateway {
             };
             let result = disclosure::read_result(uri, &body);
             let raw: Arc<RawValue> = serde_json::value::to_raw_value(&result).expect("JSON values serialize").into();
-            let rendered = Arc::new((raw, authorized));
+            let rendered = Arc::new(RenderedDescriptions { result: raw, authorized });
             self.descriptions.insert(key, rendered.clone());
             rendered
         });
-        if !rendered.1.is_empty() {
-            tracing::debug!(session = session.id(), tools = ?rendered.1.iter().map(|(n, _)| n).collect::<Vec<_>>(), "descriptions fetched");
+        if !rendered.authorized.is_empty() {
+            let tools: Vec<_> = rendered.authorized.iter().map(|(n, _)| n).collect();
+            tracing::debug!(session = session.id(), ?tools, "descriptions fetched");
         }
-        session.state.authorize(rendered.1.iter().cloned());
-        Outcome::Prepared(rendered.0.clone())
+        session.state.authorize(rendered.authorized.iter().cloned());
+        Outcome::Prepared(rendered.result.clone())
     }
 
     async fn subscription(
@@ -220,7 +231,12 @@ impl Gateway {
         }
     }
 
-    async fn get_prompt(self: &Arc<Self>, session: &Arc<GwSession>, params: Option<Value>, ctx: &RequestCtx) -> Outcome {
+    async fn get_prompt(
+        self: &Arc<Self>,
+        session: &Arc<GwSession>,
+        params: Option<Value>,
+        ctx: &RequestCtx,
+    ) -> Outcome {
         let Some(mut params) = params.filter(Value::is_object) else {
             return invalid("prompts/get needs params with a prompt name");
         };
@@ -244,7 +260,7 @@ impl Gateway {
                 let uri = params.pointer("/ref/uri").and_then(Value::as_str).unwrap_or("").to_owned();
                 if uri == disclosure::TEMPLATE_URI || disclosure::parse_selection(&uri).is_some() {
                     let value = params.pointer("/argument/value").and_then(Value::as_str).unwrap_or("");
-                    return Outcome::Result(disclosure::complete_tool_names(&self.catalog().catalog, value));
+                    return Outcome::Result(disclosure::complete_tool_names(&self.catalog_for(session).catalog, value));
                 }
                 let candidates = self.template_candidates(&uri);
                 if candidates.is_empty() {
@@ -281,7 +297,8 @@ impl Gateway {
             targets.extend(peer);
         }
         let never = tokio_util::sync::CancellationToken::new();
-        let calls = targets.iter().map(|p| p.call(method::LOGGING_SET_LEVEL, Some(json!({"level": level})), None, &never));
+        let calls =
+            targets.iter().map(|p| p.call(method::LOGGING_SET_LEVEL, Some(json!({"level": level})), None, &never));
         for (peer, result) in targets.iter().zip(futures::future::join_all(calls).await) {
             match result {
                 Ok(outcome) if outcome.error_code().is_some() => {
@@ -310,8 +327,5 @@ fn describe_tool(session: &GwSession, view: &CatalogView, arguments: Option<&Val
 }
 
 fn fingerprints(view: &CatalogView, names: Vec<String>) -> Vec<(String, u64)> {
-    names
-        .into_iter()
-        .filter_map(|n| view.catalog.get(&n).map(|e| e.fingerprint).map(|f| (n, f)))
-        .collect()
+    names.into_iter().filter_map(|n| view.catalog.get(&n).map(|e| e.fingerprint).map(|f| (n, f))).collect()
 }

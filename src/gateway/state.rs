@@ -6,7 +6,19 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use super::CatalogView;
 use crate::upstream::Peer;
+
+/// Tool lists this session's own upstream sessions reported that differ
+/// from the gateway-wide ones (servers with per-session toolsets), and the
+/// catalog built from them.
+#[derive(Default)]
+pub struct SessionTools {
+    /// Upstream index → that upstream's tools as this session sees them.
+    pub overrides: HashMap<usize, Arc<Vec<Value>>>,
+    /// The session's catalog, and the gateway-wide epoch it was built on.
+    pub view: Option<(u64, Arc<CatalogView>)>,
+}
 
 /// Per-session gateway state: the tools this session may call, its own
 /// upstream sessions, and what it subscribed to.
@@ -23,6 +35,8 @@ pub struct GatewaySession {
     /// The level from the client's last `logging/setLevel`, replayed on
     /// upstream sessions created later.
     log_level: Mutex<Option<Value>>,
+    /// Session-specific tool lists, if any upstream session reported one.
+    pub tools: Mutex<SessionTools>,
 }
 
 impl GatewaySession {
@@ -33,6 +47,7 @@ impl GatewaySession {
             connections: (0..upstreams).map(|_| tokio::sync::Mutex::new(None)).collect(),
             subscriptions: Mutex::new(HashSet::new()),
             log_level: Mutex::new(None),
+            tools: Mutex::new(SessionTools::default()),
         }
     }
 

@@ -24,7 +24,11 @@ pub struct Engine<H: Handler> {
 impl<H: Handler> Engine<H> {
     /// Starts an engine whose sessions expire after `idle`. Spawns the task
     /// that applies expiries and hands ended sessions to [`Handler::closed`].
-    pub fn start(handler: Arc<H>, store: Arc<SessionStore<H::State>>, mut ended: tokio::sync::mpsc::UnboundedReceiver<Arc<Session<H::State>>>) -> Arc<Self> {
+    pub fn start(
+        handler: Arc<H>,
+        store: Arc<SessionStore<H::State>>,
+        mut ended: tokio::sync::mpsc::UnboundedReceiver<Arc<Session<H::State>>>,
+    ) -> Arc<Self> {
         let engine = Arc::new(Self { handler: handler.clone(), store: store.clone() });
         let weak_store = Arc::downgrade(&store);
         let period = EXPIRY_TICK.min(store.idle_timeout() / 2).max(Duration::from_millis(100));
@@ -70,7 +74,8 @@ impl<H: Handler> Engine<H> {
         let ctx = InitContext { version: Version::negotiate(requested), params };
         match self.handler.initialize(&ctx).await {
             Ok((result, state)) => {
-                let session = Arc::new(Session::new(SessionStore::<H::State>::new_id(), ctx.version, &ctx.params, state));
+                let session =
+                    Arc::new(Session::new(SessionStore::<H::State>::new_id(), ctx.version, &ctx.params, state));
                 self.store.insert(session.clone());
                 tracing::debug!(session = session.id(), version = %ctx.version, client = %session.client_info(), "session started");
                 (Some(session), Response::result(request.id, result))
@@ -82,7 +87,12 @@ impl<H: Handler> Engine<H> {
     /// Handles one message from the client of `session`. Returns the response
     /// for a request; `None` for notifications, responses, and requests the
     /// client cancelled (which must not be answered).
-    pub async fn handle(&self, session: &Arc<Session<H::State>>, message: Message, downlink: Downlink) -> Option<Response> {
+    pub async fn handle(
+        &self,
+        session: &Arc<Session<H::State>>,
+        message: Message,
+        downlink: Downlink,
+    ) -> Option<Response> {
         match message {
             Message::Request(request) => self.request(session, request, downlink).await,
             Message::Notification(n) => {
@@ -109,14 +119,21 @@ impl<H: Handler> Engine<H> {
                             tracing::debug!(session = session.id(), %id, "response to an unknown request ignored");
                         }
                     }
-                    None => tracing::warn!(session = session.id(), error = ?response.outcome, "client sent an error without an id"),
+                    None => {
+                        tracing::warn!(session = session.id(), error = ?response.outcome, "client sent an error without an id")
+                    }
                 }
                 None
             }
         }
     }
 
-    async fn request(&self, session: &Arc<Session<H::State>>, request: Request, downlink: Downlink) -> Option<Response> {
+    async fn request(
+        &self,
+        session: &Arc<Session<H::State>>,
+        request: Request,
+        downlink: Downlink,
+    ) -> Option<Response> {
         let id = request.id.clone();
         match request.method.as_str() {
             method::PING => return Some(Response::result(id, json!({}))),

@@ -35,7 +35,10 @@ pub trait Handler: Send + Sync + 'static {
 
     /// Answers `initialize` and creates the session's state. The result must
     /// carry `ctx.version` as its `protocolVersion`.
-    fn initialize(self: &Arc<Self>, ctx: &InitContext) -> impl Future<Output = Result<(Value, Self::State), ErrorObject>> + Send;
+    fn initialize(
+        self: &Arc<Self>,
+        ctx: &InitContext,
+    ) -> impl Future<Output = Result<(Value, Self::State), ErrorObject>> + Send;
 
     /// Answers a request. Messages produced while answering (progress, logs,
     /// server-to-client requests) go to `ctx.downlink`.
@@ -47,8 +50,11 @@ pub trait Handler: Send + Sync + 'static {
     ) -> impl Future<Output = Outcome> + Send;
 
     /// Takes a client notification the engine does not handle itself.
-    fn notification(self: &Arc<Self>, session: &Arc<Session<Self::State>>, notification: Notification)
-    -> impl Future<Output = ()> + Send;
+    fn notification(
+        self: &Arc<Self>,
+        session: &Arc<Session<Self::State>>,
+        notification: Notification,
+    ) -> impl Future<Output = ()> + Send;
 
     /// The session ended (client `DELETE`, idle expiry or shutdown): release
     /// what it holds.

@@ -83,19 +83,37 @@ async fn endpoint<H: Handler>(State(state): State<Arc<HttpState<H>>>, request: R
 fn delete<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap) -> Response {
     let session = match session_of(&state, headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     state.engine.store().remove(session.id());
     tracing::debug!(session = session.id(), "session deleted by the client");
     StatusCode::OK.into_response_empty()
 }
 
+/// A request the transport refuses before the engine sees it.
+#[derive(Debug)]
+struct Reject {
+    status: StatusCode,
+    code: i64,
+    message: String,
+}
+
+impl Reject {
+    fn new(status: StatusCode, code: i64, message: impl Into<String>) -> Self {
+        Self { status, code, message: message.into() }
+    }
+
+    fn into_response(self) -> Response {
+        reply::error(self.status, self.code, &self.message)
+    }
+}
+
 /// Finds the session a non-initialize request names, answering 400 when the
 /// header is missing or bad and 404 when the session does not exist.
-fn session_of<H: Handler>(state: &HttpState<H>, headers: &HeaderMap) -> Result<Arc<Session<H::State>>, Response> {
+fn session_of<H: Handler>(state: &HttpState<H>, headers: &HeaderMap) -> Result<Arc<Session<H::State>>, Reject> {
     check_version_header(headers)?;
     let Some(id) = headers.get(protocol::header::SESSION_ID) else {
-        return Err(reply::error(
+        return Err(Reject::new(
             StatusCode::BAD_REQUEST,
             codes::SERVER_ERROR,
             "Bad Request: Mcp-Session-Id header is required",
@@ -106,20 +124,20 @@ fn session_of<H: Handler>(state: &HttpState<H>, headers: &HeaderMap) -> Result<A
         .engine
         .store()
         .get(id)
-        .ok_or_else(|| reply::error(StatusCode::NOT_FOUND, codes::SESSION_NOT_FOUND, "Session not found"))
+        .ok_or_else(|| Reject::new(StatusCode::NOT_FOUND, codes::SESSION_NOT_FOUND, "Session not found"))
 }
 
 /// Rejects an `MCP-Protocol-Version` header naming a revision toolgate does not
 /// speak (400, as the spec requires).
-fn check_version_header(headers: &HeaderMap) -> Result<(), Response> {
+fn check_version_header(headers: &HeaderMap) -> Result<(), Reject> {
     match headers.get(protocol::header::PROTOCOL_VERSION) {
         None => Ok(()),
         Some(v) => match v.to_str().ok().and_then(Version::parse) {
             Some(_) => Ok(()),
-            None => Err(reply::error(
+            None => Err(Reject::new(
                 StatusCode::BAD_REQUEST,
                 codes::SERVER_ERROR,
-                &format!(
+                format!(
                     "Bad Request: Unsupported protocol version {:?}; supported: {}",
                     v.to_str().unwrap_or("?"),
                     Version::ALL.map(Version::as_str).join(", ")

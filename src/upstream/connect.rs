@@ -71,10 +71,11 @@ async fn handshake(peer: &Arc<Peer>, hello: &ClientHello) -> Result<(), Upstream
         "capabilities": hello.capabilities,
         "clientInfo": hello.client_info,
     });
-    let outcome = peer.call(method::INITIALIZE, Some(params), None, &CancellationToken::new()).await.map_err(|e| match e {
-        UpstreamError::Closed { reason, .. } => start_error(reason),
-        other => other,
-    })?;
+    let outcome =
+        peer.call(method::INITIALIZE, Some(params), None, &CancellationToken::new()).await.map_err(|e| match e {
+            UpstreamError::Closed { reason, .. } => start_error(reason),
+            other => other,
+        })?;
     let result = match outcome {
         Outcome::Error(e) => return Err(start_error(format!("initialize failed: {e}"))),
         other => other.result_value().unwrap_or(Value::Null),

@@ -50,14 +50,20 @@ struct Inner {
 
 impl HttpLink {
     /// A link to `config.url`. Fails on a bad URL or header.
-    pub(crate) fn new(config: &UpstreamConfig, label: &Arc<str>, client: reqwest::Client) -> Result<Self, UpstreamError> {
+    pub(crate) fn new(
+        config: &UpstreamConfig,
+        label: &Arc<str>,
+        client: reqwest::Client,
+    ) -> Result<Self, UpstreamError> {
         let start_error = |reason: String| UpstreamError::Start { upstream: label.clone(), reason };
         let url = config.url.as_deref().unwrap_or_default();
         let url = reqwest::Url::parse(url).map_err(|e| start_error(format!("bad url {url:?}: {e}")))?;
         let mut headers = HeaderMap::new();
         for (k, v) in &config.headers {
-            let name = HeaderName::from_bytes(k.as_bytes()).map_err(|e| start_error(format!("bad header name {k:?}: {e}")))?;
-            let mut value = HeaderValue::from_str(v).map_err(|e| start_error(format!("bad value for header {k:?}: {e}")))?;
+            let name =
+                HeaderName::from_bytes(k.as_bytes()).map_err(|e| start_error(format!("bad header name {k:?}: {e}")))?;
+            let mut value =
+                HeaderValue::from_str(v).map_err(|e| start_error(format!("bad value for header {k:?}: {e}")))?;
             value.set_sensitive(true);
             headers.insert(name, value);
         }
@@ -158,8 +164,12 @@ impl HttpLink {
             peer.close("the upstream ended the session (HTTP 404)");
             return;
         }
-        let content_type =
-            response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
+        let content_type = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
         if status == StatusCode::ACCEPTED {
             let detail = "answered a request with 202 Accepted".to_owned();
             return peer.fail(id, UpstreamError::Protocol { upstream: self.0.label.clone(), detail });
@@ -292,7 +302,12 @@ impl StreamCursor {
     /// Feeds every message of an SSE stream into the peer, remembering the
     /// last event id and `retry`. Events with empty data (priming events)
     /// carry only those.
-    async fn read(&mut self, peer: &Arc<Peer>, stream: impl Stream<Item = reqwest::Result<Bytes>> + Unpin, related: Option<u64>) {
+    async fn read(
+        &mut self,
+        peer: &Arc<Peer>,
+        stream: impl Stream<Item = reqwest::Result<Bytes>> + Unpin,
+        related: Option<u64>,
+    ) {
         let mut events = SseByteStream::new(stream);
         while let Some(event) = events.next().await {
             let event = match event {

@@ -379,7 +379,11 @@ impl Peer {
             return Some(route);
         }
         if self.attribute_to_latest_call {
-            return pending.iter().filter(|(_, p)| p.route.is_some()).max_by_key(|(id, _)| **id).and_then(|(_, p)| p.route.clone());
+            return pending
+                .iter()
+                .filter(|(_, p)| p.route.is_some())
+                .max_by_key(|(id, _)| **id)
+                .and_then(|(_, p)| p.route.clone());
         }
         None
     }

@@ -172,7 +172,12 @@ impl Drop for StdioLink {
     }
 }
 
-async fn read_stdout(stdout: ChildStdout, peer: Weak<Peer>, label: Arc<str>, mut exit: watch::Receiver<Option<String>>) {
+async fn read_stdout(
+    stdout: ChildStdout,
+    peer: Weak<Peer>,
+    label: Arc<str>,
+    mut exit: watch::Receiver<Option<String>>,
+) {
     let mut lines = FramedRead::new(stdout, LinesCodec::new_with_max_length(MAX_LINE));
     let mut reason = None;
     while let Some(line) = lines.next().await {

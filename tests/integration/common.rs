@@ -41,7 +41,10 @@ pub fn repo_path(rel: &str) -> PathBuf {
 pub fn python() -> String {
     std::env::var("TOOLGATE_TEST_PYTHON").unwrap_or_else(|_| {
         let venv = repo_path("target/test-venv/bin/python");
-        assert!(venv.exists(), "the Python test peers are not installed: run tests/run.sh (or set TOOLGATE_TEST_PYTHON)");
+        assert!(
+            venv.exists(),
+            "the Python test peers are not installed: run tests/run.sh (or set TOOLGATE_TEST_PYTHON)"
+        );
         venv.display().to_string()
     })
 }
@@ -87,7 +90,11 @@ impl Drop for Proc {
     }
 }
 
-fn collect_stderr(child: &mut Child, logs: Arc<Mutex<String>>, notify: Option<tokio::sync::mpsc::UnboundedSender<String>>) {
+fn collect_stderr(
+    child: &mut Child,
+    logs: Arc<Mutex<String>>,
+    notify: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+) {
     let stderr = child.stderr.take().expect("stderr piped");
     tokio::spawn(async move {
         let mut lines = BufReader::new(stderr).lines();
@@ -120,7 +127,8 @@ impl Toolgate {
     }
 
     pub async fn start_with(upstreams: &str, sections: &str) -> Result<Toolgate> {
-        let server = if sections.contains("[server]") { String::new() } else { "[server]\nlisten = \"127.0.0.1:0\"\n".into() };
+        let server =
+            if sections.contains("[server]") { String::new() } else { "[server]\nlisten = \"127.0.0.1:0\"\n".into() };
         let config = format!("{server}{sections}\n{upstreams}");
         Self::start_raw(&config).await
     }
@@ -231,7 +239,9 @@ pub struct Reply {
 impl Reply {
     /// The response with `id` (the final one of a request).
     pub fn response(&self, id: &Value) -> Option<&Value> {
-        self.messages.iter().find(|m| m.get("id") == Some(id) && (m.get("result").is_some() || m.get("error").is_some()))
+        self.messages
+            .iter()
+            .find(|m| m.get("id") == Some(id) && (m.get("result").is_some() || m.get("error").is_some()))
     }
 
     /// Messages other than responses (notifications, server requests).
@@ -276,15 +286,13 @@ impl Client {
         if reply.status != StatusCode::OK {
             bail!("initialize answered {}: {:?}", reply.status, reply.messages);
         }
-        self.session = Some(
-            reply
-                .headers
-                .get("mcp-session-id")
-                .ok_or_else(|| anyhow!("no Mcp-Session-Id"))?
-                .to_str()?
-                .to_owned(),
-        );
-        let result = reply.response(&json!(0)).and_then(|r| r.get("result")).cloned().ok_or_else(|| anyhow!("no result: {:?}", reply.messages))?;
+        self.session =
+            Some(reply.headers.get("mcp-session-id").ok_or_else(|| anyhow!("no Mcp-Session-Id"))?.to_str()?.to_owned());
+        let result = reply
+            .response(&json!(0))
+            .and_then(|r| r.get("result"))
+            .cloned()
+            .ok_or_else(|| anyhow!("no result: {:?}", reply.messages))?;
         if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
             self.version = v.to_owned();
         }
@@ -378,7 +386,11 @@ impl Client {
 
     /// Reads the descriptions resource; returns the parsed JSON body.
     pub async fn read_descriptions(&self, tools: &str) -> Result<Value> {
-        let uri = if tools.is_empty() { "resource:///tool_descriptions".to_owned() } else { format!("resource:///tool_descriptions?tools={tools}") };
+        let uri = if tools.is_empty() {
+            "resource:///tool_descriptions".to_owned()
+        } else {
+            format!("resource:///tool_descriptions?tools={tools}")
+        };
         let result = self.result("resources/read", json!({"uri": uri})).await?;
         let text = result["contents"][0]["text"].as_str().ok_or_else(|| anyhow!("no text content: {result}"))?;
         Ok(serde_json::from_str(text)?)

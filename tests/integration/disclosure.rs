@@ -93,7 +93,10 @@ async fn criteria_6_to_8_calls_are_gated_per_session() -> Result<()> {
 
     // 6: fetching authorizes exactly what was returned.
     a.read_descriptions("echo,nope").await?;
-    assert_eq!(a.call_tool("echo", json!({"text": "hello"})).await?, json!({"content": [{"type": "text", "text": "hello"}]}));
+    assert_eq!(
+        a.call_tool("echo", json!({"text": "hello"})).await?,
+        json!({"content": [{"type": "text", "text": "hello"}]})
+    );
     let other = a.call_tool("fixture_whoami", json!({})).await?;
     assert_eq!(json_of(&other)["error"]["code"], "TOOL_DESCRIPTION_REQUIRED", "only the fetched tool is authorized");
 
@@ -188,8 +191,10 @@ async fn the_demo_upstream_snapshots() -> Result<()> {
     insta::assert_json_snapshot!("demo_descriptions_body", body);
     let missing = c.read_descriptions("").await?;
     insta::assert_json_snapshot!("demo_missing_selection", missing);
-    let refused = c.call_tool(&names[0], json!({}));
+    // The last tool was not fetched, so the call is refused.
+    let refused = c.call_tool(names.last().unwrap(), json!({}));
     let refused: Value = json_of(&refused.await?);
+    assert_eq!(refused["error"]["code"], "TOOL_DESCRIPTION_REQUIRED");
     insta::assert_json_snapshot!("demo_refusal", refused);
     Ok(())
 }

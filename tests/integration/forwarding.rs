@@ -28,7 +28,10 @@ async fn prompts_resources_and_completions_pass_through() -> Result<()> {
     let names: Vec<&str> = prompts["prompts"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
     assert!(names.contains(&"test_prompt_with_arguments"), "{names:?}");
     let prompt = c
-        .result("prompts/get", json!({"name": "test_prompt_with_arguments", "arguments": {"arg1": "one", "arg2": "two"}}))
+        .result(
+            "prompts/get",
+            json!({"name": "test_prompt_with_arguments", "arguments": {"arg1": "one", "arg2": "two"}}),
+        )
         .await?;
     let text = prompt["messages"][0]["content"]["text"].as_str().unwrap_or("");
     assert!(text.contains("one") && text.contains("two"), "{prompt}");
@@ -72,7 +75,10 @@ async fn progress_and_logs_arrive_on_the_request_stream_with_the_clients_token()
     let c = authorized(&gw, json!({}), "test_tool_with_progress,test_tool_with_logging").await?;
     for token in [json!("tok-1"), json!(7)] {
         let (response, related) = c
-            .exchange("tools/call", json!({"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": token}}))
+            .exchange(
+                "tools/call",
+                json!({"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": token}}),
+            )
             .await?;
         assert!(response["result"].is_object(), "{response}");
         let progress: Vec<&Value> = related.iter().filter(|m| m["method"] == "notifications/progress").collect();
@@ -81,7 +87,8 @@ async fn progress_and_logs_arrive_on_the_request_stream_with_the_clients_token()
             assert_eq!(p["params"]["progressToken"], token, "the token keeps its value and JSON type");
         }
     }
-    let (response, related) = c.exchange("tools/call", json!({"name": "test_tool_with_logging", "arguments": {}})).await?;
+    let (response, related) =
+        c.exchange("tools/call", json!({"name": "test_tool_with_logging", "arguments": {}})).await?;
     assert!(response["result"].is_object());
     assert!(related.iter().filter(|m| m["method"] == "notifications/message").count() >= 3, "{related:?}");
     Ok(())
@@ -107,7 +114,10 @@ async fn sampling_round_trips_to_the_session_that_caused_it() -> Result<()> {
     let response = stream.next().await?;
     assert_eq!(response["id"], "call-1", "the client's id comes back exactly");
     assert!(response["result"].to_string().contains("hi from the client"), "{response}");
-    assert!(bystander_stream.next_within(Duration::from_millis(300)).await.is_none(), "nothing leaked to other sessions");
+    assert!(
+        bystander_stream.next_within(Duration::from_millis(300)).await.is_none(),
+        "nothing leaked to other sessions"
+    );
     Ok(())
 }
 
@@ -142,7 +152,10 @@ async fn clients_reusing_ids_get_their_own_answers() -> Result<()> {
             let (a, b) = (a?, b?);
             assert_eq!(a.messages.last().unwrap()["id"], json!(1));
             assert_eq!(a.messages.last().unwrap()["result"]["content"][0]["text"], format!("client {i}"), "{sharing}");
-            assert_eq!(b.messages.last().unwrap()["result"]["content"][0]["text"], format!("slept {} ms", 100 + 20 * i));
+            assert_eq!(
+                b.messages.last().unwrap()["result"]["content"][0]["text"],
+                format!("slept {} ms", 100 + 20 * i)
+            );
         }
     }
     Ok(())

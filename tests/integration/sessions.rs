@@ -26,7 +26,12 @@ async fn lifecycle_missing_unknown_and_deleted_sessions() -> Result<()> {
     let id = c.session.clone().unwrap();
     assert!(id.len() >= 32 && id.bytes().all(|b| (0x21..=0x7e).contains(&b)), "unguessable visible-ASCII id: {id}");
     assert!(c.result("ping", json!({})).await?.as_object().unwrap().is_empty());
-    let again = c.request("initialize", json!({"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}})).await?;
+    let again = c
+        .request(
+            "initialize",
+            json!({"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}),
+        )
+        .await?;
     assert_eq!(again["error"]["code"], -32600, "a session initializes once: {again}");
 
     assert_eq!(c.delete().await?, StatusCode::OK);
@@ -44,9 +49,10 @@ async fn interleaved_concurrent_sessions_stay_isolated() -> Result<()> {
         clients.push(Client::connected(&gw.url, json!({})).await?);
     }
     // Even sessions fetch echo, odd ones fetch fixture_whoami, all at once.
-    let fetches = clients.iter().enumerate().map(|(i, c)| async move {
-        c.read_descriptions(if i % 2 == 0 { "echo" } else { "fixture_whoami" }).await
-    });
+    let fetches = clients
+        .iter()
+        .enumerate()
+        .map(|(i, c)| async move { c.read_descriptions(if i % 2 == 0 { "echo" } else { "fixture_whoami" }).await });
     for r in futures::future::join_all(fetches).await {
         r?;
     }
@@ -124,7 +130,7 @@ async fn idle_sessions_expire_and_release_their_upstreams() -> Result<()> {
 fn process_alive(pid: i64) -> bool {
     // A zombie still answers signal 0, so look at /proc state too.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.split_whitespace().nth(2).is_some_and(|s| s == "Z"),
+        Ok(stat) => stat.split_whitespace().nth(2).is_none_or(|s| s != "Z"),
         Err(_) => false,
     }
 }

@@ -19,10 +19,14 @@ async fn bad_requests_get_clear_http_errors() -> Result<()> {
     let c = Client::connected(&gw.url, json!({})).await?;
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
 
-    let json_only = c.bare(Method::POST).header("accept", "application/json").header("content-type", "application/json");
+    let json_only =
+        c.bare(Method::POST).header("accept", "application/json").header("content-type", "application/json");
     let r = c.send(json_only.body(ping.clone())).await?;
     assert_eq!(r.status, StatusCode::NOT_ACCEPTABLE);
-    let text = c.bare(Method::POST).header("accept", "application/json, text/event-stream").header("content-type", "text/plain");
+    let text = c
+        .bare(Method::POST)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "text/plain");
     let r = c.send(text.body(ping.clone())).await?;
     assert_eq!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     let r = c.send(c.raw(Method::POST).body("{not json")).await?;
@@ -31,7 +35,8 @@ async fn bad_requests_get_clear_http_errors() -> Result<()> {
     let r = c.send(c.raw(Method::POST).body(r#"{"jsonrpc":"2.0","id":1}"#)).await?;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert_eq!(r.messages[0]["error"]["code"], -32600);
-    let huge = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"x":"{}"}}}}"#, "a".repeat(5 * 1024 * 1024));
+    let huge =
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"x":"{}"}}}}"#, "a".repeat(5 * 1024 * 1024));
     let r = c.send(c.raw(Method::POST).body(huge)).await?;
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
     let mut bad_version = Client::new(&gw.url);
@@ -84,7 +89,11 @@ async fn batches_work_for_2025_03_26_clients() -> Result<()> {
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.response(&json!("a")).unwrap()["result"], json!({}));
     assert!(r.response(&json!("b")).unwrap()["result"]["contents"].is_array());
-    assert!(r.messages.iter().any(|m| m["error"]["code"] == -32600), "the invalid element is answered: {:?}", r.messages);
+    assert!(
+        r.messages.iter().any(|m| m["error"]["code"] == -32600),
+        "the invalid element is answered: {:?}",
+        r.messages
+    );
     // Requests in a batch run concurrently, so "c" may or may not see b's authorization; it is answered either way.
     assert!(r.response(&json!("c")).is_some());
     Ok(())

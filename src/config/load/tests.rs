@@ -156,6 +156,7 @@ fn toolgate_variables_for_other_purposes_are_ignored() {
         jail.set_env("TOOLGATE_LOG", "debug");
         jail.set_env("TOOLGATE_LOG_FORMAT", "json");
         jail.set_env("TOOLGATE_EXE", "/bin/toolgate");
+        jail.set_env("TOOLGATE_TEST_PYTHON", "/usr/bin/python3");
         load_str("")
     });
     assert_eq!(config.unwrap_or_else(|e| panic!("{e}")), Config::default());

@@ -120,8 +120,8 @@ impl RequestContext {
         let outcome = rx.await;
         drop(guard);
         match outcome {
-            Ok(Outcome::Result(v)) => Ok(v),
             Ok(Outcome::Error(e)) => Err(RequestError::Rpc(e)),
+            Ok(ok) => Ok(ok.result_value().unwrap_or(Value::Null)),
             Err(_) => Err(RequestError::Closed),
         }
     }

@@ -58,8 +58,21 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request) -> R
     };
 
     if let Body::Single(Message::Request(req)) = &body
-        && Engine::<H>::is_initialize(&Message::Request(req.clone()))
+        && req.method == crate::protocol::method::INITIALIZE
     {
+        // Re-initializing a live session is a client bug (the TypeScript SDK
+        // answers the same way); a stale id just gets a new session.
+        let live = headers
+            .get(protocol::header::SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|id| state.engine.store().get(id));
+        if live.is_some() {
+            let e = ErrorObject::new(codes::INVALID_REQUEST, "Invalid Request: the session is already initialized");
+            return reply::json(
+                StatusCode::BAD_REQUEST,
+                &Message::Response(RpcResponse::error(Some(req.id.clone()), e)),
+            );
+        }
         return initialize(&state, req.clone()).await;
     }
     let session = match session_of(&state, headers) {
@@ -74,7 +87,7 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request) -> R
                     &Message::Response(sessionless_error(Some(req.id.clone()), &req.method)),
                 );
             }
-            return r;
+            return r.into_response();
         }
     };
 
@@ -85,7 +98,10 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request) -> R
                 return reply::error(
                     StatusCode::BAD_REQUEST,
                     codes::INVALID_REQUEST,
-                    &format!("Invalid Request: JSON-RPC batches are not part of protocol version {}", session.version()),
+                    &format!(
+                        "Invalid Request: JSON-RPC batches are not part of protocol version {}",
+                        session.version()
+                    ),
                 );
             }
             let mut messages = Vec::new();

@@ -25,15 +25,13 @@ fn event(message: &Message) -> Result<Event, Infallible> {
 /// engine marks the end of the POST's requests.
 pub fn request_stream(prelude: Vec<Frame>, rx: mpsc::UnboundedReceiver<Frame>, keep_alive: Duration) -> Response {
     let frames = stream::iter(prelude).chain(UnboundedReceiverStream::new(rx));
-    let events = frames
-        .take_while(|f| std::future::ready(!matches!(f, Frame::End)))
-        .filter_map(|f| {
-            std::future::ready(match f {
-                Frame::Message(m) => Some(event(&m)),
-                Frame::Final(r) => Some(event(&Message::Response(r))),
-                Frame::End => None,
-            })
-        });
+    let events = frames.take_while(|f| std::future::ready(!matches!(f, Frame::End))).filter_map(|f| {
+        std::future::ready(match f {
+            Frame::Message(m) => Some(event(&m)),
+            Frame::Final(r) => Some(event(&Message::Response(r))),
+            Frame::End => None,
+        })
+    });
     Sse::new(events).keep_alive(KeepAlive::new().interval(keep_alive)).into_response()
 }
 
@@ -49,10 +47,14 @@ pub fn open<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap) -> Respon
     }
     let session = match session_of(&state, headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let Some(rx) = session.attach_stream() else {
-        return reply::error(StatusCode::CONFLICT, codes::SERVER_ERROR, "Conflict: a stream is already open for this session");
+        return reply::error(
+            StatusCode::CONFLICT,
+            codes::SERVER_ERROR,
+            "Conflict: a stream is already open for this session",
+        );
     };
     let messages = UnboundedReceiverStream::new(rx).map(|m| event(&m));
     // Keep-alive ticks double as activity, so a client listening on its

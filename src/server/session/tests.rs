@@ -63,7 +63,8 @@ async fn closing_wakes_waiters_and_cancels_in_flight_work() {
     let s = Arc::new(session());
     let token = s.begin_request(&Id::number(1));
     let s2 = s.clone();
-    let waiter = tokio::spawn(async move { s2.request_client("roots/list", None, None, &CancellationToken::new()).await });
+    let waiter =
+        tokio::spawn(async move { s2.request_client("roots/list", None, None, &CancellationToken::new()).await });
     tokio::task::yield_now().await;
     s.close();
     assert!(token.is_cancelled());
