@@ -78,7 +78,7 @@ import socket
 import sys
 import warnings
 import zlib
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
