@@ -22,3 +22,8 @@ mod test_client;
 pub async fn run_stdio() -> std::io::Result<()> {
     server::serve_stdio(tracker::registry()).await
 }
+
+/// Serves the demo tools over Streamable HTTP at `http://<listen>/mcp`.
+pub async fn run_http(listen: std::net::SocketAddr) -> std::io::Result<()> {
+    server::serve_http(tracker::registry(), listen, fixture::print_listening).await
+}

@@ -43,7 +43,11 @@ enum Command {
         config: PathBuf,
     },
     /// Run the demo MCP server over stdio (used by config/demo.toml).
-    DemoUpstream,
+    DemoUpstream {
+        /// Serve Streamable HTTP on this address instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -61,7 +65,8 @@ fn main() -> anyhow::Result<()> {
                 _ => Ok(()),
             }
         }
-        Command::DemoUpstream => Ok(runtime.block_on(toolgate::demo::run_stdio())?),
+        Command::DemoUpstream { http: None } => Ok(runtime.block_on(toolgate::demo::run_stdio())?),
+        Command::DemoUpstream { http: Some(addr) } => Ok(runtime.block_on(toolgate::demo::run_http(addr))?),
     }
 }
 

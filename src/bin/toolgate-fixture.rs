@@ -37,9 +37,13 @@ struct Cli {
     /// The instructions to return from initialize.
     #[arg(long, value_name = "TEXT")]
     instructions: Option<String>,
+    /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:0) instead of
+    /// stdio; prints `LISTENING http://ADDR/mcp` once it accepts connections.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
 }
 
-#[tokio::main(flavor = "current_thread")]
+#[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
@@ -56,6 +60,9 @@ async fn main() -> anyhow::Result<()> {
         many_tools: cli.many_tools,
         ..FixtureOptions::default()
     };
-    fixture::run_stdio(&options).await?;
+    match cli.http {
+        Some(addr) => fixture::run_http(&options, addr).await?,
+        None => fixture::run_stdio(&options).await?,
+    }
     Ok(())
 }

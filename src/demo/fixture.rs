@@ -65,5 +65,19 @@ pub async fn run_stdio(options: &FixtureOptions) -> std::io::Result<()> {
     serve_stdio(registry(options)).await
 }
 
+/// Serves the fixture over Streamable HTTP at `http://<listen>/mcp`, printing
+/// `LISTENING <url>` on stdout once it accepts connections.
+pub async fn run_http(options: &FixtureOptions, listen: std::net::SocketAddr) -> std::io::Result<()> {
+    super::server::serve_http(registry(options), listen, print_listening).await
+}
+
+/// The line test harnesses wait for.
+pub fn print_listening(addr: std::net::SocketAddr) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "LISTENING http://{addr}/mcp");
+    let _ = out.flush();
+}
+
 #[cfg(test)]
 mod tests;

@@ -13,12 +13,15 @@
 //!   (what a Streamable HTTP transport needs to pick the right stream).
 //! - [`serve`] / [`serve_stdio`] is the stdio transport: newline-delimited
 //!   JSON-RPC, logs only on stderr.
+//! - [`serve_http`] serves a registry over Streamable HTTP through
+//!   toolgate's own server engine.
 //!
 //! Tool handlers get a [`RequestContext`] to report progress, log, send
 //! notifications, and ask the client things (sampling, elicitation, roots).
 
 mod args;
 mod context;
+mod http;
 mod level;
 mod registry;
 pub mod result;
@@ -28,6 +31,7 @@ mod uri_template;
 
 pub use args::Args;
 pub use context::{RequestContext, RequestError};
+pub use http::{RegistryHandler, serve_http};
 pub use level::LogLevel;
 pub use registry::{
     CompletionFn, Prompt, PromptFn, ReadFn, Registry, Resource, ResourceTemplate, ServerInfo, Tool, ToolFailure,

@@ -112,17 +112,14 @@ impl<H: Handler> Engine<H> {
                 }
                 None
             }
-            Message::Response(response) => {
-                match response.id {
-                    Some(id) => {
-                        if !session.resolve(&id, response.outcome) {
-                            tracing::debug!(session = session.id(), %id, "response to an unknown request ignored");
-                        }
-                    }
-                    None => {
-                        tracing::warn!(session = session.id(), error = ?response.outcome, "client sent an error without an id")
-                    }
+            Message::Response(Response { id: Some(id), outcome }) => {
+                if let Err(outcome) = session.resolve(&id, outcome) {
+                    self.handler.response(session, Response { id: Some(id), outcome }).await;
                 }
+                None
+            }
+            Message::Response(Response { id: None, outcome }) => {
+                tracing::warn!(session = session.id(), error = ?outcome, "client sent an error without an id");
                 None
             }
         }

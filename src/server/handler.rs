@@ -7,7 +7,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::session::{Downlink, Session};
-use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request};
+use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request, Response};
 use crate::protocol::Version;
 
 /// What an `initialize` request told the server.
@@ -55,6 +55,17 @@ pub trait Handler: Send + Sync + 'static {
         session: &Arc<Session<Self::State>>,
         notification: Notification,
     ) -> impl Future<Output = ()> + Send;
+
+    /// A client response to a request the engine did not send itself (an
+    /// application that allocates its own request ids). Ignored by default.
+    fn response(
+        self: &Arc<Self>,
+        session: &Arc<Session<Self::State>>,
+        response: Response,
+    ) -> impl Future<Output = ()> + Send {
+        let _ = (session, response);
+        async {}
+    }
 
     /// The session ended (client `DELETE`, idle expiry or shutdown): release
     /// what it holds.

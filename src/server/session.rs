@@ -234,12 +234,16 @@ impl<S> Session<S> {
         }
     }
 
-    /// Routes the client's response to the request that awaits it. Returns
-    /// `false` for an id toolgate never sent (or already forgot).
-    pub(crate) fn resolve(&self, id: &Id, outcome: Outcome) -> bool {
+    /// Routes the client's response to the request that awaits it. Hands
+    /// the outcome back for an id the engine never sent (or already forgot).
+    pub(crate) fn resolve(&self, id: &Id, outcome: Outcome) -> Result<(), Outcome> {
         match self.awaiting.lock().remove(id) {
-            Some(tx) => tx.send(outcome).is_ok(),
-            None => false,
+            // A waiter that gave up (cancelled) no longer wants it.
+            Some(tx) => {
+                let _ = tx.send(outcome);
+                Ok(())
+            }
+            None => Err(outcome),
         }
     }
 

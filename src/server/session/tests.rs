@@ -17,8 +17,8 @@ async fn client_requests_are_matched_by_the_id_toolgate_allocated() {
     });
     let Some(Frame::Message(Message::Request(req))) = rx.recv().await else { panic!("no request on the downlink") };
     assert_eq!(req.method, "sampling/createMessage");
-    assert!(!s.resolve(&Id::number(999), Outcome::Result(json!({}))), "unknown ids are not routed");
-    assert!(s.resolve(&req.id, Outcome::Result(json!({"content": "hi"}))));
+    assert!(s.resolve(&Id::number(999), Outcome::Result(json!({}))).is_err(), "unknown ids are not routed");
+    assert!(s.resolve(&req.id, Outcome::Result(json!({"content": "hi"}))).is_ok());
     assert_eq!(task.await.unwrap().unwrap(), Outcome::Result(json!({"content": "hi"})));
     drop(cancel);
 }
