@@ -11,6 +11,7 @@
 mod engine;
 mod handler;
 pub mod http;
+mod replay;
 mod session;
 mod store;
 

@@ -122,6 +122,8 @@ impl Gateway {
             return Outcome::Result(disclosure::description_required(&name, view.catalog.describe_tool_name()));
         }
         params["name"] = json!(entry.original);
+        // Tool calls may run long: stream the answer (resumable on HTTP).
+        ctx.downlink.prefer_stream();
         self.forward(session, entry.upstream, method::TOOLS_CALL, Some(params), ctx).await
     }
 

@@ -1,7 +1,7 @@
 //! A downstream session: what one MCP client negotiated, its open streams,
 //! the requests it has in flight, and the requests toolgate has sent it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -10,12 +10,9 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::replay::{self, Replay};
 use crate::jsonrpc::{Id, Message, Notification, Outcome, Request, Response};
 use crate::protocol::{Version, method};
-
-/// Messages kept for a client that has no standalone stream open; older ones
-/// are dropped first. Bounded so an absent client cannot grow memory.
-const BACKLOG_LIMIT: usize = 256;
 
 /// One frame on a response stream.
 #[derive(Debug, Clone)]
@@ -24,6 +21,10 @@ pub enum Frame {
     Message(Message),
     /// The response that ends a request.
     Final(Response),
+    /// The application asks for a streamed answer (it is forwarding work
+    /// that may take a while), so the transport should not wait to see
+    /// whether a plain JSON answer would do.
+    Stream,
     /// Every request of the POST has been answered (or cancelled): the
     /// stream may end even if late messages could still arrive.
     End,
@@ -54,6 +55,11 @@ impl Downlink {
         self.tx.send(Frame::Final(response)).is_ok()
     }
 
+    /// Asks for a streamed answer (see [`Frame::Stream`]).
+    pub fn prefer_stream(&self) {
+        let _ = self.tx.send(Frame::Stream);
+    }
+
     /// Marks the end of the requests this downlink serves.
     pub(crate) fn end(&self) {
         let _ = self.tx.send(Frame::End);
@@ -76,14 +82,6 @@ pub enum ClientRequestError {
     SessionClosed,
 }
 
-/// The standalone stream (GET on Streamable HTTP) or, while none is open, a
-/// bounded backlog of what it would have carried.
-#[derive(Default)]
-struct Outbound {
-    tx: Option<mpsc::UnboundedSender<Message>>,
-    backlog: VecDeque<Message>,
-}
-
 /// One downstream session. `S` is the application's per-session state.
 pub struct Session<S> {
     id: Arc<str>,
@@ -98,7 +96,8 @@ pub struct Session<S> {
     awaiting: Mutex<HashMap<Id, oneshot::Sender<Outcome>>>,
     /// Client requests being answered, so `notifications/cancelled` can stop them.
     in_flight: Mutex<HashMap<Id, CancellationToken>>,
-    outbound: Mutex<Outbound>,
+    /// The session's SSE streams, resumable with `Last-Event-ID`.
+    replay: Mutex<Replay>,
     closed: CancellationToken,
 }
 
@@ -114,7 +113,7 @@ impl<S> Session<S> {
             next_request_id: AtomicU64::new(0),
             awaiting: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
-            outbound: Mutex::new(Outbound::default()),
+            replay: Mutex::new(Replay::default()),
             closed: CancellationToken::new(),
         }
     }
@@ -176,7 +175,7 @@ impl<S> Session<S> {
         }
         // Dropping the senders wakes every waiter with `SessionClosed`.
         self.awaiting.lock().clear();
-        self.outbound.lock().tx = None;
+        *self.replay.lock() = Replay::default();
     }
 
     // === client requests in flight ===
@@ -259,44 +258,18 @@ impl<S> Session<S> {
         self.notify(message);
     }
 
-    // === the standalone stream ===
+    // === streams ===
 
     /// Sends a message that belongs to no request (list changes, resource
     /// updates, unsolicited requests) on the standalone stream, or keeps it
-    /// for when one opens.
+    /// (bounded) for when one opens.
     pub fn notify(&self, message: Message) {
-        let mut out = self.outbound.lock();
-        let message = match &out.tx {
-            Some(tx) => match tx.send(message) {
-                Ok(()) => return,
-                Err(mpsc::error::SendError(m)) => {
-                    out.tx = None;
-                    m
-                }
-            },
-            None => message,
-        };
-        if out.backlog.len() == BACKLOG_LIMIT {
-            out.backlog.pop_front();
-            tracing::debug!(session = %self.id, "standalone-stream backlog full; dropped the oldest message");
-        }
-        out.backlog.push_back(message);
+        self.replay.lock().push(replay::STANDALONE, Arc::from(message.encode()));
     }
 
-    /// Opens the standalone stream, handing it whatever was kept meanwhile.
-    /// `None` when one is already open (HTTP answers 409).
-    pub(crate) fn attach_stream(&self) -> Option<mpsc::UnboundedReceiver<Message>> {
-        let mut out = self.outbound.lock();
-        if out.tx.as_ref().is_some_and(|tx| !tx.is_closed()) {
-            return None;
-        }
-        let (tx, rx) = mpsc::unbounded_channel();
-        for m in out.backlog.drain(..) {
-            // The receiver is in hand, so this cannot fail.
-            let _ = tx.send(m);
-        }
-        out.tx = Some(tx);
-        Some(rx)
+    /// The session's resumable streams.
+    pub(crate) fn replay(&self) -> parking_lot::MutexGuard<'_, Replay> {
+        self.replay.lock()
     }
 }
 

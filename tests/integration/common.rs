@@ -403,6 +403,21 @@ impl Client {
         MessageStream::new(response).await
     }
 
+    /// POSTs a body and returns the raw SSE events of the answer.
+    pub async fn open_events(&self, body: &Value) -> Result<EventStream> {
+        let response = self.builder(reqwest::Method::POST).body(body.to_string()).send().await?;
+        Ok(EventStream::new(response).await)
+    }
+
+    /// `GET` with `Last-Event-ID`: resumes a stream.
+    pub async fn resume(&self, last_event_id: &str) -> Result<EventStream> {
+        let mut b = self.http.get(&self.url).header("accept", "text/event-stream").header("last-event-id", last_event_id);
+        if let Some(s) = &self.session {
+            b = b.header("mcp-session-id", s).header("mcp-protocol-version", &self.version);
+        }
+        Ok(EventStream::new(b.send().await?).await)
+    }
+
     /// Opens the standalone GET stream.
     pub async fn listen(&self) -> Result<MessageStream> {
         let mut b = self.http.get(&self.url).header("accept", "text/event-stream");
@@ -418,6 +433,51 @@ impl Client {
             b = b.header("mcp-session-id", s);
         }
         Ok(b.send().await?.status())
+    }
+}
+
+/// One SSE event as sent: its id (if any), `retry` (if any) and data.
+#[derive(Debug, Clone)]
+pub struct RawEvent {
+    pub id: Option<String>,
+    pub retry: Option<u64>,
+    pub data: String,
+}
+
+/// Raw SSE events of a response, with their ids (for resumption tests).
+pub struct EventStream {
+    pub status: StatusCode,
+    rx: tokio::sync::mpsc::UnboundedReceiver<RawEvent>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl EventStream {
+    pub async fn new(response: reqwest::Response) -> EventStream {
+        let status = response.status();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let task = tokio::spawn(async move {
+            let mut events = SseByteStream::new(response.bytes_stream());
+            while let Some(Ok(e)) = events.next().await {
+                if e.id.is_none() && e.data.is_none() && e.retry.is_none() {
+                    continue;
+                }
+                let event = RawEvent { id: e.id, retry: e.retry, data: e.data.unwrap_or_default() };
+                if tx.send(event).is_err() {
+                    return;
+                }
+            }
+        });
+        EventStream { status, rx, task }
+    }
+
+    /// The next event, waiting up to 20 s; None when the stream ended.
+    pub async fn next(&mut self) -> Option<RawEvent> {
+        tokio::time::timeout(Duration::from_secs(20), self.rx.recv()).await.ok().flatten()
+    }
+
+    /// Drops the connection, as a client whose network failed would.
+    pub fn disconnect(self) {
+        self.task.abort();
     }
 }
 

@@ -132,3 +132,46 @@ async fn the_standalone_stream_carries_list_changes() -> Result<()> {
     assert!(stream.next_within(Duration::from_millis(300)).await.is_none(), "one notification per change");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_broken_response_stream_resumes_with_last_event_id() -> Result<()> {
+    let gw = gateway().await?;
+    let c = Client::connected(&gw.url, json!({})).await?;
+    c.read_descriptions("fixture_sleep").await?;
+    let mut events = c
+        .open_events(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                             "params": {"name": "fixture_sleep", "arguments": {"ms": 1500}, "_meta": {"progressToken": "p"}}}))
+        .await?;
+    // 2025-11-25 clients get a priming event first: an id, the retry delay, no data.
+    let priming = events.next().await.expect("priming event");
+    assert!(priming.data.is_empty() && priming.retry.is_some(), "{priming:?}");
+    let primed = priming.id.clone().expect("the priming event has an id");
+    let first = events.next().await.expect("a progress event");
+    let progress: serde_json::Value = serde_json::from_str(&first.data)?;
+    assert_eq!(progress["method"], "notifications/progress");
+    let last_seen = first.id.clone().expect("events carry ids");
+    assert_ne!(last_seen, primed);
+    events.disconnect();
+
+    // The call goes on; reconnecting picks up after the last event seen.
+    let mut resumed = c.resume(&last_seen).await?;
+    assert_eq!(resumed.status, StatusCode::OK);
+    let mut messages = Vec::new();
+    while let Some(e) = resumed.next().await {
+        messages.push(serde_json::from_str::<serde_json::Value>(&e.data)?);
+    }
+    let response = messages.last().expect("the stream carried the response");
+    assert_eq!(response["id"], 7);
+    assert_eq!(response["result"]["content"][0]["text"], "slept 1500 ms");
+    assert!(
+        !messages.iter().any(|m| m == &progress),
+        "events before Last-Event-ID are not replayed"
+    );
+    assert!(messages.iter().filter(|m| m["method"] == "notifications/progress").count() >= 5, "{messages:?}");
+
+    // A resumption of a stream that is gone is refused without ending the session.
+    let gone = c.resume(&last_seen).await?;
+    assert_eq!(gone.status, StatusCode::BAD_REQUEST);
+    assert!(c.result("ping", json!({})).await.is_ok());
+    Ok(())
+}

@@ -153,6 +153,7 @@ async fn respond<H: Handler>(
     let expected = requests.len() + answers.len();
     let (downlink, mut rx) = Downlink::channel();
     let engine = state.engine.clone();
+    let stream_session = session.clone();
     tokio::spawn(async move {
         let work = requests.into_iter().map(|m| {
             let (engine, session, downlink) = (engine.clone(), session.clone(), downlink.clone());
@@ -175,15 +176,17 @@ async fn respond<H: Handler>(
                     return json_answer(finals, batch);
                 }
             }
-            Some(Frame::Message(m)) => {
+            // Something must go out before the answer, or the application
+            // asked for a stream: answer with SSE.
+            Some(frame @ (Frame::Message(_) | Frame::Stream)) => {
                 let mut prelude: Vec<Frame> = finals.into_iter().map(Frame::Final).collect();
-                prelude.push(Frame::Message(m));
-                return stream::request_stream(prelude, rx, state.options.keep_alive);
+                prelude.push(frame);
+                return stream::request_stream(stream_session, prelude, rx, state.options.keep_alive);
             }
             Some(Frame::End) | None => {
                 if finals.is_empty() {
                     // Every request was cancelled by the client: nothing to answer.
-                    return stream::request_stream(Vec::new(), rx, state.options.keep_alive);
+                    return stream::request_stream(stream_session, vec![Frame::End], rx, state.options.keep_alive);
                 }
                 return json_answer(finals, batch);
             }

@@ -39,23 +39,21 @@ async fn cancelling_a_client_request_tells_the_client() {
 }
 
 #[tokio::test]
-async fn standalone_messages_wait_in_a_bounded_backlog() {
+async fn unrelated_messages_go_to_the_standalone_stream() {
     let s = session();
-    for i in 0..(BACKLOG_LIMIT + 10) {
-        s.notify(Message::Notification(Notification::new("n", Some(json!({"i": i})))));
-    }
-    let mut rx = s.attach_stream().expect("first stream");
-    assert!(s.attach_stream().is_none(), "a second stream is refused while the first is open");
-    let first = rx.recv().await.unwrap();
-    assert_eq!(first.to_value()["params"]["i"], 10, "the oldest messages were dropped");
+    s.notify(Message::Notification(Notification::new("early", None)));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    assert!(s.replay().attach_standalone(tx));
     s.notify(Message::Notification(Notification::new("live", None)));
-    let mut last = first;
-    while let Ok(m) = rx.try_recv() {
-        last = m;
-    }
-    assert_eq!(last.method(), Some("live"));
-    drop(rx);
-    assert!(s.attach_stream().is_some(), "a closed stream can be replaced");
+    let early = rx.recv().await.unwrap();
+    assert_eq!(early.id, "0-1");
+    assert!(early.data.contains("\"early\""), "kept until a stream opened: {early:?}");
+    assert!(rx.recv().await.unwrap().data.contains("\"live\""));
+    // A request routed to a closed downlink falls back to the standalone stream.
+    let (downlink, closed_rx) = Downlink::channel();
+    drop(closed_rx);
+    s.send_related(Message::Notification(Notification::new("orphan", None)), Some(&downlink));
+    assert!(rx.recv().await.unwrap().data.contains("orphan"));
 }
 
 #[tokio::test]

@@ -1,0 +1,273 @@
+//! Resumable SSE streams: every event a session sends gets an id that names
+//! its stream (`<stream>-<seq>`), and each stream keeps a bounded buffer of
+//! recent events, so a client that lost its connection can reconnect with
+//! `Last-Event-ID` and get what it missed (and the rest, if the stream is
+//! still live). Events are only ever replayed on the stream they belong to.
+//!
+//! Stream 0 is the session's standalone stream (`GET`); request streams
+//! (answers to `POST`s) are numbered from 1.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+/// Events kept per stream for replay; older ones are dropped first.
+const STREAM_BUFFER: usize = 256;
+/// Finished request streams kept for a client that may still resume them.
+const FINISHED_KEPT: usize = 8;
+
+/// The standalone stream.
+pub const STANDALONE: u64 = 0;
+
+/// One SSE event: its id and its data (a JSON-RPC message, encoded).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub id: String,
+    pub data: Arc<str>,
+}
+
+/// What a subscriber receives.
+pub type Subscriber = mpsc::UnboundedSender<Event>;
+
+#[derive(Default)]
+struct Stream {
+    /// Sequence number of the last event pushed (0: none yet).
+    last_seq: u64,
+    /// Sequence number of the last event handed to a subscriber.
+    delivered: u64,
+    events: VecDeque<(u64, Arc<str>)>,
+    subscriber: Option<Subscriber>,
+    finished: bool,
+}
+
+impl Stream {
+    fn send_live(&mut self, seq: u64, stream: u64, data: &Arc<str>) {
+        let Some(sub) = &self.subscriber else { return };
+        match sub.send(Event { id: event_id(stream, seq), data: data.clone() }) {
+            Ok(()) => self.delivered = seq,
+            // The connection went away; keep buffering for a resumption.
+            Err(_) => self.subscriber = None,
+        }
+    }
+
+    fn replay_after(&mut self, stream: u64, after: u64, sub: &Subscriber) -> bool {
+        for (seq, data) in self.events.iter().filter(|(seq, _)| *seq > after) {
+            if sub.send(Event { id: event_id(stream, *seq), data: data.clone() }).is_err() {
+                return false;
+            }
+            self.delivered = *seq;
+        }
+        true
+    }
+}
+
+/// Why a resumption is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResumeError {
+    #[error("Last-Event-ID {0:?} is not an event id this server issued")]
+    Malformed(String),
+    #[error("the stream of event {0:?} is gone (finished or evicted)")]
+    Unknown(String),
+    #[error("events after {0:?} are no longer buffered")]
+    TooOld(String),
+}
+
+/// A session's streams.
+#[derive(Default)]
+pub struct Replay {
+    streams: HashMap<u64, Stream>,
+    next_stream: u64,
+    finished_order: VecDeque<u64>,
+}
+
+/// `<stream>-<seq>`.
+pub fn event_id(stream: u64, seq: u64) -> String {
+    format!("{stream}-{seq}")
+}
+
+/// Parses `<stream>-<seq>`.
+pub fn parse_event_id(id: &str) -> Option<(u64, u64)> {
+    let (stream, seq) = id.trim().split_once('-')?;
+    Some((stream.parse().ok()?, seq.parse().ok()?))
+}
+
+impl Replay {
+    /// Opens a request stream with `subscriber` attached.
+    pub fn open(&mut self, subscriber: Subscriber) -> u64 {
+        self.next_stream += 1;
+        let id = self.next_stream;
+        self.streams.insert(id, Stream { subscriber: Some(subscriber), ..Stream::default() });
+        id
+    }
+
+    /// Appends an event to `stream` and delivers it if someone listens.
+    pub fn push(&mut self, stream: u64, data: Arc<str>) {
+        let s = self.streams.entry(stream).or_default();
+        s.last_seq += 1;
+        let seq = s.last_seq;
+        if s.events.len() == STREAM_BUFFER {
+            s.events.pop_front();
+        }
+        s.events.push_back((seq, data.clone()));
+        s.send_live(seq, stream, &data);
+    }
+
+    /// Marks a request stream finished: its subscriber's response ends. A
+    /// stream whose every event reached a live connection is forgotten; one
+    /// that lost its connection stays (a few of them) for resumption.
+    pub fn finish(&mut self, stream: u64) {
+        let Some(s) = self.streams.get_mut(&stream) else { return };
+        s.finished = true;
+        let complete = s.subscriber.as_ref().is_some_and(|sub| !sub.is_closed()) && s.delivered == s.last_seq;
+        s.subscriber = None;
+        if complete {
+            self.streams.remove(&stream);
+            return;
+        }
+        self.finished_order.push_back(stream);
+        while self.finished_order.len() > FINISHED_KEPT {
+            if let Some(old) = self.finished_order.pop_front() {
+                self.streams.remove(&old);
+            }
+        }
+    }
+
+    /// Attaches `subscriber` to the standalone stream, first handing it what
+    /// no connection received yet. `false` when a live connection already
+    /// holds it.
+    pub fn attach_standalone(&mut self, subscriber: Subscriber) -> bool {
+        let s = self.streams.entry(STANDALONE).or_default();
+        if s.subscriber.as_ref().is_some_and(|sub| !sub.is_closed()) {
+            return false;
+        }
+        let after = s.delivered;
+        if s.replay_after(STANDALONE, after, &subscriber) {
+            s.subscriber = Some(subscriber);
+        }
+        true
+    }
+
+    /// Resumes the stream `last_event_id` belongs to: replays what came
+    /// after it and, if the stream is still live, keeps `subscriber` on it.
+    /// Returns whether the stream is still live (the response stays open).
+    pub fn resume(&mut self, last_event_id: &str, subscriber: Subscriber) -> Result<bool, ResumeError> {
+        let (stream, seq) =
+            parse_event_id(last_event_id).ok_or_else(|| ResumeError::Malformed(last_event_id.to_owned()))?;
+        let s = self.streams.get_mut(&stream).ok_or_else(|| ResumeError::Unknown(last_event_id.to_owned()))?;
+        let oldest = s.events.front().map(|(seq, _)| *seq).unwrap_or(s.last_seq + 1);
+        if seq + 1 < oldest {
+            return Err(ResumeError::TooOld(last_event_id.to_owned()));
+        }
+        if !s.replay_after(stream, seq, &subscriber) {
+            return Ok(false);
+        }
+        if s.finished {
+            if s.delivered == s.last_seq {
+                self.streams.remove(&stream);
+                self.finished_order.retain(|id| *id != stream);
+            }
+            return Ok(false);
+        }
+        s.subscriber = Some(subscriber);
+        Ok(true)
+    }
+
+    /// Whether any stream holds events or listeners (for tests).
+    #[cfg(test)]
+    fn stream_count(&self) -> usize {
+        self.streams.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(s: &str) -> Arc<str> {
+        Arc::from(s)
+    }
+
+    fn drain(rx: &mut mpsc::UnboundedReceiver<Event>) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Ok(e) = rx.try_recv() {
+            out.push(format!("{}={}", e.id, e.data));
+        }
+        out
+    }
+
+    #[test]
+    fn a_dropped_request_stream_resumes_where_it_left_off() {
+        let mut r = Replay::default();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let s = r.open(tx);
+        r.push(s, data("a"));
+        assert_eq!(drain(&mut rx), ["1-1=a"]);
+        drop(rx); // the connection drops
+        r.push(s, data("b"));
+        r.push(s, data("c"));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        assert_eq!(r.resume("1-1", tx), Ok(true), "still live");
+        assert_eq!(drain(&mut rx), ["1-2=b", "1-3=c"]);
+        r.push(s, data("d"));
+        r.finish(s);
+        assert_eq!(drain(&mut rx), ["1-4=d"]);
+        assert!(rx.try_recv().is_err());
+        assert_eq!(r.stream_count(), 0, "a fully delivered stream is forgotten");
+    }
+
+    #[test]
+    fn a_finished_stream_can_still_be_resumed_once() {
+        let mut r = Replay::default();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let s = r.open(tx);
+        drop(rx);
+        r.push(s, data("x"));
+        r.finish(s);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        assert_eq!(r.resume("1-0", tx), Ok(false), "finished: replay, then end");
+        assert_eq!(drain(&mut rx), ["1-1=x"]);
+        let (tx, _rx) = mpsc::unbounded_channel();
+        assert!(matches!(r.resume("1-0", tx), Err(ResumeError::Unknown(_))));
+    }
+
+    #[test]
+    fn events_never_cross_streams_and_bad_ids_are_refused() {
+        let mut r = Replay::default();
+        let (tx1, _rx1) = mpsc::unbounded_channel();
+        let (tx2, _rx2) = mpsc::unbounded_channel();
+        let a = r.open(tx1);
+        let b = r.open(tx2);
+        r.push(a, data("for a"));
+        r.push(b, data("for b"));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        r.resume(&event_id(b, 0), tx).unwrap();
+        assert_eq!(drain(&mut rx), ["2-1=for b"]);
+        for bad in ["", "x", "1", "9-0", "-1-2"] {
+            let (tx, _rx) = mpsc::unbounded_channel();
+            assert!(r.resume(bad, tx).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_standalone_stream_keeps_a_bounded_backlog() {
+        let mut r = Replay::default();
+        for i in 0..(STREAM_BUFFER + 5) {
+            r.push(STANDALONE, data(&i.to_string()));
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        assert!(r.attach_standalone(tx));
+        let got = drain(&mut rx);
+        assert_eq!(got.len(), STREAM_BUFFER);
+        assert_eq!(got[0], "0-6=5", "the oldest were dropped");
+        let (tx2, _rx2) = mpsc::unbounded_channel();
+        assert!(!r.attach_standalone(tx2), "one live standalone stream at a time");
+        drop(rx);
+        r.push(STANDALONE, data("later"));
+        let (tx3, mut rx3) = mpsc::unbounded_channel();
+        assert!(r.attach_standalone(tx3), "a dead one is replaced");
+        assert_eq!(drain(&mut rx3), [format!("0-{}=later", STREAM_BUFFER + 6)]);
+        let (tx4, _rx4) = mpsc::unbounded_channel();
+        assert!(matches!(r.resume("0-1", tx4), Err(ResumeError::TooOld(_))));
+    }
+}
