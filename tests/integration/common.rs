@@ -175,6 +175,16 @@ impl Toolgate {
         self.proc.logs()
     }
 
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        url::Url::parse(&self.url).ok().and_then(|u| u.port()).unwrap_or(0)
+    }
+
+    /// Kills the process and waits until it is gone (its port is free again).
+    pub async fn kill(&mut self) -> Result<()> {
+        self.proc.child.kill().await.context("killing toolgate")
+    }
+
     /// Waits until the logs contain `needle`.
     pub async fn wait_log(&self, needle: &str, within: Duration) -> Result<()> {
         let deadline = tokio::time::Instant::now() + within;
@@ -222,6 +232,28 @@ pub async fn start_http_server(program: &str, args: &[&str]) -> Result<(Proc, St
 pub async fn python_http_upstream() -> Result<(Proc, String)> {
     let script = repo_path("tests/python/upstream_server.py").display().to_string();
     start_http_server(&python(), &[&script, "http", "--port", "0"]).await
+}
+
+/// Runs the Python SDK client (`tests/python/client_probe.py`) against `url`
+/// with `args` (e.g. `["--mode", "legacy"]`) and the JSON list of `steps`;
+/// returns its report (see the script's docstring).
+pub async fn client_probe(url: &str, args: &[&str], steps: &Value) -> Result<Value> {
+    let script = repo_path("tests/python/client_probe.py");
+    let run = Command::new(python())
+        .arg(&script)
+        .args(["--url", url])
+        .args(args)
+        .arg(steps.to_string())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(START_TIMEOUT, run).await.map_err(|_| anyhow!("client_probe.py hung"))??;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        bail!("client_probe.py failed ({}): {stderr}", output.status);
+    }
+    serde_json::from_slice(&output.stdout)
+        .with_context(|| format!("client_probe.py printed no report; stderr:\n{stderr}"))
 }
 
 /// What one POST produced.

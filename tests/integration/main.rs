@@ -8,5 +8,6 @@
 mod common;
 mod disclosure;
 mod forwarding;
+mod interop;
 mod sessions;
 mod transport;
