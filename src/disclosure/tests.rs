@@ -178,7 +178,8 @@ fn describe_tool_definition_shape() {
     assert_eq!(def["inputSchema"]["properties"]["tools"]["minItems"], 1);
     assert_eq!(def["annotations"], json!({"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}));
     let d = def["description"].as_str().unwrap();
-    assert!(d.contains("full definitions") && d.contains("before calling any other tool"), "{d}");
+    assert!(d.contains("parameters") && d.contains("REQUIRED before calling"), "{d}");
+    assert!(d.chars().count() <= 160, "as short as a minimal description: {d}");
 }
 
 #[test]

@@ -114,6 +114,10 @@ impl HttpLink {
     }
 
     fn http_error(&self, e: &reqwest::Error) -> UpstreamError {
+        if e.is_connect() {
+            // Nothing listens there (yet): the upstream is down, not broken.
+            return UpstreamError::Unavailable { upstream: self.0.label.clone(), reason: error_chain(e) };
+        }
         UpstreamError::Http { upstream: self.0.label.clone(), detail: error_chain(e) }
     }
 
