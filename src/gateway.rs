@@ -10,6 +10,7 @@ mod init;
 mod lists;
 mod requests;
 mod state;
+mod translate;
 mod upstreams;
 
 use std::sync::{Arc, Weak};

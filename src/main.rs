@@ -36,6 +36,13 @@ enum Command {
         #[arg(short, long, env = "TOOLGATE_CONFIG")]
         config: PathBuf,
     },
+    /// Run the gateway over stdio, for clients that launch their servers as
+    /// child processes (logs go to stderr).
+    Stdio {
+        /// Configuration file (TOML).
+        #[arg(short, long, env = "TOOLGATE_CONFIG")]
+        config: PathBuf,
+    },
     /// Validate a configuration file and print it with defaults filled in.
     CheckConfig {
         /// Configuration file (TOML).
@@ -56,6 +63,7 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
     match cli.command {
         Command::Serve { config } => runtime.block_on(serve(load(&config)?)),
+        Command::Stdio { config } => runtime.block_on(stdio(load(&config)?)),
         Command::CheckConfig { config } => {
             let config = load(&config)?;
             let text = normalized(&config)?;
@@ -104,24 +112,32 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-async fn serve(config: Config) -> anyhow::Result<()> {
-    let server = config.server.clone();
-    let (store, ended) = SessionStore::new(server.session_idle_timeout);
+/// The gateway and the server engine in front of it.
+fn start(config: Config) -> anyhow::Result<(Arc<Gateway>, Arc<Engine<Gateway>>)> {
+    let (store, ended) = SessionStore::new(config.server.session_idle_timeout);
     let store = Arc::new(store);
     let gateway = Gateway::start(config, store.clone())?;
-    let engine = Engine::start(gateway.clone(), store.clone(), ended);
+    let engine = Engine::start(gateway.clone(), store, ended);
+    Ok((gateway, engine))
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let server = config.server.clone();
+    let (gateway, engine) = start(config)?;
     let options = HttpOptions {
         path: server.path.clone(),
         guard: Guard::new(&server.allowed_hosts, &server.allowed_origins),
         max_body_bytes: server.max_body_bytes,
         keep_alive: server.sse_keep_alive,
+        legacy_sse: server.legacy_sse,
     };
-    let app = toolgate::server::http::router(engine, options);
+    let app = toolgate::server::http::router(engine.clone(), options);
     let listener =
         tokio::net::TcpListener::bind(server.listen).await.with_context(|| format!("binding {}", server.listen))?;
     let addr = listener.local_addr()?;
     tracing::info!("listening on http://{addr}{}", server.path);
 
+    let store = engine.store().clone();
     let stopping = async move {
         shutdown_signal().await;
         tracing::info!("shutting down");
@@ -134,6 +150,22 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         r = &mut served => r.context("serving")?,
         _ = async { shutdown_signal().await; tokio::time::sleep(Duration::from_secs(10)).await } => {
             tracing::warn!("connections did not drain in time");
+        }
+    }
+    engine.shutdown().await;
+    gateway.shutdown().await;
+    Ok(())
+}
+
+async fn stdio(config: Config) -> anyhow::Result<()> {
+    let (gateway, engine) = start(config)?;
+    tracing::info!("serving MCP on stdio");
+    let served = toolgate::server::stdio::serve(engine.clone(), tokio::io::stdin(), tokio::io::stdout());
+    tokio::select! {
+        r = served => r.context("serving stdio")?,
+        _ = shutdown_signal() => {
+            tracing::info!("shutting down");
+            engine.shutdown().await;
         }
     }
     gateway.shutdown().await;

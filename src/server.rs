@@ -13,6 +13,8 @@ mod handler;
 pub mod http;
 mod replay;
 mod session;
+mod single;
+pub mod stdio;
 mod store;
 
 pub use engine::Engine;

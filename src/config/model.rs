@@ -60,6 +60,10 @@ pub struct ServerConfig {
     /// Interval of SSE keep-alive comments. Default `15s`; must be > 0.
     #[serde(with = "humantime_serde")]
     pub sse_keep_alive: Duration,
+    /// Also serve the legacy HTTP+SSE transport (MCP 2024-11-05) for old
+    /// clients: `GET /sse` opens the stream, `POST /messages?sessionId=…`
+    /// carries client messages. Default `true`.
+    pub legacy_sse: bool,
 }
 
 impl Default for ServerConfig {
@@ -72,6 +76,7 @@ impl Default for ServerConfig {
             session_idle_timeout: Duration::from_secs(3600),
             max_body_bytes: 4 * 1024 * 1024,
             startup_timeout: Duration::from_secs(30),
+            legacy_sse: true,
             sse_keep_alive: Duration::from_secs(15),
         }
     }

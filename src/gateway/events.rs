@@ -48,7 +48,11 @@ fn relay_request(
             );
             return peer.respond(request.id, Outcome::error(e)).await;
         }
-        match session.request_client(&request.method, request.params, via.as_ref(), &cancel).await {
+        let mut params = request.params;
+        if let Some(p) = params.as_mut() {
+            super::translate::request_params(&request.method, p, session.version());
+        }
+        match session.request_client(&request.method, params, via.as_ref(), &cancel).await {
             Ok(outcome) => peer.respond(request.id, outcome).await,
             // The upstream withdrew the request: it expects no answer.
             Err(ClientRequestError::Cancelled) => {}

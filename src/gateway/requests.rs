@@ -73,7 +73,15 @@ impl Gateway {
             }
             other => other,
         };
-        outcome.unwrap_or_else(|e| Outcome::error(e.to_error_object()))
+        match outcome {
+            Ok(Outcome::Result(mut result)) => {
+                // Content the client's revision predates is translated.
+                super::translate::result(method, &mut result, session.version());
+                Outcome::Result(result)
+            }
+            Ok(other) => other,
+            Err(e) => Outcome::error(e.to_error_object()),
+        }
     }
 
     async fn forward_once(

@@ -4,6 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::task::TaskTracker;
 
 use super::handler::{Handler, InitContext, RequestCtx};
 use super::session::{Downlink, Session};
@@ -19,6 +21,11 @@ const EXPIRY_TICK: Duration = Duration::from_secs(5);
 pub struct Engine<H: Handler> {
     handler: Arc<H>,
     store: Arc<SessionStore<H::State>>,
+    /// Sessions being released ([`Handler::closed`] runs on its own task so a
+    /// slow upstream shutdown does not hold up the others).
+    closing: TaskTracker,
+    /// Asks the expiry task to hand over every ended session now.
+    flush: mpsc::UnboundedSender<oneshot::Sender<()>>,
 }
 
 impl<H: Handler> Engine<H> {
@@ -27,11 +34,18 @@ impl<H: Handler> Engine<H> {
     pub fn start(
         handler: Arc<H>,
         store: Arc<SessionStore<H::State>>,
-        mut ended: tokio::sync::mpsc::UnboundedReceiver<Arc<Session<H::State>>>,
+        mut ended: mpsc::UnboundedReceiver<Arc<Session<H::State>>>,
     ) -> Arc<Self> {
-        let engine = Arc::new(Self { handler: handler.clone(), store: store.clone() });
+        let closing = TaskTracker::new();
+        let (flush, mut flushes) = mpsc::unbounded_channel::<oneshot::Sender<()>>();
+        let engine = Arc::new(Self { handler: handler.clone(), store: store.clone(), closing: closing.clone(), flush });
         let weak_store = Arc::downgrade(&store);
         let period = EXPIRY_TICK.min(store.idle_timeout() / 2).max(Duration::from_millis(100));
+        let release = move |session: Arc<Session<H::State>>| {
+            tracing::debug!(session = session.id(), "session ended");
+            let handler = handler.clone();
+            closing.spawn(async move { handler.closed(session).await });
+        };
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(period);
             loop {
@@ -41,16 +55,31 @@ impl<H: Handler> Engine<H> {
                         None => return,
                     },
                     session = ended.recv() => match session {
-                        Some(session) => {
-                            tracing::debug!(session = session.id(), "session ended");
-                            handler.closed(session).await;
-                        }
+                        Some(session) => release(session),
                         None => return,
                     },
+                    Some(done) = flushes.recv() => {
+                        while let Ok(session) = ended.try_recv() {
+                            release(session);
+                        }
+                        let _ = done.send(());
+                    }
                 }
             }
         });
         engine
+    }
+
+    /// Ends every session and waits until each has released what it holds
+    /// (upstream sessions shut down, child processes stopped).
+    pub async fn shutdown(&self) {
+        self.store.clear();
+        let (done, flushed) = oneshot::channel();
+        if self.flush.send(done).is_ok() {
+            let _ = flushed.await;
+        }
+        self.closing.close();
+        self.closing.wait().await;
     }
 
     /// The application.

@@ -9,6 +9,7 @@
 //! cancellation).
 
 mod guard;
+mod legacy;
 mod post;
 mod reply;
 mod stream;
@@ -42,21 +43,28 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// SSE keep-alive interval.
     pub keep_alive: Duration,
+    /// Also serve the legacy HTTP+SSE transport at `/sse` and `/messages`.
+    pub legacy_sse: bool,
 }
 
 struct HttpState<H: Handler> {
     engine: Arc<Engine<H>>,
     options: HttpOptions,
+    legacy: Arc<legacy::Connections<H::State>>,
 }
 
 /// The axum router serving `engine` at `options.path`.
 pub fn router<H: Handler>(engine: Arc<Engine<H>>, options: HttpOptions) -> Router {
     let path = options.path.clone();
-    let state = Arc::new(HttpState { engine, options });
-    Router::new()
-        .route(&path, any(endpoint::<H>))
-        .layer(middleware::from_fn_with_state(state.clone(), guard_layer::<H>))
-        .with_state(state)
+    let legacy_sse = options.legacy_sse;
+    let state = Arc::new(HttpState { engine, options, legacy: Arc::default() });
+    let mut router = Router::new().route(&path, any(endpoint::<H>));
+    if legacy_sse {
+        router = router
+            .route(legacy::SSE_PATH, axum::routing::get(legacy::open::<H>))
+            .route(legacy::MESSAGES_PATH, axum::routing::post(legacy::post::<H>));
+    }
+    router.layer(middleware::from_fn_with_state(state.clone(), guard_layer::<H>)).with_state(state)
 }
 
 async fn guard_layer<H: Handler>(State(state): State<Arc<HttpState<H>>>, request: Request, next: Next) -> Response {

@@ -443,7 +443,8 @@ impl Client {
 
     /// `GET` with `Last-Event-ID`: resumes a stream.
     pub async fn resume(&self, last_event_id: &str) -> Result<EventStream> {
-        let mut b = self.http.get(&self.url).header("accept", "text/event-stream").header("last-event-id", last_event_id);
+        let mut b =
+            self.http.get(&self.url).header("accept", "text/event-stream").header("last-event-id", last_event_id);
         if let Some(s) = &self.session {
             b = b.header("mcp-session-id", s).header("mcp-protocol-version", &self.version);
         }

@@ -163,10 +163,7 @@ async fn a_broken_response_stream_resumes_with_last_event_id() -> Result<()> {
     let response = messages.last().expect("the stream carried the response");
     assert_eq!(response["id"], 7);
     assert_eq!(response["result"]["content"][0]["text"], "slept 1500 ms");
-    assert!(
-        !messages.iter().any(|m| m == &progress),
-        "events before Last-Event-ID are not replayed"
-    );
+    assert!(!messages.iter().any(|m| m == &progress), "events before Last-Event-ID are not replayed");
     assert!(messages.iter().filter(|m| m["method"] == "notifications/progress").count() >= 5, "{messages:?}");
 
     // A resumption of a stream that is gone is refused without ending the session.

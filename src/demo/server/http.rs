@@ -154,6 +154,7 @@ pub async fn serve_http(
         guard: Guard::new(&[], &[]),
         max_body_bytes: 4 * 1024 * 1024,
         keep_alive: Duration::from_secs(15),
+        legacy_sse: true,
     };
     let app = crate::server::http::router(engine, options);
     let listener = tokio::net::TcpListener::bind(listen).await?;

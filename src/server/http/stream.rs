@@ -33,7 +33,7 @@ use crate::server::session::{Frame, Session};
 /// The reconnection delay announced to clients that may resume.
 const RETRY: Duration = Duration::from_millis(1000);
 
-type Item = Result<Sse, Infallible>;
+pub(super) type Item = Result<Sse, Infallible>;
 
 fn to_event(e: replay::Event) -> Item {
     Ok(Sse::default().id(e.id).data(&*e.data))
@@ -117,7 +117,10 @@ pub fn open<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap) -> Respon
     let listener = Listener {
         first,
         events,
-        tick: tokio::time::interval_at(tokio::time::Instant::now() + state.options.keep_alive, state.options.keep_alive),
+        tick: tokio::time::interval_at(
+            tokio::time::Instant::now() + state.options.keep_alive,
+            state.options.keep_alive,
+        ),
         store: Arc::downgrade(state.engine.store()),
         id: session.id().to_owned(),
         closed: session.closed().clone(),
@@ -154,7 +157,7 @@ impl<S: Send + Sync + 'static> Listener<S> {
 }
 
 /// An SSE response with keep-alive comments.
-fn sse(events: impl Stream<Item = Item> + Send + 'static, keep_alive: Duration) -> Response {
+pub(super) fn sse(events: impl Stream<Item = Item> + Send + 'static, keep_alive: Duration) -> Response {
     let body = SseBody::<_, TokioTimer>::new_keep_alive(events, KeepAlive::new().interval(keep_alive));
     let mut response = Response::new(Body::new(body));
     let headers = response.headers_mut();
