@@ -7,6 +7,7 @@
 
 mod common;
 mod disclosure;
+mod downstream;
 mod forwarding;
 mod interop;
 mod sessions;
