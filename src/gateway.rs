@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 pub use state::GatewaySession;
-pub use upstreams::UpstreamHandle;
+pub use upstreams::{UpstreamHandle, crawl, toolgate_info};
 
 use crate::catalog::{Catalog, UpstreamTools, load_extras_dir};
 use crate::config::{Config, Sharing, TransportKind};

@@ -8,6 +8,7 @@
 //! - [`disclosure`]: the `tool_descriptions` resource, the gate's refusals,
 //!   the `describe_tools` fallback tool.
 //! - [`demo`]: the demo upstream shipped with toolgate.
+//! - [`tokens`]: token measurement of catalogs (`toolgate tokens`).
 
 #![forbid(unsafe_code)]
 
@@ -19,4 +20,5 @@ pub mod gateway;
 pub mod jsonrpc;
 pub mod protocol;
 pub mod server;
+pub mod tokens;
 pub mod upstream;

@@ -55,6 +55,32 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
     },
+    /// Count the tokens of tool catalogs: the upstreams' full definitions
+    /// against the minimal forms toolgate serves (encoding o200k_base).
+    Tokens(TokensArgs),
+}
+
+#[derive(clap::Args)]
+struct TokensArgs {
+    /// Connect to this configuration's upstreams and measure their catalogs
+    /// as toolgate would serve them.
+    #[arg(short, long, required_unless_present = "catalogs")]
+    config: Option<PathBuf>,
+    /// A stored catalog file (as written by --save-dir) to measure without
+    /// connecting, as the only upstream of a default configuration (or with
+    /// --config's [disclosure]). Repeatable; each file is its own catalog.
+    #[arg(long = "catalog", visible_alias = "corpus-file", value_name = "FILE", num_args = 1..)]
+    catalogs: Vec<PathBuf>,
+    /// Store each upstream's complete tool list as DIR/<upstream>.json (with
+    /// the package and version parsed from its npx/uvx command line).
+    #[arg(long, value_name = "DIR", requires = "config")]
+    save_dir: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Leave out the row per tool.
+    #[arg(long)]
+    summary: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -75,6 +101,7 @@ fn main() -> anyhow::Result<()> {
         }
         Command::DemoUpstream { http: None } => Ok(runtime.block_on(toolgate::demo::run_stdio())?),
         Command::DemoUpstream { http: Some(addr) } => Ok(runtime.block_on(toolgate::demo::run_http(addr))?),
+        Command::Tokens(args) => runtime.block_on(tokens(args)),
     }
 }
 
@@ -169,6 +196,96 @@ async fn stdio(config: Config) -> anyhow::Result<()> {
         }
     }
     gateway.shutdown().await;
+    Ok(())
+}
+
+/// Upstreams listed at once by `toolgate tokens` (each may be a child process
+/// that takes seconds to start).
+const TOKENS_CONCURRENCY: usize = 4;
+
+/// `toolgate tokens`: measure the configured upstreams (and/or stored
+/// catalogs) and print the report. An upstream that cannot be listed is
+/// reported and makes the exit status non-zero, after the report.
+async fn tokens(args: TokensArgs) -> anyhow::Result<()> {
+    use futures::StreamExt as _;
+    use toolgate::tokens::capture::{CatalogFile, list_tools, package_ref, today};
+    use toolgate::tokens::{Report, UpstreamInput, measure};
+
+    let mut sections = Vec::new();
+    let mut disclosure = toolgate::config::DisclosureConfig::default();
+    let mut failed = 0;
+    if let Some(path) = &args.config {
+        let config = load(path)?;
+        disclosure = config.disclosure.clone();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .context("building the HTTP client")?;
+        if let Some(dir) = &args.save_dir {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let date = today();
+        let listed: Vec<_> = futures::stream::iter(config.upstreams.iter())
+            .map(|up| {
+                let http = &http;
+                async move { (up, list_tools(up, http).await) }
+            })
+            .buffered(TOKENS_CONCURRENCY)
+            .collect()
+            .await;
+        let mut inputs = Vec::new();
+        for (up, result) in listed {
+            let package = package_ref(up);
+            let extras = match &up.descriptions_dir {
+                Some(dir) => {
+                    let (extras, warnings) = toolgate::catalog::load_extras_dir(dir);
+                    warnings.iter().for_each(|w| tracing::warn!(upstream = %up.name, "{w}"));
+                    extras
+                }
+                None => Default::default(),
+            };
+            let (tools, server_info) = match result {
+                Ok(listed) => {
+                    if let Some(dir) = &args.save_dir {
+                        let file = CatalogFile::new(up, listed.clone(), date.clone());
+                        let target = dir.join(format!("{}.json", up.name));
+                        let text = file.to_pretty();
+                        if text.len() > 1 << 20 {
+                            tracing::warn!(upstream = %up.name, bytes = text.len(), "catalog is larger than 1 MiB");
+                        }
+                        std::fs::write(&target, text).with_context(|| format!("writing {}", target.display()))?;
+                        eprintln!("saved {} ({} tools)", target.display(), file.tools.len());
+                    }
+                    (Ok(listed.tools), Some(listed.server_info))
+                }
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("upstream `{}`: {e}", up.name);
+                    (Err(e.to_string()), None)
+                }
+            };
+            inputs.push(UpstreamInput {
+                config: up.clone(),
+                tools,
+                server_info,
+                package: package.as_ref().map(|p| p.package.clone()),
+                version: package.and_then(|p| p.version),
+                extras,
+            });
+        }
+        sections.push(measure(&path.display().to_string(), &config.disclosure, &inputs));
+    }
+    for path in &args.catalogs {
+        let file = CatalogFile::read(path)?;
+        sections.push(measure(&path.display().to_string(), &disclosure, &[file.to_input()]));
+    }
+    let report = Report::new(sections);
+    let text = if args.json { serde_json::to_string_pretty(&report)? + "\n" } else { report.render(!args.summary) };
+    match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
+    }
+    anyhow::ensure!(failed == 0, "{failed} upstream(s) could not be listed");
     Ok(())
 }
 

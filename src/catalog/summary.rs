@@ -87,11 +87,67 @@ const JOINERS: &[&str] = &[
     "is", "are", "be", "that", "which", "its", "your", "their", "this", "if", "when", "than", "not",
 ];
 
-/// Words a shortened description should not end on.
+/// Words a shortened description should not end on (nor a sentence that
+/// ended in a colon: "metadata including:" → "metadata.").
 const DANGLING: &[&str] = &[
-    "a", "an", "the", "to", "of", "and", "or", "for", "with", "in", "on", "by", "from", "as", "at", "into", "via",
-    "that", "which", "its", "your", "their", "this",
+    "a",
+    "an",
+    "the",
+    "to",
+    "of",
+    "and",
+    "or",
+    "for",
+    "with",
+    "in",
+    "on",
+    "by",
+    "from",
+    "as",
+    "at",
+    "into",
+    "via",
+    "that",
+    "which",
+    "its",
+    "your",
+    "their",
+    "this",
+    "i.e",
+    "e.g",
+    "including",
+    "such",
+    "especially",
+    "whose",
+    "where",
+    "while",
+    "because",
+    "unless",
 ];
+
+/// Words that start a subordinate clause or an aside: a shortened description
+/// may end right before one (compared lowercase, each after a space).
+const CLAUSE_STARTS: &[&str] = &[
+    "that",
+    "which",
+    "who",
+    "whose",
+    "where",
+    "while",
+    "because",
+    "unless",
+    "so",
+    "i.e.",
+    "e.g.",
+    "including",
+    "such",
+    "especially",
+    "except",
+];
+
+/// A clause cut must keep at least this share of the budget (in tenths);
+/// otherwise the cut falls at the last word boundary.
+const MIN_CLAUSE_SHARE_TENTHS: usize = 6;
 
 /// The minimal description of an upstream tool object: at most `max_chars`
 /// characters (a limit of 0 is treated as 1), never empty.
@@ -411,13 +467,22 @@ fn capitalize(s: &str) -> String {
 /// Ends the sentence with terminal punctuation, replacing a dangling `,` `;`
 /// `:` or dash.
 fn terminate(s: &str) -> String {
-    let trimmed = s.trim_end_matches(|c: char| c.is_whitespace() || ",;:-–—".contains(c));
+    let mut trimmed = s.trim_end_matches(|c: char| c.is_whitespace() || ",;:-–—".contains(c));
+    if trimmed.len() < s.trim_end().len() {
+        // "metadata including:" introduced a list that is gone now.
+        let without = trim_tail(trimmed);
+        if without.chars().any(char::is_alphanumeric) {
+            trimmed = without;
+        }
+    }
     let base = if trimmed.chars().any(char::is_alphanumeric) { trimmed } else { s };
     let core = base.trim_end_matches(['"', '\'', '”', '’', ')', ']']);
     if core.ends_with(['.', '!', '?', '…', '。', '！', '？']) { base.to_owned() } else { format!("{base}.") }
 }
 
-/// Cuts `s` to at most `limit` chars at a word boundary, appending `…`.
+/// Cuts `s` to at most `limit` chars, appending `…`: at the last clause
+/// boundary (see [`clause_cut`]) when one keeps most of the budget, else at
+/// the last word boundary.
 fn shorten(s: &str, limit: usize) -> String {
     if s.chars().count() <= limit {
         return s.to_owned();
@@ -425,16 +490,56 @@ fn shorten(s: &str, limit: usize) -> String {
     let budget = limit.saturating_sub(1);
     let prefix_end = s.char_indices().nth(budget).map_or(s.len(), |(i, _)| i);
     let prefix = &s[..prefix_end];
-    // A cut right before a space or clause punctuation ends a word; anything
-    // else (letters, digits, the dot of `v1.2`) would split one.
-    let mid_word = s[prefix_end..].chars().next().is_some_and(|c| !c.is_whitespace() && !",;:!?)]".contains(c));
-    let mut cut = prefix;
-    if mid_word && let Some(space) = prefix.rfind(char::is_whitespace) {
-        cut = &prefix[..space];
-    }
+    let min_chars = budget * MIN_CLAUSE_SHARE_TENTHS / 10;
+    let cut = match clause_cut(s, prefix_end, min_chars) {
+        Some(end) => &s[..end],
+        None => {
+            // A cut right before a space or clause punctuation ends a word;
+            // anything else (letters, digits, the dot of `v1.2`) would split one.
+            let mid_word = s[prefix_end..].chars().next().is_some_and(|c| !c.is_whitespace() && !",;:!?)]".contains(c));
+            match prefix.rfind(char::is_whitespace) {
+                Some(space) if mid_word => &prefix[..space],
+                _ => prefix,
+            }
+        }
+    };
     let cut = trim_tail(cut);
     let cut = if cut.chars().any(char::is_alphanumeric) { cut } else { prefix.trim_end() };
     format!("{cut}{ELLIPSIS}")
+}
+
+/// The byte offset of the last clause boundary in `s[..end]` that keeps at
+/// least `min_chars` chars and no unclosed bracket: before `, ` `; ` `: `, a
+/// spaced dash, ` (`, or a word of [`CLAUSE_STARTS`]. "…for programming
+/// questions that need…" becomes "…for programming questions…".
+fn clause_cut(s: &str, end: usize, min_chars: usize) -> Option<usize> {
+    let mut best = None;
+    let mut open = 0i32;
+    for (chars, (i, c)) in s[..end].char_indices().enumerate() {
+        let rest = &s[i..end];
+        let boundary = match c {
+            ',' | ';' | ':' => rest[1..].starts_with(' '),
+            ' ' => {
+                let after = &rest[1..];
+                let word = after.split(' ').next().unwrap_or("");
+                // Only a whole word that fits: "so" is not "software".
+                let complete = after.len() > word.len();
+                after.starts_with(['(', '—', '–'])
+                    || after.starts_with("- ")
+                    || (complete && CLAUSE_STARTS.iter().any(|w| word.eq_ignore_ascii_case(w)))
+            }
+            _ => false,
+        };
+        if boundary && open == 0 && chars >= min_chars {
+            best = Some(i);
+        }
+        match c {
+            '(' | '[' => open += 1,
+            ')' | ']' => open -= 1,
+            _ => {}
+        }
+    }
+    best
 }
 
 /// Drops trailing punctuation and dangling small words before an ellipsis.

@@ -178,7 +178,11 @@ fn describe_tool_definition_shape() {
     assert_eq!(def["inputSchema"]["properties"]["tools"]["minItems"], 1);
     assert_eq!(def["annotations"], json!({"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}));
     let d = def["description"].as_str().unwrap();
-    assert!(d.contains("parameters") && d.contains("REQUIRED before calling"), "{d}");
+    assert!(d.contains("parameters") && d.contains("REQUIRED before calling") && d.contains("authorizes"), "{d}");
+    // It is listed in every tools/list, so it must cost about as little as a
+    // minimal form with a real schema.
+    let tokens = crate::tokens::projection_tokens(&def);
+    assert!(tokens <= 100, "describe tool costs {tokens} tokens");
     assert!(d.chars().count() <= 160, "as short as a minimal description: {d}");
 }
 

@@ -114,8 +114,9 @@ fn shortens_at_a_word_boundary_with_an_ellipsis() {
     // "or" would dangle before the ellipsis.
     assert_eq!(minimal_description(&t, 30), "Create a new file…");
     // Trailing punctuation and dangling small words go before the ellipsis.
+    let t = tool(json!({"name": "w", "description": "Alpha beta gamma of the delta epsilon"}));
+    assert_eq!(minimal_description(&t, 24), "Alpha beta gamma…");
     let t = tool(json!({"name": "w", "description": "Alpha, beta; gamma of the delta"}));
-    assert_eq!(minimal_description(&t, 20), "Alpha, beta; gamma…");
     assert_eq!(minimal_description(&t, 12), "Alpha, beta…");
     assert_eq!(minimal_description(&t, 7), "Alpha…");
     // One long word is hard-cut.
@@ -126,6 +127,59 @@ fn shortens_at_a_word_boundary_with_an_ellipsis() {
     // Exactly at the limit: no cut.
     let t = tool(json!({"name": "w", "description": "Read it."}));
     assert_eq!(minimal_description(&t, 8), "Read it.");
+}
+
+#[test]
+fn shortens_at_a_clause_boundary_when_one_keeps_most_of_the_text() {
+    let cut =
+        |description: &str, limit| minimal_description(&tool(json!({"name": "w", "description": description})), limit);
+    // Before a clause punctuation mark.
+    assert_eq!(cut("Alpha, beta; gamma of the delta", 20), "Alpha, beta…");
+    // Before a subordinate clause rather than inside it.
+    assert_eq!(
+        cut(
+            "Search an index of public repositories and code documentation for programming questions that need up-to-date answers",
+            100
+        ),
+        "Search an index of public repositories and code documentation for programming questions…"
+    );
+    // Before an aside, and never inside brackets.
+    assert_eq!(
+        cut(
+            "Retrieve matched CSS rules, inherited styles, and cascade wrappers (@layer, @media, @container, @scope) of a node",
+            90
+        ),
+        "Retrieve matched CSS rules, inherited styles, and cascade wrappers…"
+    );
+    assert_eq!(
+        cut(
+            "Get the fields available on issues of a project, deduplicated across issue types — i.e. which fields tickets need",
+            100
+        ),
+        "Get the fields available on issues of a project, deduplicated across issue types…"
+    );
+    // A boundary that would keep too little of the budget is not used.
+    assert_eq!(
+        cut("Compare files, then report every difference between them line by line with context", 60),
+        "Compare files, then report every difference between them…"
+    );
+    // Clause words count only as whole words.
+    assert_eq!(
+        cut("Fetch and install the newest packaged software builds for every platform", 60),
+        "Fetch and install the newest packaged software builds…"
+    );
+}
+
+#[test]
+fn a_sentence_cut_before_a_list_does_not_dangle() {
+    assert_eq!(
+        short("Retrieve detailed metadata about a file including:\n- size\n- type"),
+        "Retrieve detailed metadata about a file."
+    );
+    assert_eq!(short("Get weather for:\n- a city"), "Get weather.");
+    assert_eq!(short("Run a query, e.g.:\n- select"), "Run a query.");
+    // A colon alone is just replaced.
+    assert_eq!(short("Tools for files:\n- read"), "Tools for files.");
 }
 
 #[test]
