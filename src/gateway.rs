@@ -8,6 +8,7 @@
 mod events;
 mod init;
 mod lists;
+mod pages;
 mod requests;
 mod state;
 mod translate;
@@ -71,6 +72,11 @@ pub struct Gateway {
     sessions: Arc<SessionStore<GatewaySession>>,
     http: reqwest::Client,
     lists: lists::RouteMaps,
+    pager: pages::Pager,
+    /// URL-mode elicitation id → the session it was sent to, so a shared
+    /// upstream's unsolicited `notifications/elicitation/complete` reaches
+    /// only that client.
+    elicitations: moka::sync::Cache<String, Arc<str>>,
     /// Rendered `resources/read` results of the descriptions resource, by
     /// catalog epoch and URI (cheap answers to repeated fetches).
     descriptions: moka::sync::Cache<(u64, String), Arc<RenderedDescriptions>>,
@@ -82,6 +88,7 @@ impl Gateway {
     /// that need the catalog wait (up to `server.startup_timeout`) for the
     /// upstreams' first connection attempts.
     pub fn start(config: Config, sessions: Arc<SessionStore<GatewaySession>>) -> Result<Arc<Self>, StartError> {
+        let page_size = config.server.page_size;
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .build()
@@ -114,6 +121,11 @@ impl Gateway {
             sessions,
             http,
             lists: lists::RouteMaps::default(),
+            pager: pages::Pager::new(page_size),
+            elicitations: moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(Duration::from_secs(3600))
+                .build(),
             descriptions: moka::sync::Cache::builder().max_capacity(1024).build(),
             shutdown: CancellationToken::new(),
         });

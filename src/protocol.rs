@@ -92,6 +92,7 @@ pub mod method {
     pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
     pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
     pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
+    pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 }
 
 /// HTTP header names of the Streamable HTTP transport.

@@ -64,6 +64,10 @@ pub struct ServerConfig {
     /// clients: `GET /sse` opens the stream, `POST /messages?sessionId=…`
     /// carries client messages. Default `true`.
     pub legacy_sse: bool,
+    /// Page size of `tools/list`, `resources/list`, `resources/templates/list`
+    /// and `prompts/list` answers. `0` (the default) serves each list whole,
+    /// in one page, which suits clients that never follow `nextCursor`.
+    pub page_size: usize,
 }
 
 impl Default for ServerConfig {
@@ -77,6 +81,7 @@ impl Default for ServerConfig {
             max_body_bytes: 4 * 1024 * 1024,
             startup_timeout: Duration::from_secs(30),
             legacy_sse: true,
+            page_size: 0,
             sse_keep_alive: Duration::from_secs(15),
         }
     }

@@ -15,6 +15,7 @@ use crate::upstream::{Peer, PeerEvents, Route};
 
 /// Traffic about one forwarded call: onto that request's stream.
 pub struct SessionRoute {
+    pub gateway: Weak<Gateway>,
     pub session: Arc<GwSession>,
     pub downlink: Downlink,
 }
@@ -26,6 +27,9 @@ impl Route for SessionRoute {
     }
 
     fn request(&self, peer: Arc<Peer>, request: Request, cancel: CancellationToken) {
+        if let Some(gw) = self.gateway.upgrade() {
+            gw.note_url_elicitation(&self.session, &request);
+        }
         relay_request(self.session.clone(), Some(self.downlink.clone()), peer, request, cancel);
     }
 }
@@ -147,6 +151,14 @@ impl PeerEvents for ControlEvents {
                 }
             }
             method::MESSAGE => log_upstream_message(peer, notification.params.as_ref()),
+            // Only the client that started a URL-mode elicitation may hear it finished.
+            method::ELICITATION_COMPLETE => {
+                let id = notification.params.as_ref().and_then(|p| p.get("elicitationId")).and_then(Value::as_str);
+                match id.and_then(|id| gw.elicitation_owner(id)) {
+                    Some(session) => session.notify(Message::Notification(notification)),
+                    None => tracing::debug!(upstream = %peer.label(), "completion of an unknown elicitation dropped"),
+                }
+            }
             other => tracing::debug!(upstream = %peer.label(), method = other, "unsolicited notification dropped"),
         }
     }

@@ -71,9 +71,9 @@ impl Gateway {
         kind: ListKind,
         params: Option<&Value>,
     ) -> Outcome {
-        if params.and_then(|p| p.get("cursor")).is_some_and(|c| !c.is_null()) {
-            // The merge is always one page, so no cursor toolgate issued exists.
-            return Outcome::error(ErrorObject::invalid_params("Invalid cursor"));
+        // A bad cursor fails before any upstream is asked.
+        if let Err(e) = self.pager.offset(kind.key(), params) {
+            return Outcome::error(e);
         }
         let owners: Vec<usize> = self.upstreams.iter().filter(|u| u.has(kind.capability())).map(|u| u.index).collect();
         let crawls = owners.iter().map(|&i| async move {
@@ -125,7 +125,10 @@ impl Gateway {
                 items.push(item);
             }
         }
-        Outcome::Result(json!({ kind.key(): items }))
+        match self.pager.page(kind.key(), kind.key(), &items, params) {
+            Ok(page) => Outcome::Result(page),
+            Err(e) => Outcome::error(e),
+        }
     }
 
     /// The connection to list with: the session's own upstream session if it

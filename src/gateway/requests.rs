@@ -79,9 +79,34 @@ impl Gateway {
                 super::translate::result(method, &mut result, session.version());
                 Outcome::Result(result)
             }
+            Ok(Outcome::Error(error)) => {
+                // URLElicitationRequiredError: remember who may hear the completions.
+                if let Some(elicitations) = error.pointer("/data/elicitations").and_then(Value::as_array) {
+                    for id in elicitations.iter().filter_map(|e| e.get("elicitationId")).filter_map(Value::as_str) {
+                        self.elicitations.insert(id.to_owned(), session.id_arc());
+                    }
+                }
+                Outcome::Error(error)
+            }
             Ok(other) => other,
             Err(e) => Outcome::error(e.to_error_object()),
         }
+    }
+
+    /// Remembers which session a URL-mode `elicitation/create` went to.
+    pub(crate) fn note_url_elicitation(&self, session: &GwSession, request: &Request) {
+        let params = request.params.as_ref();
+        if request.method == "elicitation/create"
+            && params.and_then(|p| p.get("mode")).and_then(Value::as_str) == Some("url")
+            && let Some(id) = params.and_then(|p| p.get("elicitationId")).and_then(Value::as_str)
+        {
+            self.elicitations.insert(id.to_owned(), session.id_arc());
+        }
+    }
+
+    /// The live session a URL-mode elicitation belongs to.
+    pub(crate) fn elicitation_owner(&self, elicitation_id: &str) -> Option<Arc<GwSession>> {
+        self.elicitations.get(elicitation_id).and_then(|id| self.sessions.get(&id))
     }
 
     async fn forward_once(
@@ -93,17 +118,29 @@ impl Gateway {
         ctx: &RequestCtx,
     ) -> Result<Outcome, UpstreamError> {
         let peer = self.connection(session, index).await?;
-        let route: Arc<dyn Route> = Arc::new(SessionRoute { session: session.clone(), downlink: ctx.downlink.clone() });
+        let route: Arc<dyn Route> = Arc::new(SessionRoute {
+            gateway: Arc::downgrade(self),
+            session: session.clone(),
+            downlink: ctx.downlink.clone(),
+        });
         peer.call(method, params, Some(route), &ctx.cancel).await
     }
 
     async fn list_tools(&self, session: &GwSession, params: Option<&Value>) -> Outcome {
-        if params.and_then(|p| p.get("cursor")).is_some_and(|c| !c.is_null()) {
-            // The whole catalog is always one page.
-            return invalid("Invalid cursor");
-        }
         self.wait_ready().await;
-        Outcome::Prepared(self.catalog_for(session).catalog.list_result_raw().clone())
+        let view = self.catalog_for(session);
+        if self.pager.is_off() {
+            // The whole catalog, encoded once per catalog.
+            return match self.pager.offset("tools", params) {
+                Ok(_) => Outcome::Prepared(view.catalog.list_result_raw().clone()),
+                Err(e) => Outcome::error(e),
+            };
+        }
+        let tools = view.catalog.list_result()["tools"].as_array().map(Vec::as_slice).unwrap_or_default();
+        match self.pager.page("tools", "tools", tools, params) {
+            Ok(page) => Outcome::Result(page),
+            Err(e) => Outcome::error(e),
+        }
     }
 
     async fn call_tool(self: &Arc<Self>, session: &Arc<GwSession>, params: Option<Value>, ctx: &RequestCtx) -> Outcome {

@@ -123,7 +123,8 @@ impl<S> Session<S> {
         &self.id
     }
 
-    pub(crate) fn id_arc(&self) -> Arc<str> {
+    /// The session id, shared.
+    pub fn id_arc(&self) -> Arc<str> {
         self.id.clone()
     }
 

@@ -211,3 +211,77 @@ async fn cancellation_reaches_the_upstream_and_no_response_follows() -> Result<(
     assert_eq!(c.call_tool("echo", json!({"text": "still here"})).await?["content"][0]["text"], "still here");
     Ok(())
 }
+
+#[tokio::test]
+async fn lists_follow_upstream_cursors_and_page_with_opaque_cursors() -> Result<()> {
+    // The upstream pages by 3; toolgate follows every cursor.
+    let whole = Toolgate::start(&fixture_upstream("fx", &["--tools-page-size", "3"], "")).await?;
+    let c = Client::connected(&whole.url, json!({})).await?;
+    let all = c.result("tools/list", json!({})).await?["tools"].as_array().cloned().unwrap();
+    assert!(all.len() > 20 && c.result("tools/list", json!({})).await?.get("nextCursor").is_none(), "one page");
+    let prompts = c.result("prompts/list", json!({})).await?["prompts"].as_array().cloned().unwrap();
+    assert!(prompts.len() >= 4, "every upstream page of prompts: {prompts:?}");
+    let bad = c.request("tools/list", json!({"cursor": "whatever"})).await?;
+    assert_eq!(bad["error"]["code"], -32602);
+
+    // With page_size, toolgate pages toward the client with its own cursors.
+    let paged = Toolgate::start_with(
+        &fixture_upstream("fx", &["--tools-page-size", "3"], ""),
+        "[server]\nlisten = \"127.0.0.1:0\"\npage_size = 4\n",
+    )
+    .await?;
+    let c = Client::connected(&paged.url, json!({})).await?;
+    for (method, key, expected) in [("tools/list", "tools", &all), ("prompts/list", "prompts", &prompts)] {
+        let mut seen = Vec::new();
+        let mut params = json!({});
+        loop {
+            let page = c.result(method, params.clone()).await?;
+            let items = page[key].as_array().cloned().unwrap();
+            assert!(items.len() <= 4, "{method}: {page}");
+            seen.extend(items);
+            match page.get("nextCursor") {
+                Some(cursor) => params = json!({"cursor": cursor}),
+                None => break,
+            }
+        }
+        assert_eq!(&seen, expected, "{method}: the pages add up to the whole list");
+    }
+    let first = c.result("tools/list", json!({})).await?;
+    let cursor = first["nextCursor"].as_str().unwrap();
+    let forged = format!("{}{}", cursor, "0");
+    let r = c.request("tools/list", json!({"cursor": forged})).await?;
+    assert_eq!(r["error"]["code"], -32602, "a cursor toolgate did not issue");
+    let r = c.request("prompts/list", json!({"cursor": cursor})).await?;
+    assert_eq!(r["error"]["code"], -32602, "a cursor of another list");
+    Ok(())
+}
+
+#[tokio::test]
+async fn url_elicitation_completions_reach_only_the_client_that_was_asked() -> Result<()> {
+    // A shared HTTP upstream: its completion notice arrives unsolicited, on
+    // toolgate's own standalone stream, and must still find its client.
+    let (_fixture, url) = start_http_server(fixture_exe(), &["--http", "127.0.0.1:0"]).await?;
+    let gw = Toolgate::start(&http_upstream("fx", &url, "sharing = \"shared\"")).await?;
+    let caps = json!({"elicitation": {"form": {}, "url": {}}});
+    let asked = authorized(&gw, caps.clone(), "fixture_url_elicitation").await?;
+    let other = authorized(&gw, caps, "fixture_url_elicitation").await?;
+    let mut asked_stream = asked.listen().await?;
+    let mut other_stream = other.listen().await?;
+
+    let mut call = asked
+        .open(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "fixture_url_elicitation", "arguments": {"id": "el-42"}}}))
+        .await?;
+    let request = call.next().await?;
+    assert_eq!(request["method"], "elicitation/create", "{request}");
+    assert_eq!(request["params"]["elicitationId"], "el-42");
+    asked.respond(&request["id"], json!({"action": "accept"})).await?;
+    let response = call.next().await?;
+    assert_eq!(response["result"]["structuredContent"]["answer"]["action"], "accept", "{response}");
+
+    let done = asked_stream.next().await?;
+    assert_eq!(done["method"], "notifications/elicitation/complete", "{done}");
+    assert_eq!(done["params"]["elicitationId"], "el-42");
+    assert!(other_stream.next_within(Duration::from_millis(500)).await.is_none(), "no other client hears it");
+    Ok(())
+}

@@ -78,6 +78,12 @@ impl RequestContext {
         self.shared.send(Message::Notification(Notification::new(method, params)), Some(&self.request_id));
     }
 
+    /// Sends a notification related to no request (on HTTP, the standalone
+    /// stream), as servers do for events that outlive the call.
+    pub fn notify_unrelated(&self, method: &str, params: Option<Value>) {
+        self.shared.send(Message::Notification(Notification::new(method, params)), None);
+    }
+
     /// Sends `notifications/progress` if the client asked for progress (sent a
     /// token); does nothing otherwise. Whole numbers go out as integers.
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
