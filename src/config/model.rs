@@ -157,7 +157,8 @@ pub struct UpstreamConfig {
     /// upstream. `""` removes the prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
-    /// How long a request to this upstream may take. Default `60s`; must be > 0.
+    /// How long a request to this upstream may take; each progress
+    /// notification restarts the clock. Default `60s`; must be > 0.
     #[serde(default = "default_timeout", with = "humantime_serde")]
     pub timeout: Duration,
     /// Per-tool overrides, keyed by the upstream's own (unprefixed) tool name.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::error::UpstreamError;
@@ -82,6 +82,9 @@ struct Pending {
     route: Option<Arc<dyn Route>>,
     /// The client's own progress token, replaced on this leg by the call's id.
     progress_token: Option<Value>,
+    /// Signalled on each progress notification: progress restarts the
+    /// call's timeout (a long job that reports progress is not hung).
+    progressed: Option<Arc<Notify>>,
 }
 
 /// One initialized MCP session with an upstream.
@@ -187,8 +190,9 @@ impl Peer {
         if progress_token.is_some() {
             jsonrpc::set_progress_token(&mut params, json!(id));
         }
-        let (tx, rx) = oneshot::channel();
-        self.pending.lock().insert(id, Pending { tx, route, progress_token });
+        let (tx, mut rx) = oneshot::channel();
+        let progressed = progress_token.is_some().then(|| Arc::new(Notify::new()));
+        self.pending.lock().insert(id, Pending { tx, route, progress_token, progressed: progressed.clone() });
         let request = Message::Request(Request { id: Id::number(id), method: method.to_owned(), params });
         let sent = match &self.link {
             Link::Stdio(link) => link.send(&request).await,
@@ -201,15 +205,20 @@ impl Peer {
             self.pending.lock().remove(&id);
             return Err(e);
         }
-        tokio::select! {
-            outcome = rx => outcome.unwrap_or_else(|_| Err(self.closed_error())),
-            _ = tokio::time::sleep(self.timeout) => {
-                self.abandon(id, "timed out").await;
-                Err(UpstreamError::Timeout { upstream: self.label.clone(), after: self.timeout })
-            }
-            _ = cancel.cancelled() => {
-                self.abandon(id, "cancelled by the client").await;
-                Err(UpstreamError::Cancelled)
+        let deadline = tokio::time::sleep(self.timeout);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                outcome = &mut rx => return outcome.unwrap_or_else(|_| Err(self.closed_error())),
+                _ = &mut deadline => {
+                    self.abandon(id, "timed out").await;
+                    return Err(UpstreamError::Timeout { upstream: self.label.clone(), after: self.timeout });
+                }
+                _ = cancel.cancelled() => {
+                    self.abandon(id, "cancelled by the client").await;
+                    return Err(UpstreamError::Cancelled);
+                }
+                _ = progress_of(&progressed) => deadline.as_mut().reset(tokio::time::Instant::now() + self.timeout),
             }
         }
     }
@@ -344,6 +353,9 @@ impl Peer {
                 let target = token.and_then(|t| {
                     let pending = self.pending.lock();
                     let p = pending.get(&t)?;
+                    if let Some(progressed) = &p.progressed {
+                        progressed.notify_one();
+                    }
                     Some((p.route.clone()?, p.progress_token.clone()?))
                 });
                 match target {
@@ -386,6 +398,15 @@ impl Peer {
                 .and_then(|(_, p)| p.route.clone());
         }
         None
+    }
+}
+
+/// Resolves on the next progress of a call that asked for progress; never
+/// for one that did not.
+async fn progress_of(progressed: &Option<Arc<Notify>>) {
+    match progressed {
+        Some(n) => n.notified().await,
+        None => std::future::pending().await,
     }
 }
 

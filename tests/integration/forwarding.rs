@@ -285,3 +285,24 @@ async fn url_elicitation_completions_reach_only_the_client_that_was_asked() -> R
     assert!(other_stream.next_within(Duration::from_millis(500)).await.is_none(), "no other client hears it");
     Ok(())
 }
+
+#[tokio::test]
+async fn the_upstream_timeout_applies_but_progress_restarts_it() -> Result<()> {
+    let gw = fixture_gateway("timeout = \"1s\"").await?;
+    let c = authorized(&gw, json!({}), "fixture_sleep").await?;
+    let started = std::time::Instant::now();
+    let silent = c.request("tools/call", json!({"name": "fixture_sleep", "arguments": {"ms": 2500}})).await?;
+    assert_eq!(silent["error"]["code"], -32011, "{silent}");
+    assert!(started.elapsed() < Duration::from_millis(2000), "it gave up after the timeout");
+    let (talking, _) = c
+        .exchange(
+            "tools/call",
+            json!({"name": "fixture_sleep", "arguments": {"ms": 2500}, "_meta": {"progressToken": 1}}),
+        )
+        .await?;
+    assert_eq!(
+        talking["result"]["content"][0]["text"], "slept 2500 ms",
+        "a call that reports progress is not hung: {talking}"
+    );
+    Ok(())
+}
