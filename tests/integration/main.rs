@@ -10,5 +10,6 @@ mod disclosure;
 mod downstream;
 mod forwarding;
 mod interop;
+mod security;
 mod sessions;
 mod transport;
