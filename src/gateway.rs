@@ -27,7 +27,7 @@ pub use state::GatewaySession;
 pub use upstreams::{UpstreamHandle, crawl, toolgate_info};
 
 use crate::catalog::{Catalog, UpstreamTools, load_extras_dir};
-use crate::config::{Config, Sharing, TransportKind};
+use crate::config::{Config, Sharing};
 use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request};
 use crate::protocol::method;
 use crate::server::{Handler, InitContext, RequestCtx, Session, SessionStore};
@@ -285,7 +285,9 @@ impl Gateway {
             label: up.label.clone(),
             hello: session_hello(session),
             events: Arc::new(events::SessionEvents::new(Arc::downgrade(self), Arc::downgrade(session), index)),
-            attribute_to_latest_call: up.config.transport_kind() == TransportKind::Stdio,
+            // Without per-call streams, whatever the upstream sends belongs
+            // to this session's newest call.
+            attribute_to_latest_call: !up.attributes_messages(),
         };
         let peer = upstream::connect(&up.config, &self.http, options).await?;
         tracing::debug!(upstream = %up.label, session = session.id(), "opened a per-session upstream session");

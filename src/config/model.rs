@@ -206,7 +206,8 @@ pub enum Sharing {
     PerSession,
     /// One upstream connection serves every session. Server-to-client
     /// requests (sampling, elicitation, roots) cannot be routed to one client
-    /// over a shared stdio connection, so they are not supported.
+    /// over a shared stdio or legacy SSE connection, so they are not
+    /// supported there.
     Shared,
 }
 

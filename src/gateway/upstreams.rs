@@ -3,7 +3,7 @@
 //!
 //! The control connection is toolgate's own session with the upstream (its
 //! own `clientInfo`, no reverse-routing capabilities unless the upstream is
-//! shared over HTTP). It crawls the tool list into the catalog, answers list
+//! shared over Streamable HTTP). It crawls the tool list into the catalog, answers list
 //! requests when a session has no connection of its own, and hears
 //! `list_changed`. With `sharing = "shared"` it is also the connection every
 //! session's calls use.
@@ -94,16 +94,19 @@ impl UpstreamHandle {
         UpstreamError::Unavailable { upstream: self.label.clone(), reason }
     }
 
-    /// Whether its transport can tell which call a message belongs to (HTTP),
-    /// which decides what a shared connection may declare.
+    /// Whether its transport can tell which call a message belongs to
+    /// (Streamable HTTP, with a response stream per call), which decides what
+    /// a shared connection may declare. Stdio and legacy SSE carry everything
+    /// on one channel.
     pub fn attributes_messages(&self) -> bool {
-        self.config.transport_kind() != TransportKind::Stdio
+        self.config.transport_kind() == TransportKind::StreamableHttp
     }
 
     /// What the control connection declares: it routes server-to-client
-    /// requests only when it is shared over HTTP, where each call's stream
-    /// names the session it belongs to. Over shared stdio nothing ties such a
-    /// request to a session, so none are declared.
+    /// requests only when it is shared over Streamable HTTP, where each
+    /// call's stream names the session it belongs to. Over shared stdio or
+    /// legacy SSE nothing ties such a request to a session, so none are
+    /// declared.
     pub fn control_hello(&self) -> ClientHello {
         let capabilities = if self.config.sharing == Sharing::Shared && self.attributes_messages() {
             json!({"sampling": {}, "elicitation": {}})
@@ -190,6 +193,31 @@ pub fn backoff(attempt: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn handle(transport: &str, sharing: &str) -> UpstreamHandle {
+        let config = match transport {
+            "stdio" => json!({"name": "u", "command": "x", "sharing": sharing}),
+            t => json!({"name": "u", "url": "http://127.0.0.1:1/mcp", "transport": t, "sharing": sharing}),
+        };
+        UpstreamHandle::new(0, serde_json::from_value(config).expect("config"), HashMap::new())
+    }
+
+    #[test]
+    fn only_shared_streamable_http_control_connections_declare_reverse_capabilities() {
+        for (transport, sharing, reverse) in [
+            ("streamable_http", "shared", true),
+            ("streamable_http", "per_session", false),
+            ("sse", "shared", false),
+            ("sse", "per_session", false),
+            ("stdio", "shared", false),
+        ] {
+            let up = handle(transport, sharing);
+            assert_eq!(up.attributes_messages(), transport == "streamable_http", "{transport}");
+            let declared = up.control_hello().capabilities;
+            let expected = if reverse { json!({"sampling": {}, "elicitation": {}}) } else { json!({}) };
+            assert_eq!(declared, expected, "{transport} {sharing}");
+        }
+    }
 
     #[test]
     fn backoff_doubles_and_caps() {

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use super::error::UpstreamError;
 use super::http::HttpLink;
 use super::peer::{ClientHello, Link, Peer, PeerEvents, ServerHello};
-use super::stdio;
+use super::{sse, stdio};
 use crate::config::{TransportKind, UpstreamConfig};
 use crate::jsonrpc::Outcome;
 use crate::protocol::{Version, method};
@@ -21,7 +21,8 @@ pub struct ConnectOptions {
     pub hello: ClientHello,
     /// Receives what belongs to no call.
     pub events: Arc<dyn PeerEvents>,
-    /// Attribute unsolicited traffic to the newest call (one-client stdio).
+    /// Attribute unsolicited traffic to the newest call (one client over stdio
+    /// or legacy SSE, where nothing else says which call it belongs to).
     pub attribute_to_latest_call: bool,
 }
 
@@ -48,10 +49,14 @@ pub async fn connect(
             Peer::new(label.clone(), |_| Link::Http(link), events, attribute_to_latest_call, config.timeout)
         }
         TransportKind::Sse => {
-            return Err(UpstreamError::Start {
-                upstream: label,
-                reason: "legacy HTTP+SSE upstreams (transport = \"sse\") are not supported yet".into(),
-            });
+            let opened = sse::open(config, &label, http.clone()).await?;
+            Peer::new(
+                label.clone(),
+                |weak| Link::Sse(opened.start(weak)),
+                events,
+                attribute_to_latest_call,
+                config.timeout,
+            )
         }
     };
     match handshake(&peer, &hello).await {

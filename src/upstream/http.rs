@@ -55,18 +55,7 @@ impl HttpLink {
         label: &Arc<str>,
         client: reqwest::Client,
     ) -> Result<Self, UpstreamError> {
-        let start_error = |reason: String| UpstreamError::Start { upstream: label.clone(), reason };
-        let url = config.url.as_deref().unwrap_or_default();
-        let url = reqwest::Url::parse(url).map_err(|e| start_error(format!("bad url {url:?}: {e}")))?;
-        let mut headers = HeaderMap::new();
-        for (k, v) in &config.headers {
-            let name =
-                HeaderName::from_bytes(k.as_bytes()).map_err(|e| start_error(format!("bad header name {k:?}: {e}")))?;
-            let mut value =
-                HeaderValue::from_str(v).map_err(|e| start_error(format!("bad value for header {k:?}: {e}")))?;
-            value.set_sensitive(true);
-            headers.insert(name, value);
-        }
+        let (url, headers) = config_target(config, label)?;
         Ok(Self(Arc::new(Inner {
             label: label.clone(),
             client,
@@ -335,8 +324,29 @@ impl StreamCursor {
     }
 }
 
+/// The URL and the configured headers of an HTTP upstream (both HTTP
+/// transports). Fails on a bad URL or header.
+pub(super) fn config_target(
+    config: &UpstreamConfig,
+    label: &Arc<str>,
+) -> Result<(reqwest::Url, HeaderMap), UpstreamError> {
+    let start_error = |reason: String| UpstreamError::Start { upstream: label.clone(), reason };
+    let url = config.url.as_deref().unwrap_or_default();
+    let url = reqwest::Url::parse(url).map_err(|e| start_error(format!("bad url {url:?}: {e}")))?;
+    let mut headers = HeaderMap::new();
+    for (k, v) in &config.headers {
+        let name =
+            HeaderName::from_bytes(k.as_bytes()).map_err(|e| start_error(format!("bad header name {k:?}: {e}")))?;
+        let mut value =
+            HeaderValue::from_str(v).map_err(|e| start_error(format!("bad value for header {k:?}: {e}")))?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+    }
+    Ok((url, headers))
+}
+
 /// Decodes a JSON body or SSE data: one message or a batch.
-fn decode_body(bytes: &[u8]) -> Vec<Message> {
+pub(super) fn decode_body(bytes: &[u8]) -> Vec<Message> {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'[') {
         return serde_json::from_slice::<Vec<Value>>(bytes)
@@ -357,9 +367,10 @@ fn with_fallback_id(message: Message, id: u64) -> Message {
     }
 }
 
-fn error_chain(e: &reqwest::Error) -> String {
+/// An error with its sources, `outer: inner: …`.
+pub(super) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
+    let mut source = e.source();
     while let Some(s) = source {
         text.push_str(": ");
         text.push_str(&s.to_string());

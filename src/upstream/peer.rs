@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::UpstreamError;
 use super::http::HttpLink;
+use super::sse::SseLink;
 use super::stdio::StdioLink;
 use crate::jsonrpc::{self, Id, Message, Notification, Outcome, Request, Response};
 use crate::protocol::{Version, method};
@@ -75,6 +76,7 @@ pub trait PeerEvents: Send + Sync {
 pub(crate) enum Link {
     Stdio(StdioLink),
     Http(HttpLink),
+    Sse(SseLink),
 }
 
 struct Pending {
@@ -97,7 +99,8 @@ pub struct Peer {
     incoming: Mutex<HashMap<Id, CancellationToken>>,
     events: Arc<dyn PeerEvents>,
     /// Attribute unsolicited requests and logs to the newest call in flight.
-    /// Right for a stdio child that serves exactly one downstream session.
+    /// Right for a connection without per-call streams (stdio, legacy SSE)
+    /// that serves exactly one downstream session.
     attribute_to_latest_call: bool,
     hello: OnceLock<ServerHello>,
     closed: CancellationToken,
@@ -200,6 +203,7 @@ impl Peer {
                 link.send_request(self, &request, id);
                 Ok(())
             }
+            Link::Sse(link) => link.send(&request).await,
         };
         if let Err(e) = sent {
             self.pending.lock().remove(&id);
@@ -255,6 +259,7 @@ impl Peer {
         match &self.link {
             Link::Stdio(link) => link.send(message).await,
             Link::Http(link) => link.send_other(message).await,
+            Link::Sse(link) => link.send(message).await,
         }
     }
 
@@ -293,11 +298,13 @@ impl Peer {
     }
 
     /// Shuts the connection down the polite way (stdio: close stdin, then
-    /// SIGTERM, then SIGKILL; HTTP: DELETE the session).
+    /// SIGTERM, then SIGKILL; Streamable HTTP: DELETE the session; legacy
+    /// SSE: drop the stream).
     pub async fn shutdown(self: &Arc<Self>) {
         match &self.link {
             Link::Stdio(link) => link.shutdown().await,
             Link::Http(link) => link.shutdown().await,
+            Link::Sse(link) => link.shutdown().await,
         }
         self.close("shut down by toolgate");
     }
@@ -305,7 +312,7 @@ impl Peer {
     // === inbound ===
 
     /// Takes one message from the transport. `related` is the call whose
-    /// response stream carried it, when the transport knows (HTTP).
+    /// response stream carried it, when the transport knows (Streamable HTTP).
     pub(crate) fn dispatch(self: &Arc<Self>, message: Message, related: Option<u64>) {
         match message {
             Message::Response(response) => self.on_response(response, related),
@@ -383,8 +390,8 @@ impl Peer {
         }
     }
 
-    /// The route of the call `related` names, or for a single-session stdio
-    /// child, the newest call in flight.
+    /// The route of the call `related` names, or for a single-session
+    /// connection without per-call streams, the newest call in flight.
     fn route_for(&self, related: Option<u64>) -> Option<Arc<dyn Route>> {
         let pending = self.pending.lock();
         if let Some(route) = related.and_then(|id| pending.get(&id)).and_then(|p| p.route.clone()) {

@@ -1,6 +1,7 @@
 //! Integration tests: the real `toolgate` binary on a loopback port, in front
 //! of real upstream processes (the project's fixture server, the demo
-//! upstream, and servers written with the official Python SDK), driven over
+//! upstream, and servers written with the official Python SDK, over stdio,
+//! Streamable HTTP and legacy HTTP+SSE), driven over
 //! Streamable HTTP by a raw client and by real SDK clients.
 //!
 //! One test binary so everything links once.
@@ -10,6 +11,7 @@ mod disclosure;
 mod downstream;
 mod forwarding;
 mod interop;
+mod legacy_upstream;
 mod security;
 mod sessions;
 mod transport;

@@ -11,6 +11,7 @@ failure. Connects the two directly, without toolgate:
   refused like a pre-2026 server does and the client falls back to
   `initialize`.
 - stdio server, through the SDK's stdio client.
+- legacy HTTP+SSE server (`sse` mode), through the SDK's SSE client.
 
 Prints one line per check and a closing `N passed, N failed`; exits non-zero
 when a check failed.
@@ -107,9 +108,9 @@ def check_report(report: dict[str, Any], version: str, mode_used: str) -> None:
     assert logs == ["tick 3", "tick 2", "tick 1"], logs
 
 
-def start_http(*extra: str) -> tuple[subprocess.Popen[str], str]:
+def start_http(*extra: str, transport: str = "http") -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [PY, str(HERE / "upstream_server.py"), "http", "--port", "0", *extra],
+        [PY, str(HERE / "upstream_server.py"), transport, "--port", "0", *extra],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -142,17 +143,27 @@ async def stdio_tools() -> list[str]:
         return [t.name for t in (await client.list_tools()).tools]
 
 
+async def sse_tools(url: str) -> list[str]:
+    from mcp.client import Client
+    from mcp.client.sse import sse_client
+
+    async with Client(sse_client(url), mode="legacy") as client:
+        return [t.name for t in (await client.list_tools()).tools]
+
+
 def main() -> int:
     checks = Checks()
     # Both servers and all probes run at once: each is mostly Python start-up time.
     modern, modern_url = start_http()
     legacy, legacy_url = start_http("--legacy-only")
+    sse, sse_url = start_http(transport="sse")
     try:
-        with ThreadPoolExecutor(max_workers=4) as pool:
+        with ThreadPoolExecutor(max_workers=5) as pool:
             auto = pool.submit(probe, modern_url, "auto")
             forced = pool.submit(probe, modern_url, "legacy")
             fallback = pool.submit(probe, legacy_url, "auto")
             stdio = pool.submit(lambda: asyncio.run(stdio_tools()))
+            over_sse = pool.submit(lambda: asyncio.run(sse_tools(sse_url)))
             checks.check("http auto -> modern", lambda: check_report(auto.result(), "2026-07-28", "modern"))
             checks.check("http legacy -> initialize", lambda: check_report(forced.result(), "2025-11-25", "legacy"))
             checks.check(
@@ -160,8 +171,9 @@ def main() -> int:
                 lambda: check_report(fallback.result(), "2025-11-25", "legacy"),
             )
             checks.check("stdio server", lambda: check_tools(stdio.result()))
+            checks.check("legacy SSE server", lambda: check_tools(over_sse.result()))
     finally:
-        for server in (modern, legacy):
+        for server in (modern, legacy, sse):
             server.terminate()
             server.wait(timeout=10)
     print(f"peers: {checks.passed} passed, {checks.failed} failed")

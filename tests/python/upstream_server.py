@@ -7,14 +7,19 @@ It speaks both protocol eras the SDK knows: the `initialize` handshake
 Usage:
     python upstream_server.py stdio
     python upstream_server.py http --port N [--legacy-only]
+    python upstream_server.py sse --port N
 
-`http` serves Streamable HTTP on 127.0.0.1:N at path /mcp. With `--port 0` a
-free port is picked. In `http` mode the server prints exactly one line to
-stdout, flushed, once it accepts connections:
+`http` serves Streamable HTTP on 127.0.0.1:N at path /mcp. `sse` serves the
+legacy HTTP+SSE transport (2024-11-05) with the SDK's own
+`MCPServer.sse_app()`: `GET /sse` opens the event stream, whose `endpoint`
+event names `/messages/?session_id=<hex>` for the POSTs. With `--port 0` a
+free port is picked. In `http` and `sse` mode the server prints exactly one
+line to stdout, flushed, once it accepts connections:
 
-    LISTENING http://127.0.0.1:<port>/mcp
+    LISTENING http://127.0.0.1:<port>/mcp     (http)
+    LISTENING http://127.0.0.1:<port>/sse     (sse)
 
-Nothing else is ever written to stdout in `http` mode; diagnostics go to
+Nothing else is ever written to stdout in those modes; diagnostics go to
 stderr (level from UPSTREAM_LOG_LEVEL, default WARNING). In `stdio` mode
 stdout carries the protocol only.
 
@@ -334,13 +339,17 @@ def legacy_only(app: Any) -> Any:
     return wrapped
 
 
-async def serve_http(port: int, legacy: bool) -> None:
+async def serve_http(port: int, transport: str, legacy: bool) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     sock.listen(128)
     bound = sock.getsockname()[1]
-    app: Any = mcp.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    app: Any
+    if transport == "sse":
+        app, path = mcp.sse_app(sse_path="/sse", message_path="/messages/", host="127.0.0.1"), "/sse"
+    else:
+        app, path = mcp.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1"), "/mcp"
     if legacy:
         app = legacy_only(app)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
@@ -350,7 +359,7 @@ async def serve_http(port: int, legacy: bool) -> None:
             if server.should_exit:
                 return
             await asyncio.sleep(0.01)
-        sys.stdout.write(f"LISTENING http://127.0.0.1:{bound}/mcp\n")
+        sys.stdout.write(f"LISTENING http://127.0.0.1:{bound}{path}\n")
         sys.stdout.flush()
 
     announcer = asyncio.create_task(announce())
@@ -367,11 +376,13 @@ def main() -> None:
     http = sub.add_parser("http", help="serve Streamable HTTP on 127.0.0.1:PORT/mcp")
     http.add_argument("--port", type=int, required=True, help="TCP port; 0 picks a free one")
     http.add_argument("--legacy-only", action="store_true", help="answer server/discover like a pre-2026 server")
+    sse = sub.add_parser("sse", help="serve legacy HTTP+SSE on 127.0.0.1:PORT/sse")
+    sse.add_argument("--port", type=int, required=True, help="TCP port; 0 picks a free one")
     args = parser.parse_args()
     if args.transport == "stdio":
         mcp.run("stdio")
     else:
-        asyncio.run(serve_http(args.port, args.legacy_only))
+        asyncio.run(serve_http(args.port, args.transport, getattr(args, "legacy_only", False)))
 
 
 if __name__ == "__main__":
