@@ -6,6 +6,7 @@
 //! One test binary so everything links once.
 
 mod common;
+mod conformance;
 mod disclosure;
 mod forwarding;
 mod sessions;
