@@ -81,6 +81,10 @@ impl Handler for RegistryHandler {
     ) -> Outcome {
         let bridge = &session.state;
         bridge.bind(session);
+        // Tool calls answer as a (resumable) stream, as toolgate's do.
+        if request.method == method::TOOLS_CALL {
+            ctx.downlink.prefer_stream();
+        }
         let (done, answer) = oneshot::channel();
         let id = request.id.clone();
         bridge.waiting.lock().insert(id.clone(), Waiting { downlink: ctx.downlink.clone(), done });
