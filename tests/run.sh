@@ -10,8 +10,12 @@
 # 2. A self-test of the peers against each other, skipped when neither the
 #    peers nor the requirements changed since it last passed.
 # 3. (placeholder) Node peers for the conformance suite.
+#    Node peers for the interop tests (tests/node/): `npm ci` of the pinned
+#    package-lock.json, run only when the lockfile (or the Node version)
+#    changed since the last install: a stamp in node_modules records its hash.
 # 4. cargo test --locked --all-targets "$@", with TOOLGATE_TEST_PYTHON set to
-#    the venv's python for the Rust integration tests.
+#    the venv's python and TOOLGATE_TEST_NODE_MODULES to tests/node/node_modules
+#    for the Rust integration tests.
 #
 # Environment:
 #   TOOLGATE_TEST_PYTHON  use this interpreter instead of the venv (no venv,
@@ -89,6 +93,21 @@ fi
 # way (e.g. `npm ci --prefix tests/node` skipped when package-lock.json's hash
 # matches a stamp in tests/node/node_modules), and the path the Rust tests need
 # exported (e.g. TOOLGATE_TEST_NODE_DIR).
+
+# --- 3. Node peers (interop tests) ------------------------------------------
+node_dir="$repo/tests/node"
+command -v npm >/dev/null || die "npm not found; install Node.js 20 or newer"
+node_stamp="$node_dir/node_modules/.package-lock.sha256"
+want="$({ cat "$node_dir/package-lock.json"; node --version; } | sha256sum | cut -d' ' -f1)"
+if [[ "$(cat "$node_stamp" 2>/dev/null || true)" != "$want" ]]; then
+    say "installing the Node peers (npm ci --prefix tests/node)"
+    npm ci --prefix "$node_dir" --no-audit --no-fund --loglevel=error \
+        || die "npm ci in tests/node failed"
+    echo "$want" >"$node_stamp"
+else
+    say "Node peers up to date ($node_dir/node_modules)"
+fi
+export TOOLGATE_TEST_NODE_MODULES="$node_dir/node_modules"
 
 # --- 4. Rust tests -----------------------------------------------------------
 say "cargo test --locked --all-targets $*"
