@@ -17,76 +17,75 @@ use serde_json::json;
 
 use clients::{Endpoint, Gateway, Outcome, Stack, Transport, inspector_cli};
 use peers::Upstream;
+use workflow::Scenario;
 
-/// Runs the scenario: `stack` over `transport` to toolgate in front of
-/// `progressive` and `passthrough`.
-async fn scenario(stack: Stack, transport: Transport, progressive: Upstream, passthrough: Upstream) -> Result<()> {
-    let (first, _first_server) = progressive.start("progressive").await?;
-    let (second, _second_server) = passthrough.start("passthrough").await?;
+/// Runs `scenario` with `stack` over `transport`.
+async fn run(stack: Stack, transport: Transport, scenario: Scenario) -> Result<()> {
+    let (first, _first_server) = scenario.progressive.start("progressive").await?;
+    let (second, _second_server) = scenario.passthrough.start("passthrough").await?;
     let gateway = Gateway::start(transport, &format!("{first}{second}")).await?;
     let endpoint = gateway.endpoint(transport);
-    let report = stack.run(&endpoint, transport, &workflow::steps(progressive, passthrough)).await;
+    let report = stack.run(&endpoint, transport, &scenario.script()).await;
     let tail = || {
         let logs = gateway.logs();
         let lines: Vec<&str> = logs.lines().collect();
-        format!(
-            "{stack:?} over {transport:?}; toolgate's last log lines:\n{}",
-            lines[lines.len().saturating_sub(30)..].join("\n")
-        )
+        let tail = lines[lines.len().saturating_sub(30)..].join("\n");
+        format!("{stack:?} over {transport:?}; toolgate's last log lines:\n{tail}")
     };
     let report = report.with_context(tail)?;
-    workflow::check(&report, progressive, passthrough).with_context(|| format!("report: {report}\n{}", tail()))
+    scenario.check(&report).with_context(|| format!("report: {report}\n{}", tail()))
 }
 
 // The Python SDK (mcp 2.3.0, tests/python/client_probe.py).
 
 #[tokio::test]
 async fn python_sdk_over_streamable_http() -> Result<()> {
-    scenario(Stack::Python, Transport::Http, Upstream::EverythingStdio, Upstream::Time).await
+    run(Stack::Python, Transport::Http, Scenario::full(Upstream::EverythingStdio, Upstream::Time)).await
 }
 
 #[tokio::test]
 async fn python_sdk_over_legacy_sse() -> Result<()> {
-    scenario(Stack::Python, Transport::Sse, Upstream::Time, Upstream::EverythingHttp).await
+    run(Stack::Python, Transport::Sse, Scenario::full(Upstream::Time, Upstream::EverythingHttp)).await
 }
 
 #[tokio::test]
 async fn python_sdk_over_stdio() -> Result<()> {
-    scenario(Stack::Python, Transport::Stdio, Upstream::EverythingHttp, Upstream::EverythingStdio).await
+    run(Stack::Python, Transport::Stdio, Scenario::full(Upstream::EverythingHttp, Upstream::EverythingStdio)).await
 }
 
 // The TypeScript SDK (@modelcontextprotocol/sdk, tests/node/client_probe.mjs).
 
 #[tokio::test]
 async fn typescript_sdk_over_streamable_http() -> Result<()> {
-    scenario(Stack::TypeScript, Transport::Http, Upstream::EverythingHttp, Upstream::Time).await
+    run(Stack::TypeScript, Transport::Http, Scenario::full(Upstream::EverythingHttp, Upstream::Time)).await
 }
 
 #[tokio::test]
 async fn typescript_sdk_over_legacy_sse() -> Result<()> {
-    scenario(Stack::TypeScript, Transport::Sse, Upstream::EverythingStdio, Upstream::EverythingHttp).await
+    run(Stack::TypeScript, Transport::Sse, Scenario::full(Upstream::EverythingStdio, Upstream::EverythingHttp)).await
 }
 
 #[tokio::test]
 async fn typescript_sdk_over_stdio() -> Result<()> {
-    scenario(Stack::TypeScript, Transport::Stdio, Upstream::Time, Upstream::EverythingStdio).await
+    run(Stack::TypeScript, Transport::Stdio, Scenario::full(Upstream::Time, Upstream::EverythingStdio)).await
 }
 
-// The MCP Inspector (v2, `mcpdo`: one session held across commands).
+// The MCP Inspector (v2, `mcpdo`: one session held across commands; every
+// command is a Node process, so the core scenario).
 
 #[tokio::test]
 async fn inspector_over_streamable_http() -> Result<()> {
-    scenario(Stack::Inspector, Transport::Http, Upstream::Time, Upstream::EverythingStdio).await
+    run(Stack::Inspector, Transport::Http, Scenario::core(Upstream::Time, Upstream::EverythingStdio)).await
 }
 
 #[tokio::test]
 async fn inspector_over_legacy_sse() -> Result<()> {
-    scenario(Stack::Inspector, Transport::Sse, Upstream::EverythingHttp, Upstream::Time).await
+    run(Stack::Inspector, Transport::Sse, Scenario::core(Upstream::EverythingHttp, Upstream::EverythingStdio)).await
 }
 
 #[tokio::test]
 async fn inspector_over_stdio() -> Result<()> {
-    scenario(Stack::Inspector, Transport::Stdio, Upstream::EverythingStdio, Upstream::EverythingHttp).await
+    run(Stack::Inspector, Transport::Stdio, Scenario::core(Upstream::EverythingStdio, Upstream::EverythingHttp)).await
 }
 
 /// One `inspector --cli` call to `gateway` over `transport`.
@@ -109,7 +108,8 @@ async fn one_shot(home: &Path, gateway: &Gateway, transport: Transport, method: 
 /// gets full definitions from describe_tools, and passthrough results.
 #[tokio::test]
 async fn inspector_cli_one_shot_calls() -> Result<()> {
-    let (progressive, passthrough) = (Upstream::EverythingStdio, Upstream::Time);
+    // No Python upstream here: each one-shot session would start its own.
+    let (progressive, passthrough) = (Upstream::EverythingStdio, Upstream::EverythingHttp);
     let (first, _a) = progressive.start("progressive").await?;
     let (second, _b) = passthrough.start("passthrough").await?;
     let upstreams = format!("{first}{second}");
@@ -126,7 +126,9 @@ async fn inspector_cli_one_shot_calls() -> Result<()> {
     let minimal = tools.iter().find(|t| t["name"] == a_name).with_context(|| format!("{a_name} listed"))?;
     ensure!(minimal["inputSchema"] == json!({"type": "object"}), "{minimal}");
     let verbatim = tools.iter().find(|t| t["name"] == c_name).with_context(|| format!("{c_name} listed"))?;
-    ensure!(verbatim["inputSchema"]["properties"]["timezone"].is_object(), "{verbatim}");
+    for param in c.params {
+        ensure!(verbatim["inputSchema"]["properties"][param].is_object(), "{verbatim}");
+    }
     let args = a.arguments.to_string();
     let call = ["--method", "tools/call", "--tool-name", &a_name, "--tool-args-json", &args];
     let refused = one_shot(home.path(), &served, Transport::Http, &call).await?;
