@@ -18,8 +18,13 @@
 #    conformance suite against toolgate in front of the fixture (server side,
 #    passthrough and progressive, stdio and HTTP upstreams; client side through
 #    toolgate's upstream leg). Fails on any unexpected scenario failure.
-# 5. cargo test --locked --all-targets "$@", with TOOLGATE_TEST_PYTHON set to
-#    the venv's python for the Rust integration tests.
+# 5. Node peers for the interop tests (tests/node/: the MCP Inspector CLI,
+#    the TypeScript SDK and server-everything): `npm ci` of the pinned
+#    package-lock.json, run only when the lockfile (or the Node version)
+#    changed since the last install: a stamp in node_modules records its hash.
+# 6. cargo test --locked --all-targets "$@", with TOOLGATE_TEST_PYTHON set to
+#    the venv's python and TOOLGATE_TEST_NODE_MODULES to tests/node/node_modules
+#    for the Rust integration tests.
 #
 # Environment:
 #   TOOLGATE_TEST_PYTHON  use this interpreter instead of the venv (no venv,
@@ -124,6 +129,21 @@ if [[ "${TOOLGATE_SKIP_CONFORMANCE:-}" != 1 ]]; then
     say "conformance suite passed in $((SECONDS - started)) s"
 fi
 
-# --- 5. Rust tests -----------------------------------------------------------
+# --- 5. Node peers (interop tests) ------------------------------------------
+node_dir="$repo/tests/node"
+command -v npm >/dev/null || die "npm not found; install Node.js 20 or newer"
+node_stamp="$node_dir/node_modules/.package-lock.sha256"
+want="$({ cat "$node_dir/package-lock.json"; node --version; } | sha256sum | cut -d' ' -f1)"
+if [[ "$(cat "$node_stamp" 2>/dev/null || true)" != "$want" ]]; then
+    say "installing the Node peers (npm ci --prefix tests/node)"
+    npm ci --prefix "$node_dir" --no-audit --no-fund --loglevel=error \
+        || die "npm ci in tests/node failed"
+    echo "$want" >"$node_stamp"
+else
+    say "Node peers up to date ($node_dir/node_modules)"
+fi
+export TOOLGATE_TEST_NODE_MODULES="$node_dir/node_modules"
+
+# --- 6. Rust tests -----------------------------------------------------------
 say "cargo test --locked --all-targets $*"
 exec cargo test --locked --all-targets "$@"

@@ -1,8 +1,9 @@
 //! Integration tests: the real `toolgate` binary on a loopback port, in front
 //! of real upstream processes (the project's fixture server, the demo
 //! upstream, and servers written with the official Python SDK, over stdio,
-//! Streamable HTTP and legacy HTTP+SSE), driven over
-//! Streamable HTTP by a raw client and by real SDK clients.
+//! Streamable HTTP and legacy HTTP+SSE), driven over Streamable HTTP by a
+//! raw client and by real SDK clients, and a matrix of real clients and
+//! public servers over every downstream transport.
 //!
 //! One test binary so everything links once.
 
@@ -12,6 +13,7 @@ mod disclosure;
 mod downstream;
 mod forwarding;
 mod interop;
+mod interop_matrix;
 mod legacy_upstream;
 mod security;
 mod sessions;

@@ -3,8 +3,19 @@
 Built on the official Python SDK, `mcp` 2.3.0 (`mcp.client.Client`).
 
 Usage:
-    python client_probe.py --url URL [--mode auto|legacy|2026-07-28] [--no-sampling]
-                           [--timeout SECONDS] SCRIPT_JSON
+    python client_probe.py [--transport http|sse] --url URL [OPTIONS] SCRIPT_JSON
+    python client_probe.py --transport stdio --command '["prog", "arg", ...]' [OPTIONS] SCRIPT_JSON
+
+    OPTIONS: [--mode auto|legacy|2026-07-28] [--no-sampling] [--timeout SECONDS]
+
+Transports (the SDK's own client transports):
+- `http` (default): Streamable HTTP to URL, e.g. http://127.0.0.1:8080/mcp.
+- `sse`: the legacy HTTP+SSE transport; URL is the event stream, e.g.
+  http://127.0.0.1:8080/sse (the server's `endpoint` event names where to POST).
+- `stdio`: launches the JSON list given with `--command` (program, then
+  arguments) and speaks over its stdin/stdout. The child gets the SDK's default
+  environment plus `TOOLGATE_LOG` and `TOOLGATE_LOG_FORMAT` when they are set;
+  its stderr goes to this script's stderr.
 
 SCRIPT_JSON is a JSON list of steps (or `@path` to read it from a file, or `-`
 for stdin). Steps run in order on one connection:
@@ -63,6 +74,8 @@ import warnings
 from typing import Any
 
 from mcp.client import Client, ClientRequestContext
+from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import CreateMessageRequestParams, CreateMessageResult, ServerNotification, TextContent
 from pydantic import BaseModel
@@ -163,10 +176,26 @@ async def run_step(client: Client, step: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# Variables the stdio child gets on top of the SDK's default environment.
+PASSED_ENV = ("TOOLGATE_LOG", "TOOLGATE_LOG_FORMAT")
+
+
+def server_of(args: argparse.Namespace) -> Any:
+    """What `Client` connects to for the chosen transport."""
+    if args.transport == "stdio":
+        program, *rest = args.command
+        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+        return StdioServerParameters(command=program, args=rest, env=env or None)
+    if args.transport == "sse":
+        return sse_client(args.url, sse_read_timeout=args.timeout)
+    return args.url
+
+
 async def run(args: argparse.Namespace, steps: list[dict[str, Any]]) -> int:
     probe = Probe()
+    target = args.url if args.transport != "stdio" else " ".join(args.command)
     client = Client(
-        args.url,
+        server_of(args),
         mode=args.mode,
         read_timeout_seconds=args.timeout,
         sampling_callback=None if args.no_sampling else probe.sampling,
@@ -178,7 +207,7 @@ async def run(args: argparse.Namespace, steps: list[dict[str, Any]]) -> int:
         await client.__aenter__()
     except Exception as e:  # any failure to connect is reported the same way
         reasons = "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaves(e))
-        print(f"client_probe: cannot connect to {args.url}: {reasons}", file=sys.stderr)
+        print(f"client_probe: cannot connect to {target}: {reasons}", file=sys.stderr)
         if os.environ.get("CLIENT_PROBE_TRACEBACK"):
             traceback.print_exc(file=sys.stderr)
         return 1
@@ -216,14 +245,33 @@ def load_script(raw: str) -> list[dict[str, Any]]:
     return steps
 
 
+def parse_command(raw: str) -> list[str]:
+    """`--command`: a non-empty JSON list of strings."""
+    command = json.loads(raw)
+    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
+        raise ValueError("--command must be a non-empty JSON list of strings")
+    return command
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="Scripted MCP client for toolgate's integration tests.")
-    parser.add_argument("--url", required=True, help="Streamable HTTP endpoint, e.g. http://127.0.0.1:8080/mcp")
+    parser.add_argument("--transport", choices=("http", "sse", "stdio"), default="http", help="default http")
+    parser.add_argument("--url", help="http: the MCP endpoint; sse: the event-stream URL")
+    parser.add_argument("--command", help='stdio: the server to launch, as a JSON list ["prog", "arg", ...]')
     parser.add_argument("--mode", default="auto", help="auto (default), legacy, or a modern version such as 2026-07-28")
     parser.add_argument("--no-sampling", action="store_true", help="do not declare the sampling capability")
     parser.add_argument("--timeout", type=float, default=30.0, help="read timeout per request, seconds")
     parser.add_argument("script", help="JSON list of steps, @file, or - for stdin")
     args = parser.parse_args()
+    if args.transport == "stdio":
+        if args.command is None or args.url is not None:
+            parser.error("--transport stdio takes --command and no --url")
+        try:
+            args.command = parse_command(args.command)
+        except ValueError as e:
+            parser.error(str(e))
+    elif args.url is None or args.command is not None:
+        parser.error(f"--transport {args.transport} takes --url and no --command")
     try:
         steps = load_script(args.script)
     except (OSError, ValueError) as e:
