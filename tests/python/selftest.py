@@ -180,5 +180,9 @@ def main() -> int:
     return 1 if checks.failed else 0
 
 
+def check_tools(names: list[str]) -> None:
+    assert names == ["get_weather_forecast", "convert_currency", "ask_llm_summary", "count_down"], names
+
+
 if __name__ == "__main__":
     sys.exit(main())
