@@ -20,6 +20,7 @@ when a check failed.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
