@@ -171,7 +171,8 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         // Ending the sessions ends their open streams, which lets the server drain.
         store.clear();
     };
-    let served = axum::serve(listener, app).with_graceful_shutdown(stopping).into_future();
+    let served =
+        axum::serve(toolgate::server::http::no_delay(listener), app).with_graceful_shutdown(stopping).into_future();
     tokio::pin!(served);
     tokio::select! {
         r = &mut served => r.context("serving")?,

@@ -32,6 +32,22 @@ use super::session::Session;
 use crate::jsonrpc::codes;
 use crate::protocol::{self, Version};
 
+/// A listener whose accepted connections have `TCP_NODELAY` set. An SSE
+/// answer is several small writes (the priming event, then the response);
+/// with Nagle's algorithm the second one waits for the client's delayed ACK,
+/// which costs 40 ms per streamed answer on Linux.
+pub fn no_delay(
+    listener: tokio::net::TcpListener,
+) -> axum::serve::TapIo<tokio::net::TcpListener, fn(&mut tokio::net::TcpStream)> {
+    use axum::serve::ListenerExt as _;
+    let set: fn(&mut tokio::net::TcpStream) = |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
+        }
+    };
+    listener.tap_io(set)
+}
+
 /// What the HTTP transport needs to know.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
