@@ -20,7 +20,12 @@
 //! `TOOLGATE_BENCH_WARMUP` (default 1), `TOOLGATE_BENCH_PIN_CPU` (CPU for
 //! the pinned rows, default 0; `none` skips them), `TOOLGATE_BENCH_SESSIONS`
 //! (idle sessions for the memory figure, default 10000),
+//! `TOOLGATE_BENCH_CONCURRENCY` (e.g. `1,50`; default `1,10,50,200`),
 //! `TOOLGATE_BENCH_BIN_DIR` (where `toolgate` and `toolgate-fixture` are).
+//!
+//! For profiling, `overhead drive URL CALLS CONCURRENCY [gate]` only drives
+//! verified echo calls against a server started by hand (e.g. toolgate under
+//! `valgrind --tool=callgrind`); `gate` fetches echo's description first.
 
 mod client;
 mod load;
@@ -64,7 +69,11 @@ impl Settings {
             window: Duration::from_secs_f64(secs("TOOLGATE_BENCH_SECS", 4.0)),
             pin_cpu,
             idle_sessions: secs("TOOLGATE_BENCH_SESSIONS", 10_000.0) as usize,
-            concurrency: vec![1, 10, 50, 200],
+            concurrency: std::env::var("TOOLGATE_BENCH_CONCURRENCY")
+                .ok()
+                .map(|v| v.split(',').filter_map(|c| c.trim().parse().ok()).collect())
+                .filter(|c: &Vec<usize>| !c.is_empty())
+                .unwrap_or_else(|| vec![1, 10, 50, 200]),
         }
     }
 
@@ -76,6 +85,10 @@ impl Settings {
 fn main() -> Result<()> {
     let settings = Settings::from_env();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    if args.first().map(String::as_str) == Some("drive") {
+        return runtime.block_on(sections::drive(&args[1..]));
+    }
     let report = runtime.block_on(sections::run_all(&settings))?;
     print!("{report}");
     Ok(())

@@ -164,6 +164,37 @@ async fn measure(settings: &Settings, ticks: u64, rows: &mut Vec<Row>, targets: 
     }
 }
 
+/// `drive URL CALLS CONCURRENCY [gate]`: verified echo calls against a
+/// running server, for profilers.
+pub async fn drive(args: &[String]) -> Result<()> {
+    let [url, calls, conc, rest @ ..] = args else { bail!("usage: drive URL CALLS CONCURRENCY [gate]") };
+    let (calls, conc): (usize, usize) = (calls.parse()?, conc.parse()?);
+    let gate = rest.first().map(String::as_str) == Some("gate");
+    let sessions = open_sessions(url, conc, gate).await?;
+    let per = calls.div_ceil(conc);
+    let started = Instant::now();
+    let workers: Vec<_> = sessions
+        .into_iter()
+        .enumerate()
+        .map(|(w, s)| {
+            tokio::spawn(async move {
+                for i in 0..per as u64 {
+                    let (id, text) = (100 + i, format!("drive-w{w}-{i}"));
+                    let answer = s.send(client::echo_body(id, &text)).await.map_err(|e| anyhow!("{e}"))?;
+                    client::verify_echo(&answer, id, &text).map_err(|e| anyhow!("{e}"))?;
+                }
+                anyhow::Ok(())
+            })
+        })
+        .collect();
+    for w in workers {
+        w.await??;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!("{} verified calls in {secs:.2} s ({:.0}/s)", per * conc, (per * conc) as f64 / secs);
+    Ok(())
+}
+
 // === idle sessions ===
 
 async fn idle_memory(settings: &Settings, bins: &Bins) -> Result<MemoryFigures> {

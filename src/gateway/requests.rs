@@ -74,12 +74,8 @@ impl Gateway {
             other => other,
         };
         match outcome {
-            Ok(Outcome::Result(mut result)) => {
-                // Content the client's revision predates is translated.
-                super::translate::result(method, &mut result, session.version());
-                Outcome::Result(result)
-            }
-            Ok(other) => other,
+            // Content the client's revision predates is translated.
+            Ok(outcome) => super::translate::outcome(method, outcome, session.version()),
             Err(e) => Outcome::error(e.to_error_object()),
         }
     }

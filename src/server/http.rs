@@ -171,12 +171,15 @@ fn check_version_header(headers: &HeaderMap) -> Result<(), Reject> {
     }
 }
 
-/// Whether an `Accept` header admits `wanted` (`type/subtype`).
+/// Whether an `Accept` header admits `wanted` (`type/subtype`). Runs on
+/// every POST, so it compares in place instead of lowercasing copies.
 fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
     let (kind, _) = wanted.split_once('/').unwrap_or((wanted, ""));
     headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|item| {
-        let media = item.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-        media == wanted || media == "*/*" || media == format!("{kind}/*")
+        let media = item.split(';').next().unwrap_or("").trim();
+        media.eq_ignore_ascii_case(wanted)
+            || media == "*/*"
+            || media.split_once('/').is_some_and(|(k, sub)| sub == "*" && k.eq_ignore_ascii_case(kind))
     })
 }
 
