@@ -126,7 +126,8 @@ impl Gateway {
             return Outcome::Result(disclosure::description_required(&name, view.catalog.describe_tool_name()));
         }
         params["name"] = json!(entry.original);
-        // Tool calls may run long: stream the answer (resumable on HTTP).
+        // Tool calls may run long: stream the answer (resumable on HTTP)
+        // unless it is ready within the transport's grace period.
         ctx.downlink.prefer_stream();
         self.forward(session, entry.upstream, method::TOOLS_CALL, Some(params), ctx).await
     }
