@@ -53,6 +53,8 @@ struct Inner {
     stop: CancellationToken,
     /// The lean client for POSTs, when the URL allows it.
     plain: Option<plain::PlainClient>,
+    /// `headers` plus the fixed headers of a POST (for the lean client).
+    post_headers: HeaderMap,
 }
 
 impl HttpLink {
@@ -75,7 +77,11 @@ impl HttpLink {
             headers.insert(name, value);
         }
         let plain = plain::PlainClient::for_url(&url);
+        let mut post_headers = headers.clone();
+        post_headers.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+        post_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         Ok(Self(Arc::new(Inner {
+            post_headers,
             label: label.clone(),
             client,
             plain,
@@ -100,13 +106,14 @@ impl HttpLink {
         tokio::spawn(async move { link.standalone_stream(peer).await });
     }
 
-    /// Sends a request; its answer is read on a task of its own and fed
-    /// into `peer`.
-    pub(crate) fn send_request(&self, peer: &Arc<Peer>, message: &Message, id: u64) {
+    /// Sends request `id` and feeds its answer into `peer`. A JSON answer
+    /// is read here, in the caller's task (no hop to another task); an SSE
+    /// stream, which may go on after the response and need resuming, is
+    /// read on a task of its own. Returns once the answer is in, or its
+    /// stream handed over.
+    pub(crate) async fn exchange(&self, peer: &Arc<Peer>, message: &Message, id: u64) {
         let body = Bytes::from(message.encode());
-        let link = self.clone();
-        let peer = peer.clone();
-        tokio::spawn(async move { link.request(peer, body, id).await });
+        self.request(peer.clone(), body, id).await;
     }
 
     /// Sends a notification or a response (answered with 202, no body).
@@ -163,9 +170,7 @@ impl HttpLink {
     /// The headers of a POST on the plain client (reqwest's builder adds the
     /// same ones in [`HttpLink::post`]).
     fn plain_headers(&self) -> HeaderMap {
-        let mut headers = self.0.headers.clone();
-        headers.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let mut headers = self.0.post_headers.clone();
         if let Some(id) = self.0.session_id.lock().clone() {
             headers.insert(protocol::header::SESSION_ID, id);
         }
@@ -218,13 +223,18 @@ impl HttpLink {
             return peer.fail(id, UpstreamError::Protocol { upstream: self.0.label.clone(), detail });
         }
         if content_type.starts_with("text/event-stream") && status.is_success() {
-            return match response {
-                Posted::Reqwest(r) => self.read_response_stream(&peer, r.bytes_stream(), id).await,
+            let link = self.clone();
+            match response {
+                Posted::Reqwest(r) => {
+                    tokio::spawn(async move { link.read_response_stream(&peer, r.bytes_stream(), id).await });
+                }
                 Posted::Plain(r) => {
                     use http_body_util::BodyExt as _;
-                    self.read_response_stream(&peer, r.into_body().into_data_stream(), id).await
+                    let stream = r.into_body().into_data_stream();
+                    tokio::spawn(async move { link.read_response_stream(&peer, stream, id).await });
                 }
-            };
+            }
+            return;
         }
         let bytes = match response.bytes(self).await {
             Ok(b) => b,

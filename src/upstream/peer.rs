@@ -190,19 +190,25 @@ impl Peer {
         let (tx, rx) = oneshot::channel();
         self.pending.lock().insert(id, Pending { tx, route, progress_token });
         let request = Message::Request(Request { id: Id::number(id), method: method.to_owned(), params });
-        let sent = match &self.link {
-            Link::Stdio(link) => link.send(&request).await,
-            Link::Http(link) => {
-                link.send_request(self, &request, id);
-                Ok(())
-            }
-        };
-        if let Err(e) = sent {
+        if let Link::Stdio(link) = &self.link
+            && let Err(e) = link.send(&request).await
+        {
             self.pending.lock().remove(&id);
             return Err(e);
         }
+        // Over HTTP the exchange runs in this task and feeds the answer into
+        // `rx` (dropped, and the request with it, on timeout or cancellation).
+        // Boxed: the HTTP exchange is a large future, and every call future
+        // (stdio ones too) would otherwise carry its size through each move.
+        let exchange = async {
+            if let Link::Http(link) = &self.link {
+                Box::pin(link.exchange(self, &request, id)).await;
+            }
+            std::future::pending::<()>().await
+        };
         tokio::select! {
             outcome = rx => outcome.unwrap_or_else(|_| Err(self.closed_error())),
+            () = exchange => Err(self.closed_error()),
             _ = tokio::time::sleep(self.timeout) => {
                 self.abandon(id, "timed out").await;
                 Err(UpstreamError::Timeout { upstream: self.label.clone(), after: self.timeout })

@@ -162,15 +162,27 @@ async fn respond<H: Handler>(
     let engine = state.engine.clone();
     let stream_session = session.clone();
     tokio::spawn(async move {
-        let work = requests.into_iter().map(|m| {
-            let (engine, session, downlink) = (engine.clone(), session.clone(), downlink.clone());
-            async move {
-                if let Some(resp) = engine.handle(&session, m, downlink.clone()).await {
-                    downlink.finish(resp);
-                }
+        let mut requests = requests;
+        if requests.len() == 1
+            && let Some(m) = requests.pop()
+        {
+            // The usual case, without join_all's bookkeeping. Boxed, so the
+            // task stays small (spawning moves it, and the gateway's request
+            // future is large).
+            if let Some(resp) = Box::pin(engine.handle(&session, m, downlink.clone())).await {
+                downlink.finish(resp);
             }
-        });
-        futures::future::join_all(work).await;
+        } else {
+            let work = requests.into_iter().map(|m| {
+                let (engine, session, downlink) = (engine.clone(), session.clone(), downlink.clone());
+                async move {
+                    if let Some(resp) = engine.handle(&session, m, downlink.clone()).await {
+                        downlink.finish(resp);
+                    }
+                }
+            });
+            futures::future::join_all(work).await;
+        }
         downlink.end();
     });
 
