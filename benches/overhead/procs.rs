@@ -23,6 +23,9 @@ const LOG_LINES: usize = 40;
 pub struct Bins {
     pub toolgate: PathBuf,
     pub fixture: PathBuf,
+    /// Start every process pinned to this CPU list (`taskset -c`), so it
+    /// sizes its thread pool for what it may use.
+    pub pin: Option<String>,
 }
 
 impl Bins {
@@ -33,11 +36,12 @@ impl Bins {
         let bins = match std::env::var_os("TOOLGATE_BENCH_BIN_DIR") {
             Some(dir) => {
                 let dir = PathBuf::from(dir);
-                Bins { toolgate: dir.join("toolgate"), fixture: dir.join("toolgate-fixture") }
+                Bins { toolgate: dir.join("toolgate"), fixture: dir.join("toolgate-fixture"), pin: None }
             }
             None => Bins {
                 toolgate: PathBuf::from(env!("CARGO_BIN_EXE_toolgate")),
                 fixture: PathBuf::from(env!("CARGO_BIN_EXE_toolgate-fixture")),
+                pin: None,
             },
         };
         for exe in [&bins.toolgate, &bins.fixture] {
@@ -79,8 +83,10 @@ impl Proc {
 
 /// Spawns `program` and returns it once a line of `stream` contains
 /// `marker`, with the text after the marker and the time since the spawn.
+#[allow(clippy::too_many_arguments)]
 async fn spawn_until(
     name: &str,
+    pin: Option<&str>,
     program: &Path,
     args: &[&str],
     env: &[(&str, &str)],
@@ -88,7 +94,15 @@ async fn spawn_until(
     on_stdout: bool,
 ) -> Result<(Proc, String, Duration)> {
     let started = Instant::now();
-    let mut child = Command::new(program)
+    let mut command = match pin {
+        Some(cpus) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", cpus]).arg(program);
+            c
+        }
+        None => Command::new(program),
+    };
+    let mut child = command
         .args(args)
         .envs(env.iter().copied())
         .env_remove("TOOLGATE_CONFIG")
@@ -150,7 +164,8 @@ async fn spawn_until(
 pub async fn fixture_http(bins: &Bins, extra_args: &[&str]) -> Result<(Proc, String)> {
     let mut args = vec!["--http", "127.0.0.1:0"];
     args.extend_from_slice(extra_args);
-    let (proc, url, _) = spawn_until("fixture", &bins.fixture, &args, &[], "LISTENING ", true).await?;
+    let (proc, url, _) =
+        spawn_until("fixture", bins.pin.as_deref(), &bins.fixture, &args, &[], "LISTENING ", true).await?;
     Ok((proc, url))
 }
 
@@ -172,8 +187,9 @@ impl Toolgate {
         let config = config.display().to_string();
         // Info for the `listening on` line; nothing logs at info per request.
         let env = [("TOOLGATE_LOG", "warn,toolgate=info")];
+        let args = ["serve", "--config", &config];
         let (proc, url, startup) =
-            spawn_until(name, &bins.toolgate, &["serve", "--config", &config], &env, "listening on ", false).await?;
+            spawn_until(name, bins.pin.as_deref(), &bins.toolgate, &args, &env, "listening on ", false).await?;
         Ok(Toolgate { proc, url, startup, _dir: dir })
     }
 
@@ -231,53 +247,16 @@ pub fn rss_bytes(pid: u32) -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// `pid` and every process below it.
-fn with_descendants(pid: u32) -> Vec<u32> {
-    let mut parents: Vec<(u32, u32)> = Vec::new();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for entry in dir.flatten() {
-            let Some(p) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
-            let ppid =
-                stat.rfind(')').and_then(|at| stat[at + 2..].split_whitespace().nth(1).and_then(|f| f.parse().ok()));
-            if let Some(ppid) = ppid {
-                parents.push((p, ppid));
-            }
-        }
+/// Pins the calling thread to `cpus` (with `taskset`, by thread id).
+pub fn pin_this_thread(cpus: &str) -> Result<()> {
+    let link = std::fs::read_link("/proc/thread-self").context("reading /proc/thread-self")?;
+    let tid = link.file_name().and_then(|n| n.to_str()).context("no thread id")?.to_owned();
+    let out = std::process::Command::new("taskset")
+        .args(["-p", "-c", cpus, &tid])
+        .output()
+        .context("running taskset (util-linux)")?;
+    if !out.status.success() {
+        bail!("taskset -p -c {cpus} {tid} failed: {}", String::from_utf8_lossy(&out.stderr).trim());
     }
-    let mut all = vec![pid];
-    let mut i = 0;
-    while i < all.len() {
-        let parent = all[i];
-        all.extend(parents.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
-        i += 1;
-    }
-    all
-}
-
-/// The CPUs this process may run on now (to restore after pinning).
-pub fn own_cpu_list() -> String {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:").map(|v| v.trim().to_owned())))
-        .unwrap_or_else(|| "0-1023".into())
-}
-
-/// Sets the CPU affinity of every thread of `pids` and their descendants
-/// (with `taskset -a`). Returns how many processes were set.
-pub fn pin(pids: &[u32], cpus: &str) -> Result<usize> {
-    let mut n = 0;
-    for &pid in pids {
-        for p in with_descendants(pid) {
-            let out = std::process::Command::new("taskset")
-                .args(["-a", "-p", "-c", cpus, &p.to_string()])
-                .output()
-                .context("running taskset (util-linux)")?;
-            if !out.status.success() {
-                bail!("taskset -a -p -c {cpus} {p} failed: {}", String::from_utf8_lossy(&out.stderr).trim());
-            }
-            n += 1;
-        }
-    }
-    Ok(n)
+    Ok(())
 }

@@ -104,7 +104,8 @@ pub fn header(settings: &Settings, bins: &Bins) -> String {
     let _ = writeln!(s, "- binaries: {}", bins.toolgate.parent().map(|p| p.display().to_string()).unwrap_or_default());
     let _ = writeln!(
         s,
-        "- each row: {:.1} s warm-up, {:.1} s measured; the pinned rows run every process on CPU {}",
+        "- each row: {:.1} s warm-up, {:.1} s measured; for the \"1 CPU\" rows every process is started under \
+         `taskset -c {}` and the load generator runs on one thread there",
         settings.warmup.as_secs_f64(),
         settings.window.as_secs_f64(),
         settings.pin_cpu.as_deref().unwrap_or("(none)")

@@ -82,13 +82,26 @@ async fn open_sessions(url: &str, n: usize, gate: bool) -> Result<Vec<Arc<Sessio
     Ok(sessions)
 }
 
-async fn calls(settings: &Settings, bins: &Bins, ticks: u64) -> Result<Vec<Row>> {
-    let top = settings.concurrency.iter().copied().max().unwrap_or(1);
-    let low = settings.concurrency.iter().copied().filter(|&c| c <= 10).max().unwrap_or(1);
-    let mut fixtures: Vec<Proc> = Vec::new();
-    let mut gates: Vec<Toolgate> = Vec::new();
+/// The processes behind the targets.
+struct Fleet {
+    fixtures: Vec<Proc>,
+    gates: Vec<Toolgate>,
+}
 
-    eprintln!("overhead: starting the upstreams and toolgate");
+impl Fleet {
+    async fn stop(self) {
+        for g in self.gates {
+            g.stop().await;
+        }
+        for f in self.fixtures {
+            f.stop().await;
+        }
+    }
+}
+
+/// Starts the upstreams and toolgate and opens `top` sessions on each path
+/// (`low` on the per-session one).
+async fn targets(bins: &Bins, top: usize, low: usize) -> Result<(Vec<Target>, Fleet)> {
     let (direct, direct_url) = procs::fixture_http(bins, &[]).await?;
     let (behind, behind_url) = procs::fixture_http(bins, &[]).await?;
     let stdio = Toolgate::start(bins, "toolgate-stdio", &procs::stdio_upstream(&bins.fixture, &[], "shared")).await?;
@@ -96,8 +109,7 @@ async fn calls(settings: &Settings, bins: &Bins, ticks: u64) -> Result<Vec<Row>>
     let per_session =
         Toolgate::start(bins, "toolgate-per-session", &procs::stdio_upstream(&bins.fixture, &[], "per_session"))
             .await?;
-    eprintln!("overhead: opening sessions");
-    let mut targets = vec![
+    let targets = vec![
         Target {
             key: "direct",
             label: "direct (fixture, Streamable HTTP)",
@@ -127,30 +139,46 @@ async fn calls(settings: &Settings, bins: &Bins, ticks: u64) -> Result<Vec<Row>>
             max_concurrency: low,
         },
     ];
-    let all_pids = [std::process::id(), direct.pid(), behind.pid(), stdio.pid(), http.pid(), per_session.pid()];
-    fixtures.extend([direct, behind]);
-    gates.extend([stdio, http, per_session]);
+    Ok((targets, Fleet { fixtures: vec![direct, behind], gates: vec![stdio, http, per_session] }))
+}
 
+async fn calls(settings: &Settings, bins: &Bins, ticks: u64) -> Result<Vec<Row>> {
+    let top = settings.concurrency.iter().copied().max().unwrap_or(1);
+    let low = settings.concurrency.iter().copied().filter(|&c| c <= 10).max().unwrap_or(1);
     let mut rows = Vec::new();
-    if let Some(cpu) = &settings.pin_cpu {
-        let restore = procs::own_cpu_list();
-        let pinned = procs::pin(&all_pids, cpu)?;
-        eprintln!("overhead: {pinned} processes pinned to CPU {cpu}");
-        measure(settings, ticks, &mut rows, &targets, 1, true).await;
-        procs::pin(&all_pids, &restore)?;
+
+    // Concurrency 1 on one CPU: every process is started pinned (so each
+    // sizes its thread pool to that one CPU), and the load generator runs
+    // on a single thread pinned there too.
+    if let Some(cpu) = settings.pin_cpu.clone() {
+        eprintln!("overhead: starting pinned processes on CPU {cpu}");
+        let pinned = Bins { pin: Some(cpu.clone()), ..bins.clone() };
+        let settings = settings.clone();
+        let thread = std::thread::spawn(move || -> Result<Vec<Row>> {
+            procs::pin_this_thread(&cpu)?;
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            runtime.block_on(async {
+                let (targets, fleet) = targets(&pinned, 1, 1).await?;
+                let mut rows = Vec::new();
+                measure(&settings, ticks, &mut rows, &targets, 1, true).await;
+                drop(targets);
+                fleet.stop().await;
+                Ok(rows)
+            })
+        });
+        let pinned_rows = tokio::task::spawn_blocking(move || thread.join())
+            .await?
+            .map_err(|_| anyhow!("the pinned load generator panicked"))??;
+        rows.extend(pinned_rows);
     }
+
+    eprintln!("overhead: starting the upstreams and toolgate");
+    let (targets, fleet) = targets(bins, top, low).await?;
     for &conc in &settings.concurrency {
         measure(settings, ticks, &mut rows, &targets, conc, false).await;
     }
-    for t in &mut targets {
-        t.sessions.clear();
-    }
-    for g in gates {
-        g.stop().await;
-    }
-    for f in fixtures {
-        f.stop().await;
-    }
+    drop(targets);
+    fleet.stop().await;
     Ok(rows)
 }
 
