@@ -233,11 +233,19 @@ async fn respond<H: Handler>(
 }
 
 fn json_answer(mut finals: Vec<RpcResponse>, batch: bool) -> Response {
+    // Room for the prepared results plus their envelopes.
+    let capacity = finals
+        .iter()
+        .map(|r| match &r.outcome {
+            crate::jsonrpc::Outcome::Prepared(raw) => raw.get().len() + 64,
+            _ => 256,
+        })
+        .sum();
     if batch {
-        reply::json(StatusCode::OK, &finals.into_iter().map(Message::Response).collect::<Vec<_>>())
+        reply::json_sized(StatusCode::OK, &finals.into_iter().map(Message::Response).collect::<Vec<_>>(), capacity)
     } else {
         match finals.pop() {
-            Some(r) => reply::json(StatusCode::OK, &Message::Response(r)),
+            Some(r) => reply::json_sized(StatusCode::OK, &Message::Response(r), capacity),
             None => StatusCode::ACCEPTED.into_response_empty(),
         }
     }
