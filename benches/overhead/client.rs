@@ -235,12 +235,3 @@ pub fn verify_echo(answer: &Answer, id: u64, text: &str) -> Result<(), Failure> 
         _ => Err(Failure::WrongContent(format!("sent {text:?}, got {result}"))),
     }
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn sse_events_with_data() {
-        let body = "id: 1-0\nretry: 1000\ndata: \n\nid: 1-1\ndata: {\"a\":1}\n\n: keep-alive\n\n";
-        assert_eq!(super::sse_data(body), vec!["{\"a\":1}".to_owned()]);
-    }
-}

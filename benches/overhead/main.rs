@@ -14,7 +14,9 @@
 //!   descriptions resource for 1 and 20 tools;
 //! - the time from start to listening.
 //!
-//! Sections can be picked: `cargo bench --bench overhead -- calls memory`
+//! Run it with `cargo bench` (which passes `--bench`; without it, as under
+//! `cargo test --all-targets`, it does nothing). Sections can be picked:
+//! `cargo bench --bench overhead -- calls memory`
 //! (`calls`, `memory`, `catalog`, `startup`). Environment:
 //! `TOOLGATE_BENCH_SECS` (measured seconds per row, default 4),
 //! `TOOLGATE_BENCH_WARMUP` (default 1), `TOOLGATE_BENCH_PIN_CPU` (CPU for
@@ -88,6 +90,12 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     if args.first().map(String::as_str) == Some("drive") {
         return runtime.block_on(sections::drive(&args[1..]));
+    }
+    // `cargo test --all-targets` runs bench targets without `--bench`
+    // (cargo bench passes it): no benchmark there, and no debug-build figures.
+    if !std::env::args().any(|a| a == "--bench") {
+        eprintln!("overhead: run with `cargo bench --bench overhead` or benches/run.sh (skipped: not a bench run)");
+        return Ok(());
     }
     let report = runtime.block_on(sections::run_all(&settings))?;
     print!("{report}");
