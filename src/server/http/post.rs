@@ -233,6 +233,11 @@ async fn respond<H: Handler>(
 }
 
 fn json_answer(mut finals: Vec<RpcResponse>, batch: bool) -> Response {
+    if let ([RpcResponse { id: Some(id), outcome: crate::jsonrpc::Outcome::Prepared(raw) }], false) =
+        (finals.as_slice(), batch)
+    {
+        return reply::prepared(id, raw.clone());
+    }
     // Room for the prepared results plus their envelopes.
     let capacity = finals
         .iter()
