@@ -147,8 +147,8 @@ pub struct Response {
 #[derive(Debug, Clone)]
 pub enum Outcome {
     Result(Value),
-    /// A result serialized ahead of time (e.g. the cached `tools/list`), sent
-    /// without re-encoding.
+    /// A result as JSON text: serialized ahead of time (e.g. the cached
+    /// `tools/list`), or as decoded from a peer. Sent without re-encoding.
     Prepared(Arc<RawValue>),
     /// The `error` member, kept whole so `data` and unknown fields survive.
     Error(Value),
@@ -159,6 +159,10 @@ impl PartialEq for Outcome {
         match (self, other) {
             (Outcome::Result(a), Outcome::Result(b)) | (Outcome::Error(a), Outcome::Error(b)) => a == b,
             (Outcome::Prepared(a), Outcome::Prepared(b)) => a.get() == b.get(),
+            // A decoded result stays raw: equal if it holds the same JSON.
+            (Outcome::Result(v), Outcome::Prepared(raw)) | (Outcome::Prepared(raw), Outcome::Result(v)) => {
+                serde_json::from_str::<Value>(raw.get()).is_ok_and(|parsed| parsed == *v)
+            }
             _ => false,
         }
     }
@@ -235,8 +239,10 @@ struct Envelope {
     method: Option<String>,
     #[serde(default)]
     params: Option<Value>,
+    /// Kept as JSON text: a proxied result goes out again as it came in,
+    /// without being parsed into (and serialized back from) a tree.
     #[serde(default)]
-    result: Option<Value>,
+    result: Option<Box<RawValue>>,
     #[serde(default)]
     error: Option<Value>,
 }
@@ -276,13 +282,17 @@ impl Message {
         {
             return Err(invalid("\"params\" must be an object or an array"));
         }
-        match (env.method, env.result, env.error) {
+        // `"result": null` counts as absent, as it did when results were parsed.
+        let result = env.result.filter(|r| r.get() != "null");
+        match (env.method, result, env.error) {
             (Some(method), None, None) => Ok(match id {
                 Some(id) => Message::Request(Request { id, method, params: env.params }),
                 None => Message::Notification(Notification { method, params: env.params }),
             }),
             (None, Some(result), None) => match id {
-                Some(id) => Ok(Message::Response(Response { id: Some(id), outcome: Outcome::Result(result) })),
+                Some(id) => {
+                    Ok(Message::Response(Response { id: Some(id), outcome: Outcome::Prepared(Arc::from(result)) }))
+                }
                 None => Err(invalid("a result needs an id")),
             },
             (None, None, Some(error)) => {

@@ -74,11 +74,6 @@ impl Gateway {
             other => other,
         };
         match outcome {
-            Ok(Outcome::Result(mut result)) => {
-                // Content the client's revision predates is translated.
-                super::translate::result(method, &mut result, session.version());
-                Outcome::Result(result)
-            }
             Ok(Outcome::Error(error)) => {
                 // URLElicitationRequiredError: remember who may hear the completions.
                 if let Some(elicitations) = error.pointer("/data/elicitations").and_then(Value::as_array) {
@@ -88,7 +83,8 @@ impl Gateway {
                 }
                 Outcome::Error(error)
             }
-            Ok(other) => other,
+            // Content the client's revision predates is translated.
+            Ok(outcome) => super::translate::outcome(method, outcome, session.version()),
             Err(e) => Outcome::error(e.to_error_object()),
         }
     }
@@ -167,7 +163,8 @@ impl Gateway {
             return Outcome::Result(disclosure::description_required(&name, view.catalog.describe_tool_name()));
         }
         params["name"] = json!(entry.original);
-        // Tool calls may run long: stream the answer (resumable on HTTP).
+        // Tool calls may run long: stream the answer (resumable on HTTP)
+        // unless it is ready within the transport's grace period.
         ctx.downlink.prefer_stream();
         self.forward(session, entry.upstream, method::TOOLS_CALL, Some(params), ctx).await
     }

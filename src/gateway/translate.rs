@@ -15,10 +15,29 @@
 
 use serde_json::{Value, json};
 
+use crate::jsonrpc::Outcome;
 use crate::protocol::Version;
 
 /// The first revision every content block type is known to.
 const NEWEST_CONTENT: Version = Version::V2025_06_18;
+
+/// Downgrades a result outcome of `method` for a client on `client`,
+/// parsing a raw result only when the client's revision needs it.
+pub fn outcome(method: &str, outcome: Outcome, client: Version) -> Outcome {
+    if client >= NEWEST_CONTENT {
+        return outcome;
+    }
+    let mut value = match outcome {
+        Outcome::Result(v) => v,
+        Outcome::Prepared(raw) => match serde_json::from_str(raw.get()) {
+            Ok(v) => v,
+            Err(_) => return Outcome::Prepared(raw),
+        },
+        error @ Outcome::Error(_) => return error,
+    };
+    result(method, &mut value, client);
+    Outcome::Result(value)
+}
 
 /// Downgrades the result of `method` for a client on `client`.
 pub fn result(method: &str, result: &mut Value, client: Version) {
@@ -115,6 +134,21 @@ mod tests {
         let mut r = original.clone();
         result("tools/call", &mut r, Version::V2025_06_18);
         assert_eq!(r, original, "nothing to do for current clients");
+    }
+
+    #[test]
+    fn raw_results_are_parsed_only_for_older_clients() {
+        let raw: std::sync::Arc<serde_json::value::RawValue> = serde_json::value::to_raw_value(
+            &json!({"content": [{"type": "resource_link", "uri": "x://y", "name": "y"}]}),
+        )
+        .unwrap()
+        .into();
+        let kept = outcome("tools/call", Outcome::Prepared(raw.clone()), Version::V2025_06_18);
+        assert!(matches!(kept, Outcome::Prepared(r) if r.get() == raw.get()), "passed through as text");
+        let Outcome::Result(v) = outcome("tools/call", Outcome::Prepared(raw), Version::V2025_03_26) else {
+            panic!("a translated result");
+        };
+        assert_eq!(v["content"][0]["type"], "text");
     }
 
     #[test]

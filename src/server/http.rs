@@ -32,6 +32,22 @@ use super::session::Session;
 use crate::jsonrpc::codes;
 use crate::protocol::{self, Version};
 
+/// A listener whose accepted connections have `TCP_NODELAY` set. An SSE
+/// answer is several small writes (the priming event, then the response);
+/// with Nagle's algorithm the second one waits for the client's delayed ACK,
+/// which costs 40 ms per streamed answer on Linux.
+pub fn no_delay(
+    listener: tokio::net::TcpListener,
+) -> axum::serve::TapIo<tokio::net::TcpListener, fn(&mut tokio::net::TcpStream)> {
+    use axum::serve::ListenerExt as _;
+    let set: fn(&mut tokio::net::TcpStream) = |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
+        }
+    };
+    listener.tap_io(set)
+}
+
 /// What the HTTP transport needs to know.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
@@ -58,24 +74,39 @@ pub fn router<H: Handler>(engine: Arc<Engine<H>>, options: HttpOptions) -> Route
     let path = options.path.clone();
     let legacy_sse = options.legacy_sse;
     let state = Arc::new(HttpState { engine, options, legacy: Arc::default() });
-    let mut router = Router::new().route(&path, any(endpoint::<H>));
+    // The MCP endpoint checks `Host`/`Origin` itself (a middleware layer
+    // costs a boxed future and a service clone on every request); the other
+    // routes go through the same check as a layer.
+    let mut router = Router::new();
     if legacy_sse {
         router = router
             .route(legacy::SSE_PATH, axum::routing::get(legacy::open::<H>))
             .route(legacy::MESSAGES_PATH, axum::routing::post(legacy::post::<H>));
     }
-    router.layer(middleware::from_fn_with_state(state.clone(), guard_layer::<H>)).with_state(state)
+    router
+        .layer(middleware::from_fn_with_state(state.clone(), guard_layer::<H>))
+        .route(&path, any(endpoint::<H>))
+        .with_state(state)
+}
+
+/// The DNS-rebinding check: a 403 for a refused `Host` or `Origin`.
+fn refused<H: Handler>(state: &HttpState<H>, request: &Request) -> Option<Response> {
+    let why = state.options.guard.check(request.headers(), request.uri()).err()?;
+    tracing::warn!(%why, "request refused (DNS-rebinding protection)");
+    Some(reply::error(StatusCode::FORBIDDEN, codes::SERVER_ERROR, &format!("Forbidden: {why}")))
 }
 
 async fn guard_layer<H: Handler>(State(state): State<Arc<HttpState<H>>>, request: Request, next: Next) -> Response {
-    if let Err(why) = state.options.guard.check(request.headers(), request.uri()) {
-        tracing::warn!(%why, "request refused (DNS-rebinding protection)");
-        return reply::error(StatusCode::FORBIDDEN, codes::SERVER_ERROR, &format!("Forbidden: {why}"));
+    if let Some(response) = refused(&state, &request) {
+        return response;
     }
     next.run(request).await
 }
 
 async fn endpoint<H: Handler>(State(state): State<Arc<HttpState<H>>>, request: Request) -> Response {
+    if let Some(response) = refused(&state, &request) {
+        return response;
+    }
     match *request.method() {
         Method::POST => post::handle(state, request).await,
         Method::GET => stream::open(state, request.headers()),
@@ -155,12 +186,15 @@ fn check_version_header(headers: &HeaderMap) -> Result<(), Reject> {
     }
 }
 
-/// Whether an `Accept` header admits `wanted` (`type/subtype`).
+/// Whether an `Accept` header admits `wanted` (`type/subtype`). Runs on
+/// every POST, so it compares in place instead of lowercasing copies.
 fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
     let (kind, _) = wanted.split_once('/').unwrap_or((wanted, ""));
-    headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|item| {
-        let media = item.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-        media == wanted || media == "*/*" || media == format!("{kind}/*")
+    headers.get_all(header::ACCEPT).iter().flat_map(|v| v.as_bytes().split(|&b| b == b',')).any(|item| {
+        let media = item.split(|&b| b == b';').next().unwrap_or_default().trim_ascii();
+        media.eq_ignore_ascii_case(wanted.as_bytes())
+            || media == b"*/*"
+            || media.strip_suffix(b"/*").is_some_and(|k| k.eq_ignore_ascii_case(kind.as_bytes()))
     })
 }
 
@@ -175,3 +209,6 @@ impl EmptyResponse for StatusCode {
         r
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -38,6 +38,8 @@ struct Stream {
     delivered: u64,
     events: VecDeque<(u64, Arc<str>)>,
     subscriber: Option<Subscriber>,
+    /// The connection that delivered its events itself (`push_own`) is gone.
+    detached: bool,
     finished: bool,
 }
 
@@ -93,11 +95,13 @@ pub fn parse_event_id(id: &str) -> Option<(u64, u64)> {
 }
 
 impl Replay {
-    /// Opens a request stream with `subscriber` attached.
-    pub fn open(&mut self, subscriber: Subscriber) -> u64 {
+    /// Opens a request stream whose events the caller delivers itself (the
+    /// body of the POST's response, see [`Replay::push_own`]), until a
+    /// resumption attaches a subscriber.
+    pub fn open(&mut self) -> u64 {
         self.next_stream += 1;
         let id = self.next_stream;
-        self.streams.insert(id, Stream { subscriber: Some(subscriber), ..Stream::default() });
+        self.streams.insert(id, Stream::default());
         id
     }
 
@@ -113,13 +117,46 @@ impl Replay {
         s.send_live(seq, stream, &data);
     }
 
+    /// Appends an event to `stream` for the caller to deliver on its own
+    /// connection, and returns the event's id. `None` when a resumption has
+    /// attached a subscriber meanwhile: the event went to that subscriber,
+    /// and so must the rest of the stream (with [`Replay::push`]).
+    pub fn push_own(&mut self, stream: u64, data: Arc<str>) -> Option<String> {
+        let s = self.streams.entry(stream).or_default();
+        s.last_seq += 1;
+        let seq = s.last_seq;
+        if s.events.len() == STREAM_BUFFER {
+            s.events.pop_front();
+        }
+        s.events.push_back((seq, data.clone()));
+        if s.subscriber.is_some() {
+            s.send_live(seq, stream, &data);
+            return None;
+        }
+        s.delivered = seq;
+        Some(event_id(stream, seq))
+    }
+
+    /// The connection that delivered `stream`'s events itself is gone: what
+    /// follows is kept for a resumption.
+    pub fn detach(&mut self, stream: u64) {
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.detached = true;
+        }
+    }
+
     /// Marks a request stream finished: its subscriber's response ends. A
-    /// stream whose every event reached a live connection is forgotten; one
-    /// that lost its connection stays (a few of them) for resumption.
+    /// stream whose every event reached a live connection (a subscriber, or
+    /// the caller of [`Replay::push_own`]) is forgotten; one that lost its
+    /// connection stays (a few of them) for resumption.
     pub fn finish(&mut self, stream: u64) {
         let Some(s) = self.streams.get_mut(&stream) else { return };
         s.finished = true;
-        let complete = s.subscriber.as_ref().is_some_and(|sub| !sub.is_closed()) && s.delivered == s.last_seq;
+        let live = match &s.subscriber {
+            Some(sub) => !sub.is_closed(),
+            None => !s.detached,
+        };
+        let complete = live && s.delivered == s.last_seq;
         s.subscriber = None;
         if complete {
             self.streams.remove(&stream);
@@ -199,11 +236,9 @@ mod tests {
     #[test]
     fn a_dropped_request_stream_resumes_where_it_left_off() {
         let mut r = Replay::default();
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let s = r.open(tx);
-        r.push(s, data("a"));
-        assert_eq!(drain(&mut rx), ["1-1=a"]);
-        drop(rx); // the connection drops
+        let s = r.open();
+        assert_eq!(r.push_own(s, data("a")).as_deref(), Some("1-1"), "the response body delivers it");
+        r.detach(s); // the connection drops
         r.push(s, data("b"));
         r.push(s, data("c"));
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -219,9 +254,8 @@ mod tests {
     #[test]
     fn a_finished_stream_can_still_be_resumed_once() {
         let mut r = Replay::default();
-        let (tx, rx) = mpsc::unbounded_channel();
-        let s = r.open(tx);
-        drop(rx);
+        let s = r.open();
+        r.detach(s);
         r.push(s, data("x"));
         r.finish(s);
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -232,12 +266,41 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_delivered_by_its_own_response_is_forgotten_only_if_the_connection_held() {
+        let mut r = Replay::default();
+        let kept = r.open();
+        r.push_own(kept, data("x"));
+        r.detach(kept);
+        r.finish(kept);
+        let gone = r.open();
+        r.push_own(gone, data("y"));
+        r.finish(gone);
+        assert_eq!(r.stream_count(), 1, "only the detached stream is kept");
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        assert_eq!(r.resume("1-0", tx), Ok(false));
+        assert_eq!(drain(&mut rx), ["1-1=x"], "the client may not have received it");
+    }
+
+    #[test]
+    fn a_resumption_takes_over_from_the_response_body() {
+        let mut r = Replay::default();
+        let s = r.open();
+        assert!(r.push_own(s, data("a")).is_some());
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        assert_eq!(r.resume("1-0", tx), Ok(true));
+        assert_eq!(drain(&mut rx), ["1-1=a"]);
+        assert_eq!(r.push_own(s, data("b")), None, "the body must hand over");
+        r.push(s, data("c"));
+        r.finish(s);
+        assert_eq!(drain(&mut rx), ["1-2=b", "1-3=c"]);
+        assert_eq!(r.stream_count(), 0);
+    }
+
+    #[test]
     fn events_never_cross_streams_and_bad_ids_are_refused() {
         let mut r = Replay::default();
-        let (tx1, _rx1) = mpsc::unbounded_channel();
-        let (tx2, _rx2) = mpsc::unbounded_channel();
-        let a = r.open(tx1);
-        let b = r.open(tx2);
+        let a = r.open();
+        let b = r.open();
         r.push(a, data("for a"));
         r.push(b, data("for b"));
         let (tx, mut rx) = mpsc::unbounded_channel();

@@ -22,8 +22,8 @@ pub enum Frame {
     /// The response that ends a request.
     Final(Response),
     /// The application asks for a streamed answer (it is forwarding work
-    /// that may take a while), so the transport should not wait to see
-    /// whether a plain JSON answer would do.
+    /// that may take a while): the transport streams it unless the answer is
+    /// ready within a short grace period (Streamable HTTP).
     Stream,
     /// Every request of the POST has been answered (or cancelled): the
     /// stream may end even if late messages could still arrive.

@@ -7,6 +7,11 @@
 //! server's `retry` delay. Messages that belong to no call arrive on the
 //! standalone `GET` stream, opened after the handshake (unless the server
 //! answers 405).
+//!
+//! POSTs to a plain `http://` endpoint go through [`plain`], a lean client
+//! on hyper's connection API; everything else through reqwest.
+
+mod plain;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -49,6 +54,10 @@ struct Inner {
     session_id: Mutex<Option<HeaderValue>>,
     version: OnceLock<Version>,
     stop: CancellationToken,
+    /// The lean client for POSTs, when the URL allows it.
+    plain: Option<plain::PlainClient>,
+    /// `headers` plus the fixed headers of a POST (for the lean client).
+    post_headers: HeaderMap,
 }
 
 impl HttpLink {
@@ -59,9 +68,15 @@ impl HttpLink {
         client: reqwest::Client,
     ) -> Result<Self, UpstreamError> {
         let (url, headers) = config_target(config, label)?;
+        let plain = plain::PlainClient::for_url(&url);
+        let mut post_headers = headers.clone();
+        post_headers.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+        post_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         Ok(Self(Arc::new(Inner {
+            post_headers,
             label: label.clone(),
             client,
+            plain,
             url,
             headers,
             session_id: Mutex::new(None),
@@ -91,13 +106,14 @@ impl HttpLink {
         let _ = tokio::time::timeout(STANDALONE_OPEN_WAIT, wait).await;
     }
 
-    /// Sends a request; its answer is read on a task of its own and fed
-    /// into `peer`.
-    pub(crate) fn send_request(&self, peer: &Arc<Peer>, message: &Message, id: u64) {
+    /// Sends request `id` and feeds its answer into `peer`. A JSON answer
+    /// is read here, in the caller's task (no hop to another task); an SSE
+    /// stream, which may go on after the response and need resuming, is
+    /// read on a task of its own. Returns once the answer is in, or its
+    /// stream handed over.
+    pub(crate) async fn exchange(&self, peer: &Arc<Peer>, message: &Message, id: u64) {
         let body = Bytes::from(message.encode());
-        let link = self.clone();
-        let peer = peer.clone();
-        tokio::spawn(async move { link.request(peer, body, id).await });
+        self.request(peer.clone(), body, id).await;
     }
 
     /// Sends a notification or a response (answered with 202, no body).
@@ -151,11 +167,39 @@ impl HttpLink {
         self.with_session_headers(req)
     }
 
+    /// The headers of a POST on the plain client (reqwest's builder adds the
+    /// same ones in [`HttpLink::post`]).
+    fn plain_headers(&self) -> HeaderMap {
+        let mut headers = self.0.post_headers.clone();
+        if let Some(id) = self.0.session_id.lock().clone() {
+            headers.insert(protocol::header::SESSION_ID, id);
+        }
+        if let Some(v) = self.0.version.get().filter(|v| v.has_version_header()) {
+            headers.insert(protocol::header::PROTOCOL_VERSION, HeaderValue::from_static(v.as_str()));
+        }
+        headers
+    }
+
+    fn plain_error(&self, e: plain::PlainError) -> UpstreamError {
+        match e {
+            plain::PlainError::Connect { .. } => {
+                UpstreamError::Unavailable { upstream: self.0.label.clone(), reason: e.to_string() }
+            }
+            other => UpstreamError::Http { upstream: self.0.label.clone(), detail: error_chain(&other) },
+        }
+    }
+
     /// POSTs request `id` and feeds what comes back into the peer.
     async fn request(&self, peer: Arc<Peer>, body: Bytes, id: u64) {
-        let response = match self.post(body).send().await {
-            Ok(r) => r,
-            Err(e) => return peer.fail(id, self.http_error(&e)),
+        let response = match &self.0.plain {
+            Some(plain) => match plain.post(self.plain_headers(), body).await {
+                Ok(r) => Posted::Plain(r),
+                Err(e) => return peer.fail(id, self.plain_error(e)),
+            },
+            None => match self.post(body).send().await {
+                Ok(r) => Posted::Reqwest(r),
+                Err(e) => return peer.fail(id, self.http_error(&e)),
+            },
         };
         if self.0.session_id.lock().is_none()
             && let Some(sid) = response.headers().get(protocol::header::SESSION_ID)
@@ -179,11 +223,22 @@ impl HttpLink {
             return peer.fail(id, UpstreamError::Protocol { upstream: self.0.label.clone(), detail });
         }
         if content_type.starts_with("text/event-stream") && status.is_success() {
-            return self.read_response_stream(&peer, response.bytes_stream(), id).await;
+            let link = self.clone();
+            match response {
+                Posted::Reqwest(r) => {
+                    tokio::spawn(async move { link.read_response_stream(&peer, r.bytes_stream(), id).await });
+                }
+                Posted::Plain(r) => {
+                    use http_body_util::BodyExt as _;
+                    let stream = r.into_body().into_data_stream();
+                    tokio::spawn(async move { link.read_response_stream(&peer, stream, id).await });
+                }
+            }
+            return;
         }
-        let bytes = match response.bytes().await {
+        let bytes = match response.bytes(self).await {
             Ok(b) => b,
-            Err(e) => return peer.fail(id, self.http_error(&e)),
+            Err(e) => return peer.fail(id, e),
         };
         let messages = decode_body(&bytes);
         if messages.is_empty() || !status.is_success() {
@@ -206,10 +261,10 @@ impl HttpLink {
 
     /// Reads a request's SSE stream, resuming it with `Last-Event-ID` when it
     /// ends before the response.
-    async fn read_response_stream(
+    async fn read_response_stream<E: std::error::Error + Send + Sync + 'static>(
         &self,
         peer: &Arc<Peer>,
-        stream: impl Stream<Item = reqwest::Result<Bytes>> + Unpin,
+        stream: impl Stream<Item = Result<Bytes, E>> + Unpin,
         id: u64,
     ) {
         let mut cursor = StreamCursor::default();
@@ -300,6 +355,42 @@ impl HttpLink {
     }
 }
 
+/// The answer to a POST, from either client.
+enum Posted {
+    Reqwest(reqwest::Response),
+    Plain(http::Response<hyper::body::Incoming>),
+}
+
+impl Posted {
+    fn status(&self) -> StatusCode {
+        match self {
+            Posted::Reqwest(r) => r.status(),
+            Posted::Plain(r) => r.status(),
+        }
+    }
+
+    fn headers(&self) -> &HeaderMap {
+        match self {
+            Posted::Reqwest(r) => r.headers(),
+            Posted::Plain(r) => r.headers(),
+        }
+    }
+
+    /// The whole body.
+    async fn bytes(self, link: &HttpLink) -> Result<Bytes, UpstreamError> {
+        match self {
+            Posted::Reqwest(r) => r.bytes().await.map_err(|e| link.http_error(&e)),
+            Posted::Plain(r) => {
+                use http_body_util::BodyExt as _;
+                match r.into_body().collect().await {
+                    Ok(collected) => Ok(collected.to_bytes()),
+                    Err(e) => Err(UpstreamError::Http { upstream: link.0.label.clone(), detail: error_chain(&e) }),
+                }
+            }
+        }
+    }
+}
+
 /// Where a stream left off, for resumption.
 #[derive(Default)]
 struct StreamCursor {
@@ -312,10 +403,10 @@ impl StreamCursor {
     /// last event id and `retry`, until the stream ends or (for a request's
     /// stream) the response has arrived. Events with empty data (priming
     /// events) carry only those.
-    async fn read(
+    async fn read<E: std::error::Error + Send + Sync + 'static>(
         &mut self,
         peer: &Arc<Peer>,
-        stream: impl Stream<Item = reqwest::Result<Bytes>> + Unpin,
+        stream: impl Stream<Item = Result<Bytes, E>> + Unpin,
         related: Option<u64>,
     ) {
         let mut events = SseByteStream::new(stream);
@@ -391,7 +482,7 @@ fn with_fallback_id(message: Message, id: u64) -> Message {
 }
 
 /// An error with its sources, `outer: inner: …`.
-pub(super) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

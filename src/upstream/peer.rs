@@ -199,21 +199,30 @@ impl Peer {
         let request = Message::Request(Request { id: Id::number(id), method: method.to_owned(), params });
         let sent = match &self.link {
             Link::Stdio(link) => link.send(&request).await,
-            Link::Http(link) => {
-                link.send_request(self, &request, id);
-                Ok(())
-            }
             Link::Sse(link) => link.send(&request).await,
+            Link::Http(_) => Ok(()),
         };
         if let Err(e) = sent {
             self.pending.lock().remove(&id);
             return Err(e);
         }
+        // Over HTTP the exchange runs in this task and feeds the answer into
+        // `rx` (dropped, and the request with it, on timeout or cancellation).
+        // Boxed: the HTTP exchange is a large future, and every call future
+        // (stdio ones too) would otherwise carry its size through each move.
+        let exchange = async {
+            if let Link::Http(link) = &self.link {
+                Box::pin(link.exchange(self, &request, id)).await;
+            }
+            std::future::pending::<()>().await
+        };
+        tokio::pin!(exchange);
         let deadline = tokio::time::sleep(self.timeout);
         tokio::pin!(deadline);
         loop {
             tokio::select! {
                 outcome = &mut rx => return outcome.unwrap_or_else(|_| Err(self.closed_error())),
+                () = &mut exchange => return Err(self.closed_error()),
                 _ = &mut deadline => {
                     self.abandon(id, "timed out").await;
                     return Err(UpstreamError::Timeout { upstream: self.label.clone(), after: self.timeout });

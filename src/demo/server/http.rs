@@ -163,5 +163,5 @@ pub async fn serve_http(
     let app = crate::server::http::router(engine, options);
     let listener = tokio::net::TcpListener::bind(listen).await?;
     on_listening(listener.local_addr()?);
-    axum::serve(listener, app).await
+    axum::serve(crate::server::http::no_delay(listener), app).await
 }

@@ -14,6 +14,12 @@ use crate::server::engine::{Engine, sessionless_error};
 use crate::server::handler::Handler;
 use crate::server::session::{Downlink, Frame, Session};
 
+/// How long answers the application wants streamed ([`Frame::Stream`]) may
+/// take and still go out as one JSON response: a fast tool call then costs
+/// one write and no replay bookkeeping; a slower one is streamed (and
+/// resumable) from then on, its priming event this much later.
+const STREAM_GRACE: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// What the body held.
 enum Body {
     Single(Message),
@@ -142,7 +148,8 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request) -> R
 }
 
 /// Runs the requests on their own task and answers with JSON if every
-/// response is ready before anything else has to be sent, else with SSE.
+/// response is ready before anything else has to be sent (and, for work the
+/// application wants streamed, within [`STREAM_GRACE`]), else with SSE.
 async fn respond<H: Handler>(
     state: &Arc<HttpState<H>>,
     session: Arc<Session<H::State>>,
@@ -155,30 +162,61 @@ async fn respond<H: Handler>(
     let engine = state.engine.clone();
     let stream_session = session.clone();
     tokio::spawn(async move {
-        let work = requests.into_iter().map(|m| {
-            let (engine, session, downlink) = (engine.clone(), session.clone(), downlink.clone());
-            async move {
-                if let Some(resp) = engine.handle(&session, m, downlink.clone()).await {
-                    downlink.finish(resp);
-                }
+        let mut requests = requests;
+        if requests.len() == 1
+            && let Some(m) = requests.pop()
+        {
+            // The usual case, without join_all's bookkeeping. Boxed, so the
+            // task stays small (spawning moves it, and the gateway's request
+            // future is large).
+            if let Some(resp) = Box::pin(engine.handle(&session, m, downlink.clone())).await {
+                downlink.finish(resp);
             }
-        });
-        futures::future::join_all(work).await;
+        } else {
+            let work = requests.into_iter().map(|m| {
+                let (engine, session, downlink) = (engine.clone(), session.clone(), downlink.clone());
+                async move {
+                    if let Some(resp) = engine.handle(&session, m, downlink.clone()).await {
+                        downlink.finish(resp);
+                    }
+                }
+            });
+            futures::future::join_all(work).await;
+        }
         downlink.end();
     });
 
     let mut finals: Vec<RpcResponse> = std::mem::take(answers);
+    // Set once the application asked for a stream: how long the answers
+    // may still take to go out as plain JSON.
+    let mut grace: Option<tokio::time::Instant> = None;
     loop {
-        match rx.recv().await {
+        let frame = match grace {
+            None => rx.recv().await,
+            Some(until) => match tokio::time::timeout_at(until, rx.recv()).await {
+                Ok(frame) => frame,
+                Err(_) => {
+                    let mut prelude: Vec<Frame> = finals.into_iter().map(Frame::Final).collect();
+                    prelude.push(Frame::Stream);
+                    return stream::request_stream(stream_session, prelude, rx, state.options.keep_alive);
+                }
+            },
+        };
+        match frame {
             Some(Frame::Final(r)) => {
                 finals.push(r);
                 if finals.len() == expected {
                     return json_answer(finals, batch);
                 }
             }
-            // Something must go out before the answer, or the application
-            // asked for a stream: answer with SSE.
-            Some(frame @ (Frame::Message(_) | Frame::Stream)) => {
+            // Work that may take a while (a forwarded tool call): streamed,
+            // and resumable, unless its answer is ready within the grace
+            // period; then one JSON answer is cheaper for both sides.
+            Some(Frame::Stream) => {
+                grace.get_or_insert_with(|| tokio::time::Instant::now() + STREAM_GRACE);
+            }
+            // Something must go out before the answer: answer with SSE.
+            Some(frame @ Frame::Message(_)) => {
                 let mut prelude: Vec<Frame> = finals.into_iter().map(Frame::Final).collect();
                 prelude.push(frame);
                 return stream::request_stream(stream_session, prelude, rx, state.options.keep_alive);
@@ -195,11 +233,24 @@ async fn respond<H: Handler>(
 }
 
 fn json_answer(mut finals: Vec<RpcResponse>, batch: bool) -> Response {
+    if let ([RpcResponse { id: Some(id), outcome: crate::jsonrpc::Outcome::Prepared(raw) }], false) =
+        (finals.as_slice(), batch)
+    {
+        return reply::prepared(id, raw.clone());
+    }
+    // Room for the prepared results plus their envelopes.
+    let capacity = finals
+        .iter()
+        .map(|r| match &r.outcome {
+            crate::jsonrpc::Outcome::Prepared(raw) => raw.get().len() + 64,
+            _ => 256,
+        })
+        .sum();
     if batch {
-        reply::json(StatusCode::OK, &finals.into_iter().map(Message::Response).collect::<Vec<_>>())
+        reply::json_sized(StatusCode::OK, &finals.into_iter().map(Message::Response).collect::<Vec<_>>(), capacity)
     } else {
         match finals.pop() {
-            Some(r) => reply::json(StatusCode::OK, &Message::Response(r)),
+            Some(r) => reply::json_sized(StatusCode::OK, &Message::Response(r), capacity),
             None => StatusCode::ACCEPTED.into_response_empty(),
         }
     }

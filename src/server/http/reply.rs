@@ -1,15 +1,34 @@
 //! Building HTTP responses that carry JSON-RPC payloads.
 
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
 use axum::body::Body;
 use axum::response::Response;
+use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
+use http_body::{Frame, SizeHint};
 use serde::Serialize;
+use serde_json::value::RawValue;
 
-use crate::jsonrpc::{ErrorObject, Message, Response as RpcResponse};
+use crate::jsonrpc::{ErrorObject, Id, Message, Response as RpcResponse};
 
 /// A JSON body with `status`.
 pub fn json<T: Serialize + ?Sized>(status: StatusCode, body: &T) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
+    json_sized(status, body, 128)
+}
+
+/// A JSON body with `status`, written into a buffer of `capacity` bytes
+/// (a large prepared result, e.g. a 1,000-tool `tools/list`, is then copied
+/// once instead of through every doubling of the buffer).
+pub fn json_sized<T: Serialize + ?Sized>(status: StatusCode, body: &T, capacity: usize) -> Response {
+    let mut bytes = Vec::with_capacity(capacity);
+    if serde_json::to_writer(&mut bytes, body).is_err() {
+        bytes = b"{}".to_vec();
+    }
     let mut r = Response::new(Body::from(bytes));
     *r.status_mut() = status;
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -21,4 +40,63 @@ pub fn json<T: Serialize + ?Sized>(status: StatusCode, body: &T) -> Response {
 pub fn error(status: StatusCode, code: i64, message: &str) -> Response {
     let body = Message::Response(RpcResponse::error(None, ErrorObject::new(code, message)));
     json(status, &body)
+}
+
+/// The response to request `id` whose result is already JSON text (a
+/// prepared `tools/list`, a cached description, a proxied result): the
+/// envelope around it is written, the result itself is sent from where it
+/// is held, without being copied into a new buffer.
+pub fn prepared(id: &Id, result: Arc<RawValue>) -> Response {
+    let head = Bytes::from(format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, id.as_json()));
+    let chunks = VecDeque::from([head, Bytes::from_owner(Held(result)), Bytes::from_static(b"}")]);
+    let mut r = Response::new(Body::new(Chunks(chunks)));
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// A prepared result as the bytes of a body.
+struct Held(Arc<RawValue>);
+
+impl AsRef<[u8]> for Held {
+    fn as_ref(&self) -> &[u8] {
+        self.0.get().as_bytes()
+    }
+}
+
+/// A body of a few chunks of known size (sent with a `Content-Length`).
+struct Chunks(VecDeque<Bytes>);
+
+impl http_body::Body for Chunks {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.0.pop_front().map(|chunk| Ok(Frame::data(chunk))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.0.iter().map(|c| c.len() as u64).sum())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_prepared_answer_is_the_same_json_as_a_serialized_one() {
+        let result: Arc<RawValue> =
+            serde_json::value::to_raw_value(&serde_json::json!({"tools": [{"name": "a"}]})).unwrap().into();
+        let id = Id::string("x-1");
+        let response = prepared(&id, result.clone());
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let serialized =
+            Message::Response(RpcResponse { id: Some(id), outcome: crate::jsonrpc::Outcome::Prepared(result) });
+        assert_eq!(std::str::from_utf8(&body).unwrap(), serialized.encode());
+    }
 }

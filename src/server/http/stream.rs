@@ -21,7 +21,6 @@ use futures::{Stream, StreamExt, stream};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use sse_stream::{KeepAlive, Sse, SseBody, Timer};
 use tokio::sync::mpsc;
-use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use super::{HttpState, accepts, reply, session_of};
 use crate::jsonrpc::{Message, codes};
@@ -46,33 +45,88 @@ fn priming(stream: u64, version: Version) -> Option<Item> {
 }
 
 /// The SSE stream answering a POST: `prelude` first, then the frames of its
-/// requests until the engine marks their end. The frames go through the
-/// session's replay buffer, so the work goes on (and can be resumed) if the
-/// client's connection breaks.
+/// requests until the engine marks their end. Every event is kept in the
+/// session's replay buffer, so it can be resumed; the response body encodes
+/// and sends the frames itself (no task in between), and if the client's
+/// connection breaks, a task takes over and buffers the rest.
 pub fn request_stream<S: Send + Sync + 'static>(
     session: Arc<Session<S>>,
     prelude: Vec<Frame>,
     rx: mpsc::UnboundedReceiver<Frame>,
     keep_alive: Duration,
 ) -> Response {
-    let (tx, events) = mpsc::unbounded_channel();
-    let stream = session.replay().open(tx);
+    let stream = session.replay().open();
     let first = priming(stream, session.version());
-    tokio::spawn(async move {
-        let mut frames = stream::iter(prelude).chain(UnboundedReceiverStream::new(rx));
-        while let Some(frame) = frames.next().await {
-            let message = match frame {
-                Frame::Message(m) => m,
-                Frame::Final(r) => Message::Response(r),
-                Frame::Stream => continue,
-                Frame::End => break,
+    let frames = RequestFrames { session, stream, prelude: prelude.into_iter(), rx: Some(rx) };
+    sse(stream::iter(first).chain(frames), keep_alive)
+}
+
+/// The events of a request stream, read straight from the requests' frames.
+struct RequestFrames<S: Send + Sync + 'static> {
+    session: Arc<Session<S>>,
+    stream: u64,
+    prelude: std::vec::IntoIter<Frame>,
+    /// `None` once the requests are done.
+    rx: Option<mpsc::UnboundedReceiver<Frame>>,
+}
+
+impl<S: Send + Sync + 'static> Stream for RequestFrames<S> {
+    type Item = Item;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Item>> {
+        loop {
+            let frame = match self.prelude.next() {
+                Some(frame) => Some(frame),
+                None => match self.rx.as_mut() {
+                    Some(rx) => std::task::ready!(rx.poll_recv(cx)),
+                    None => return Poll::Ready(None),
+                },
             };
-            session.replay().push(stream, Arc::from(message.encode()));
+            let message = match frame {
+                Some(Frame::Message(m)) => m,
+                Some(Frame::Final(r)) => Message::Response(r),
+                Some(Frame::Stream) => continue,
+                Some(Frame::End) | None => {
+                    self.rx = None;
+                    self.session.replay().finish(self.stream);
+                    return Poll::Ready(None);
+                }
+            };
+            let data: Arc<str> = Arc::from(message.encode());
+            let own = self.session.replay().push_own(self.stream, data.clone());
+            return match own {
+                Some(id) => Poll::Ready(Some(Ok(Sse::default().id(id).data(&*data)))),
+                // A resumption took the stream over: this response ends, and
+                // the rest goes to the new connection (see `Drop`).
+                None => Poll::Ready(None),
+            };
         }
-        session.replay().finish(stream);
-    });
-    let body = stream::iter(first).chain(UnboundedReceiverStream::new(events).map(to_event));
-    sse(body, keep_alive)
+    }
+}
+
+impl<S: Send + Sync + 'static> Drop for RequestFrames<S> {
+    /// The response ended before its requests did (the client went away, or
+    /// resumed elsewhere): the rest goes through the replay buffer.
+    fn drop(&mut self) {
+        let Some(mut rx) = self.rx.take() else { return };
+        let (session, stream) = (self.session.clone(), self.stream);
+        session.replay().detach(stream);
+        let prelude: Vec<Frame> = std::mem::take(&mut self.prelude).collect();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        runtime.spawn(async move {
+            let mut frames = stream::iter(prelude).chain(stream::poll_fn(move |cx| rx.poll_recv(cx)));
+            while let Some(frame) = frames.next().await {
+                let message = match frame {
+                    Frame::Message(m) => m,
+                    Frame::Final(r) => Message::Response(r),
+                    Frame::Stream => continue,
+                    Frame::End => break,
+                };
+                session.replay().push(stream, Arc::from(message.encode()));
+            }
+            session.replay().finish(stream);
+        });
+    }
 }
 
 /// `GET`: resumes the stream `Last-Event-ID` names, or opens the session's

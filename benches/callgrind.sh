@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Counts the instructions toolgate spends per proxied tools/call, with
+# valgrind's callgrind (stable on a noisy machine, unlike timings).
+#
+#   benches/callgrind.sh [stdio|http] [calls] [concurrency]    defaults: stdio 2000 1
+#
+# toolgate runs under callgrind in front of the fixture (a shared stdio child,
+# or the fixture over Streamable HTTP); the benchmark's `drive` mode sends
+# 200 warm-up calls, the counters are zeroed, then it sends `calls` verified
+# calls and the counters are dumped. Prints instructions per call and the
+# functions that cost the most (inclusive), and keeps the profile in
+# $TARGET/bench/callgrind.<leg>.out for callgrind_annotate / kcachegrind.
+# Build first (benches/run.sh does): cargo build --release --bins &&
+# cargo bench --bench overhead --no-run.
+set -euo pipefail
+
+leg="${1:-stdio}"
+calls="${2:-2000}"
+conc="${3:-1}"
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+target="${CARGO_TARGET_DIR:-$repo/target}"
+bin="$target/release"
+bench="$(ls -t "$bin"/deps/overhead-* 2>/dev/null | grep -v '\.d$' | head -n1)"
+[[ -x "$bench" ]] || { echo "build the bench first: cargo bench --bench overhead --no-run" >&2; exit 1; }
+command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
+
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+case "$leg" in
+    stdio)
+        upstream="command = \"$bin/toolgate-fixture\"" ;;
+    http)
+        "$bin/toolgate-fixture" --http 127.0.0.1:0 >"$work/fixture.out" 2>/dev/null &
+        pids+=($!)
+        for _ in $(seq 100); do grep -q LISTENING "$work/fixture.out" && break; sleep 0.1; done
+        upstream="url = \"$(sed -n 's/^LISTENING //p' "$work/fixture.out")\"" ;;
+    *) echo "leg must be stdio or http" >&2; exit 1 ;;
+esac
+cat >"$work/toolgate.toml" <<EOF
+[server]
+listen = "127.0.0.1:0"
+
+[[upstream]]
+name = "fx"
+$upstream
+sharing = "shared"
+EOF
+
+out="$target/bench/callgrind.$leg.out"
+raw="$work/callgrind.out"
+mkdir -p "$target/bench"
+TOOLGATE_LOG="warn,toolgate=info" valgrind --tool=callgrind --callgrind-out-file="$raw" \
+    "$bin/toolgate" serve --config "$work/toolgate.toml" 2>"$work/toolgate.err" &
+pids+=($!)
+for _ in $(seq 600); do grep -q "listening on" "$work/toolgate.err" && break; sleep 0.1; done
+url="$(sed -n 's/.*listening on //p' "$work/toolgate.err" | head -n1)"
+[[ -n "$url" ]] || { cat "$work/toolgate.err" >&2; exit 1; }
+
+"$bench" drive "$url" 200 "$conc" gate >/dev/null
+callgrind_control -z >/dev/null
+"$bench" drive "$url" "$calls" "$conc" gate
+callgrind_control -d >/dev/null
+sleep 1
+dump="$(ls -t "$raw".* 2>/dev/null | head -n1)"
+total="$(callgrind_annotate "$dump" 2>/dev/null | sed -n 's/^\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)"
+echo "leg $leg, concurrency $conc: $((total / calls)) instructions per call ($total for $calls calls)"
+cp "$dump" "$out"
+callgrind_annotate --inclusive=yes "$out" 2>/dev/null | sed -n '1,60p' | cut -c1-200

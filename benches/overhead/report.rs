@@ -1,0 +1,329 @@
+//! The report: Markdown tables of every figure, the machine they came from,
+//! and the targets of the overhead issue, each marked met or missed.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use crate::Settings;
+use crate::load::RunResult;
+use crate::procs::Bins;
+
+/// Targets (release build, 2-core machine).
+const MAX_ADDED_P50_US: f64 = 100.0;
+const MAX_CPU_PER_CALL_US: f64 = 40.0;
+const MIN_THROUGHPUT_RATIO: f64 = 0.5;
+const MAX_SESSION_BYTES: f64 = 16.0 * 1024.0;
+const MAX_LIST_P50_US: f64 = 1000.0;
+
+/// One measured row of the call table.
+pub struct Row {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub concurrency: usize,
+    pub pinned: bool,
+    pub result: RunResult,
+}
+
+/// Resident memory by number of idle sessions.
+pub struct MemoryFigures {
+    /// (sessions, VmRSS bytes)
+    pub points: Vec<(usize, u64)>,
+    pub opened: usize,
+    pub opening: Duration,
+}
+
+impl MemoryFigures {
+    /// Bytes per session between the first and the last point.
+    pub fn per_session(&self) -> Option<f64> {
+        let (&(n0, r0), &(n1, r1)) = (self.points.first()?, self.points.last()?);
+        (n1 > n0).then(|| (r1 as f64 - r0 as f64) / (n1 - n0) as f64)
+    }
+}
+
+/// Latencies with a 1,000-tool catalog.
+pub struct CatalogFigures {
+    pub tools: usize,
+    pub list_bytes: usize,
+    pub direct_list_bytes: usize,
+    pub list: Histogram<u64>,
+    pub direct_list: Histogram<u64>,
+    pub read_1: Histogram<u64>,
+    pub read_20: Histogram<u64>,
+    pub read_1_cold: Histogram<u64>,
+    pub read_20_cold: Histogram<u64>,
+}
+
+/// Start-up times: (upstream, median to listening, median to a served
+/// tools/list, runs).
+#[derive(Default)]
+pub struct StartupFigures {
+    pub rows: Vec<(String, Duration, Duration, usize)>,
+}
+
+fn command_output(program: &str, args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new(program).args(args).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn us(h: &Histogram<u64>, q: f64) -> f64 {
+    h.value_at_quantile(q) as f64 / 1000.0
+}
+
+/// The machine, the build and the settings.
+pub fn header(settings: &Settings, bins: &Bins) -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned()))
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| m.lines().next().and_then(|l| l.split_whitespace().nth(1)).and_then(|kb| kb.parse::<u64>().ok()))
+        .map(|kb| format!("{:.0} GiB", kb as f64 / 1024.0 / 1024.0))
+        .unwrap_or_default();
+    let kernel = command_output("uname", &["-sr"]).unwrap_or_default();
+    let date = command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_default();
+    let commit = command_output("git", &["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "--short", "HEAD"])
+        .unwrap_or_else(|| "?".into());
+    let mut s = String::new();
+    let _ = writeln!(s, "# toolgate overhead benchmark\n");
+    let _ = writeln!(s, "- date: {date}; commit {commit}");
+    let _ = writeln!(s, "- machine: {cpu}, {cpus} CPUs, {mem}, {kernel}");
+    let _ = writeln!(s, "- load average at start: {}", load_average());
+    let _ = writeln!(s, "- binaries: {}", bins.toolgate.parent().map(|p| p.display().to_string()).unwrap_or_default());
+    let _ = writeln!(
+        s,
+        "- each row: {:.1} s warm-up, {:.1} s measured; for the \"1 CPU\" rows every process is started under \
+         `taskset -c {}` and the load generator runs on one thread there",
+        settings.warmup.as_secs_f64(),
+        settings.window.as_secs_f64(),
+        settings.pin_cpu.as_deref().unwrap_or("(none)")
+    );
+    s
+}
+
+/// A one-line summary for progress output.
+pub fn progress_line(row: &Row) -> String {
+    let r = &row.result;
+    format!(
+        "{:<12} c={:<3}{} {:>8.0} calls/s  p50 {:>7.1} µs  p99 {:>8.1} µs  cpu {:>5.1} µs/call  failed {}",
+        row.key,
+        row.concurrency,
+        if row.pinned { " pinned" } else { "" },
+        r.throughput(),
+        r.us(0.5),
+        r.us(0.99),
+        r.cpu_us_per_call(0).unwrap_or(f64::NAN),
+        r.failed()
+    )
+}
+
+fn direct_for<'a>(rows: &'a [Row], row: &Row) -> Option<&'a Row> {
+    rows.iter().find(|d| d.key == "direct" && d.concurrency == row.concurrency && d.pinned == row.pinned)
+}
+
+/// The call table.
+pub fn calls(rows: &[Row], settings: &Settings) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\n## tools/call echo, verified\n");
+    let _ = writeln!(
+        s,
+        "Each worker has its own session and keep-alive connection and loops `tools/call echo` with a unique \
+         text, checking the response's id and text. Latency is request to last byte. CPU is the CPU time \
+         (utime+stime) per call of toolgate, or of the fixture on the direct path. {:.0} s per row.\n",
+        settings.window.as_secs_f64()
+    );
+    let _ = writeln!(
+        s,
+        "| path | concurrency | calls/s | p50 µs | p99 µs | p99.9 µs | throughput vs direct | p50 added µs | CPU µs/call | failed |"
+    );
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for row in rows {
+        let r = &row.result;
+        let (ratio, added) = match direct_for(rows, row).filter(|_| row.key != "direct") {
+            Some(d) => (
+                format!("{:.2}", r.throughput() / d.result.throughput()),
+                format!("{:+.0}", r.us(0.5) - d.result.us(0.5)),
+            ),
+            None => ("".into(), "".into()),
+        };
+        let cpu = r.cpu_us_per_call(0).map(|c| format!("{c:.1}")).unwrap_or_default();
+        let cpu = if row.key == "direct" { format!("({cpu} fixture)") } else { cpu };
+        let _ = writeln!(
+            s,
+            "| {} | {}{} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {} | {} | {} |",
+            row.label,
+            row.concurrency,
+            if row.pinned { " (1 CPU)" } else { "" },
+            r.throughput(),
+            r.us(0.5),
+            r.us(0.99),
+            r.us(0.999),
+            ratio,
+            added,
+            cpu,
+            r.failed()
+        );
+    }
+    let failed: Vec<_> = rows.iter().filter(|r| r.result.failed() > 0).collect();
+    if failed.is_empty() {
+        let total: u64 = rows.iter().map(|r| r.result.calls).sum();
+        let _ =
+            writeln!(s, "\nFailed or mismatched responses: none ({total} measured calls, warm-up calls checked too).");
+    } else {
+        let _ = writeln!(s, "\nFailed or mismatched responses:");
+        for row in failed {
+            let _ = writeln!(
+                s,
+                "- {} c={}: {:?}; first: {}",
+                row.key,
+                row.concurrency,
+                row.result.failures,
+                row.result.first_failure.as_deref().unwrap_or("")
+            );
+        }
+    }
+    s
+}
+
+/// The idle-session memory table.
+pub fn memory(m: &MemoryFigures) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\n## Idle sessions (shared stdio upstream)\n");
+    let _ = writeln!(s, "| idle sessions | toolgate VmRSS | bytes per session |");
+    let _ = writeln!(s, "|---:|---:|---:|");
+    let (n0, r0) = m.points.first().copied().unwrap_or((0, 0));
+    for &(n, rss) in &m.points {
+        let per = if n > n0 { format!("{:.0}", (rss as f64 - r0 as f64) / (n - n0) as f64) } else { "".into() };
+        let _ = writeln!(s, "| {n} | {:.1} MiB | {per} |", rss as f64 / 1024.0 / 1024.0);
+    }
+    let _ = writeln!(
+        s,
+        "\n{} sessions opened (initialize + notifications/initialized, 8 at a time) in {:.1} s.",
+        m.opened,
+        m.opening.as_secs_f64()
+    );
+    s
+}
+
+/// The large-catalog table.
+pub fn catalog(c: &CatalogFigures) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\n## A catalog of {} tools (one session, sequential requests)\n", c.tools);
+    let _ = writeln!(s, "| request | p50 µs | p99 µs | answer |");
+    let _ = writeln!(s, "|---|---:|---:|---:|");
+    let mut row = |name: &str, h: &Histogram<u64>, answer: String| {
+        let _ = writeln!(s, "| {name} | {:.0} | {:.0} | {answer} |", us(h, 0.5), us(h, 0.99));
+    };
+    row("tools/list through toolgate (minimal forms)", &c.list, format!("{} KB", c.list_bytes / 1000));
+    row(
+        "tools/list from the fixture directly (full definitions)",
+        &c.direct_list,
+        format!("{} KB", c.direct_list_bytes / 1000),
+    );
+    row("resources/read descriptions, 1 tool (same URI each time)", &c.read_1, String::new());
+    row("resources/read descriptions, 20 tools (same URI each time)", &c.read_20, String::new());
+    row("resources/read descriptions, 1 tool (a new URI each time)", &c.read_1_cold, String::new());
+    row("resources/read descriptions, 20 tools (a new URI each time)", &c.read_20_cold, String::new());
+    s
+}
+
+/// The start-up table.
+pub fn startup(f: &StartupFigures) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\n## Start-up (median of runs)\n");
+    let _ = writeln!(s, "| upstream | runs | spawn to `listening on` | spawn to first tools/list answered |");
+    let _ = writeln!(s, "|---|---:|---:|---:|");
+    for (name, listening, ready, runs) in &f.rows {
+        let _ = writeln!(
+            s,
+            "| {name} | {runs} | {:.1} ms | {:.1} ms |",
+            listening.as_secs_f64() * 1e3,
+            ready.as_secs_f64() * 1e3
+        );
+    }
+    s
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}
+
+/// Each target of the issue, met or missed.
+pub fn targets(
+    rows: &[Row],
+    memory: Option<&MemoryFigures>,
+    catalog: Option<&CatalogFigures>,
+    _startup: Option<&StartupFigures>,
+) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\n## Targets\n");
+    for key in ["stdio", "http"] {
+        if let Some(row) = rows.iter().find(|r| r.key == key && r.concurrency == 1 && r.pinned)
+            && let Some(d) = direct_for(rows, row)
+        {
+            let added = row.result.us(0.5) - d.result.us(0.5);
+            let _ = writeln!(
+                s,
+                "- concurrency 1, one CPU, {key} leg: toolgate adds {added:.0} µs to the p50 (target ≤ {MAX_ADDED_P50_US:.0}): {}",
+                verdict(added <= MAX_ADDED_P50_US)
+            );
+        }
+    }
+    for key in ["stdio", "http"] {
+        if let Some(row) = rows.iter().find(|r| r.key == key && r.concurrency == 50 && !r.pinned) {
+            if let Some(cpu) = row.result.cpu_us_per_call(0) {
+                let _ = writeln!(
+                    s,
+                    "- concurrency 50, {key} leg: toolgate CPU {cpu:.1} µs per call (target ≤ {MAX_CPU_PER_CALL_US:.0}): {}",
+                    verdict(cpu <= MAX_CPU_PER_CALL_US)
+                );
+            }
+            if let Some(d) = direct_for(rows, row) {
+                let ratio = row.result.throughput() / d.result.throughput();
+                let _ = writeln!(
+                    s,
+                    "- concurrency 50, {key} leg: throughput {ratio:.2} of direct (target ≥ {MIN_THROUGHPUT_RATIO}): {}",
+                    verdict(ratio >= MIN_THROUGHPUT_RATIO)
+                );
+            }
+        }
+    }
+    if let Some(per) = memory.and_then(MemoryFigures::per_session) {
+        let _ = writeln!(
+            s,
+            "- idle session: {per:.0} bytes (target ≤ {MAX_SESSION_BYTES:.0}): {}",
+            verdict(per <= MAX_SESSION_BYTES)
+        );
+    }
+    if let Some(c) = catalog {
+        let p50 = us(&c.list, 0.5);
+        let _ = writeln!(
+            s,
+            "- tools/list of {} tools: p50 {p50:.0} µs (target < {MAX_LIST_P50_US:.0}): {}",
+            c.tools,
+            verdict(p50 < MAX_LIST_P50_US)
+        );
+    }
+    if !rows.is_empty() {
+        let failed: u64 = rows.iter().map(|r| r.result.failed()).sum();
+        let _ = writeln!(s, "- failed or mismatched responses: {failed} (target 0): {}", verdict(failed == 0));
+    }
+    s
+}
+
+/// The load average at the end.
+pub fn footer() -> String {
+    format!("\nLoad average at end: {}\n", load_average())
+}

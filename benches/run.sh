@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs toolgate's overhead benchmark end to end and prints the report.
+#
+#   benches/run.sh [section...]        sections: calls memory catalog startup (default: all)
+#
+# 1. Builds the release binaries (`cargo build --release --bins`) and copies
+#    them aside, so the benchmark measures exactly what a release build ships
+#    (cargo bench would otherwise build them with dev-dependency features).
+# 2. Builds the benchmark (`cargo bench --bench overhead`, release profile)
+#    and runs it against those binaries. The benchmark pins every process to
+#    one CPU (taskset) for the concurrency-1 rows itself.
+# 3. Prints the report and keeps a copy in $TARGET/bench/overhead-<date>.md.
+#
+# Environment (see benches/overhead/main.rs): TOOLGATE_BENCH_SECS,
+# TOOLGATE_BENCH_WARMUP, TOOLGATE_BENCH_PIN_CPU, TOOLGATE_BENCH_SESSIONS.
+# Everything listens on 127.0.0.1 only.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+target="${CARGO_TARGET_DIR:-$repo/target}"
+
+say() { printf 'benches/run.sh: %s\n' "$*" >&2; }
+
+command -v taskset >/dev/null || say "warning: taskset (util-linux) not found; the pinned rows will fail"
+
+say "building release binaries"
+cargo build --locked --release --bins
+bin_dir="$target/bench/bin"
+mkdir -p "$bin_dir"
+cp -f "$target/release/toolgate" "$target/release/toolgate-fixture" "$bin_dir/"
+
+say "building the benchmark"
+cargo bench --locked --bench overhead --no-run
+
+say "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+report="$target/bench/overhead-$(date -u +%Y%m%dT%H%M%SZ).md"
+TOOLGATE_BENCH_BIN_DIR="$bin_dir" cargo bench --locked --bench overhead -- "$@" | tee "$report"
+say "report saved to $report"

@@ -1,0 +1,23 @@
+use http::{HeaderMap, HeaderValue, header};
+
+use super::accepts;
+
+fn accept(values: &[&str]) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    for v in values {
+        headers.append(header::ACCEPT, HeaderValue::from_str(v).unwrap());
+    }
+    headers
+}
+
+#[test]
+fn accept_lists_are_matched_by_media_type_case_insensitively() {
+    let both = accept(&["Application/JSON; q=0.9 , text/event-stream"]);
+    assert!(accepts(&both, "application/json"));
+    assert!(accepts(&both, "text/event-stream"));
+    assert!(!accepts(&accept(&["application/json"]), "text/event-stream"));
+    assert!(accepts(&accept(&["text/html", "TEXT/*"]), "text/event-stream"), "wildcards, in any header line");
+    assert!(accepts(&accept(&["*/*"]), "application/json"));
+    assert!(!accepts(&accept(&["application/jsonl"]), "application/json"));
+    assert!(!accepts(&HeaderMap::new(), "application/json"));
+}
