@@ -44,6 +44,17 @@ struct Stream {
 }
 
 impl Stream {
+    /// Buffers the next event (dropping the oldest past [`STREAM_BUFFER`])
+    /// and returns its sequence number.
+    fn append(&mut self, data: &Arc<str>) -> u64 {
+        self.last_seq += 1;
+        if self.events.len() == STREAM_BUFFER {
+            self.events.pop_front();
+        }
+        self.events.push_back((self.last_seq, data.clone()));
+        self.last_seq
+    }
+
     fn send_live(&mut self, seq: u64, stream: u64, data: &Arc<str>) {
         let Some(sub) = &self.subscriber else { return };
         match sub.send(Event { id: event_id(stream, seq), data: data.clone() }) {
@@ -108,12 +119,7 @@ impl Replay {
     /// Appends an event to `stream` and delivers it if someone listens.
     pub fn push(&mut self, stream: u64, data: Arc<str>) {
         let s = self.streams.entry(stream).or_default();
-        s.last_seq += 1;
-        let seq = s.last_seq;
-        if s.events.len() == STREAM_BUFFER {
-            s.events.pop_front();
-        }
-        s.events.push_back((seq, data.clone()));
+        let seq = s.append(&data);
         s.send_live(seq, stream, &data);
     }
 
@@ -123,12 +129,7 @@ impl Replay {
     /// and so must the rest of the stream (with [`Replay::push`]).
     pub fn push_own(&mut self, stream: u64, data: Arc<str>) -> Option<String> {
         let s = self.streams.entry(stream).or_default();
-        s.last_seq += 1;
-        let seq = s.last_seq;
-        if s.events.len() == STREAM_BUFFER {
-            s.events.pop_front();
-        }
-        s.events.push_back((seq, data.clone()));
+        let seq = s.append(&data);
         if s.subscriber.is_some() {
             s.send_live(seq, stream, &data);
             return None;

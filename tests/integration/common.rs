@@ -90,7 +90,9 @@ impl Drop for Proc {
     }
 }
 
-fn collect_stderr(
+/// Appends a child's stderr lines to `logs` (echoed with
+/// `TOOLGATE_TEST_ECHO`) and, if given, sends each line to `notify`.
+pub fn collect_stderr(
     child: &mut Child,
     logs: Arc<Mutex<String>>,
     notify: Option<tokio::sync::mpsc::UnboundedSender<String>>,

@@ -11,10 +11,9 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, anyhow, bail, ensure};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
-use crate::common::{Proc, python, repo_path};
+use crate::common::{Proc, collect_stderr, python, repo_path};
 
 /// `node_modules` of tests/node (set by tests/run.sh as
 /// `TOOLGATE_TEST_NODE_MODULES`).
@@ -148,15 +147,7 @@ pub async fn everything_http() -> Result<(Proc, String)> {
         .spawn()
         .context("starting server-everything streamableHttp (is `node` on PATH?)")?;
     let logs = Arc::new(Mutex::new(String::new()));
-    let stderr = child.stderr.take().context("stderr piped")?;
-    let sink = logs.clone();
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            sink.lock().push_str(&line);
-            sink.lock().push('\n');
-        }
-    });
+    collect_stderr(&mut child, logs.clone(), None);
     let mut proc = Proc { child, logs };
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
