@@ -30,7 +30,7 @@ use crate::catalog::{Catalog, UpstreamTools, load_extras_dir};
 use crate::config::{Config, Sharing};
 use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request};
 use crate::protocol::method;
-use crate::server::{Handler, InitContext, RequestCtx, Session, SessionStore};
+use crate::server::{Handler, InitContext, RequestCtx, ServerOffer, Session, SessionStore};
 use crate::upstream::{self, ClientHello, ConnectOptions, Peer, UpstreamError};
 
 /// Why the gateway could not start.
@@ -392,9 +392,9 @@ async fn refresh_tools(gateway: &Weak<Gateway>, up: &Arc<UpstreamHandle>, peer: 
 impl Handler for Gateway {
     type State = GatewaySession;
 
-    async fn initialize(self: &Arc<Self>, ctx: &InitContext) -> Result<(Value, GatewaySession), ErrorObject> {
+    async fn initialize(self: &Arc<Self>, ctx: &InitContext) -> Result<(ServerOffer, GatewaySession), ErrorObject> {
         self.wait_ready().await;
-        Ok((self.initialize_result(ctx.version), GatewaySession::new(self.upstreams.len())))
+        Ok((self.offer(ctx.version), GatewaySession::new(self.upstreams.len())))
     }
 
     async fn request(self: &Arc<Self>, session: &Arc<GwSession>, request: Request, ctx: RequestCtx) -> Outcome {

@@ -2,7 +2,9 @@
 //! tool definitions.
 //!
 //! The crate is laid out by responsibility:
-//! - [`jsonrpc`] and [`protocol`]: envelopes, ids, error codes, revisions.
+//! - [`jsonrpc`], [`protocol`] and [`server`]: re-exported from the
+//!   `toolgate-mcp` engine crate (envelopes, revisions, the server engine and
+//!   its downstream transports).
 //! - [`config`]: the TOML model, loading and validation.
 //! - [`catalog`]: the merged tool catalog (naming, minimal forms, extras).
 //! - [`disclosure`]: the `tool_descriptions` resource, the gate's refusals,
@@ -17,8 +19,7 @@ pub mod config;
 pub mod demo;
 pub mod disclosure;
 pub mod gateway;
-pub mod jsonrpc;
-pub mod protocol;
-pub mod server;
 pub mod tokens;
 pub mod upstream;
+
+pub use toolgate_mcp::{jsonrpc, protocol, server};

@@ -5,12 +5,13 @@ use serde_json::{Map, Value, json};
 use super::Gateway;
 use crate::disclosure;
 use crate::protocol::Version;
+use crate::server::ServerOffer;
 
 impl Gateway {
-    /// The `initialize` result: toolgate's identity, the capabilities it
-    /// honours for this client, and instructions (the disclosure workflow,
-    /// then each upstream's own instructions).
-    pub(crate) fn initialize_result(&self, version: Version) -> Value {
+    /// What toolgate offers in its `initialize` result: its identity, the
+    /// capabilities it honours for this client, and instructions (the
+    /// disclosure workflow, then each upstream's own instructions).
+    pub(crate) fn offer(&self, version: Version) -> ServerOffer {
         let view = self.catalog();
         let catalog = &view.catalog;
         let any = |cap: &str| self.upstreams.iter().any(|u| u.has(cap));
@@ -49,14 +50,7 @@ impl Gateway {
                 sections.push(if self.upstreams.len() == 1 { text } else { format!("## {}\n{text}", up.label) });
             }
         }
-        let mut result = json!({
-            "protocolVersion": version.as_str(),
-            "capabilities": Value::Object(caps),
-            "serverInfo": info,
-        });
-        if !sections.is_empty() {
-            result["instructions"] = json!(sections.join("\n\n"));
-        }
-        result
+        let instructions = (!sections.is_empty()).then(|| sections.join("\n\n"));
+        ServerOffer { capabilities: Value::Object(caps), server_info: info, instructions }
     }
 }

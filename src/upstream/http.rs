@@ -20,14 +20,13 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use parking_lot::Mutex;
-use serde_json::Value;
 use sse_stream::SseByteStream;
 use tokio_util::sync::CancellationToken;
 
 use super::error::UpstreamError;
 use super::peer::Peer;
 use crate::config::UpstreamConfig;
-use crate::jsonrpc::{Id, Message, Outcome, Response};
+use crate::jsonrpc::{Body, Id, Message, Outcome, Response};
 use crate::protocol::{self, Version};
 
 /// Default wait before resuming a broken stream when the server gave no `retry`.
@@ -459,15 +458,10 @@ pub(super) fn config_target(
     Ok((url, headers))
 }
 
-/// Decodes a JSON body or SSE data: one message or a batch.
+/// Decodes a JSON body or SSE data: one message or a batch (elements that
+/// are not messages are dropped).
 pub(super) fn decode_body(bytes: &[u8]) -> Vec<Message> {
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if first == Some(&b'[') {
-        return serde_json::from_slice::<Vec<Value>>(bytes)
-            .map(|items| items.into_iter().filter_map(|v| Message::from_value(v).ok()).collect())
-            .unwrap_or_default();
-    }
-    Message::decode(bytes).map(|m| vec![m]).unwrap_or_default()
+    Body::decode(bytes).map(|body| body.into_messages(|_| {})).unwrap_or_default()
 }
 
 /// A JSON-RPC error with a null id in answer to our POST is the answer to

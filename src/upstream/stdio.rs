@@ -13,7 +13,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
@@ -22,7 +21,7 @@ use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use super::error::UpstreamError;
 use super::peer::Peer;
 use crate::config::UpstreamConfig;
-use crate::jsonrpc::Message;
+use crate::jsonrpc::{Body, Message};
 
 /// Longest line accepted from a child; a longer one ends the connection
 /// rather than growing memory without bound.
@@ -208,28 +207,16 @@ async fn read_stdout(
     }
 }
 
-/// Decodes one stdout line: a message, or a 2025-03-26 batch. Lines that are
-/// not JSON-RPC (hot-reload banners and the like) are logged and skipped,
-/// as the official SDKs do.
+/// Decodes one stdout line: a message, or a 2025-03-26 batch. Lines (and
+/// batch elements) that are not JSON-RPC, such as hot-reload banners, are
+/// logged and skipped, as the official SDKs do.
 fn decode_line(line: &str, label: &str) -> Vec<Message> {
     let line = line.trim();
     if line.is_empty() {
         return Vec::new();
     }
-    if line.starts_with('[') {
-        return match serde_json::from_str::<Vec<Value>>(line) {
-            Ok(items) => items
-                .into_iter()
-                .filter_map(|v| Message::from_value(v).inspect_err(|e| skipped(label, line, e)).ok())
-                .collect(),
-            Err(e) => {
-                skipped(label, line, &e);
-                Vec::new()
-            }
-        };
-    }
-    match Message::decode(line.as_bytes()) {
-        Ok(m) => vec![m],
+    match Body::decode(line.as_bytes()) {
+        Ok(body) => body.into_messages(|e| skipped(label, line, &e)),
         Err(e) => {
             skipped(label, line, &e);
             Vec::new()

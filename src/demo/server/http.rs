@@ -17,7 +17,7 @@ use super::session::{Outgoing, Session};
 use crate::jsonrpc::{ErrorObject, Id, Message, Notification, Outcome, Request, Response, codes};
 use crate::protocol::method;
 use crate::server::http::{Guard, HttpOptions};
-use crate::server::{self, Downlink, Engine, Handler, InitContext, RequestCtx, SessionStore};
+use crate::server::{self, Downlink, Engine, Handler, InitContext, RequestCtx, ServerOffer, SessionStore};
 
 /// How long handlers of an ended HTTP session may finish.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
@@ -49,7 +49,7 @@ impl Bridge {
 impl Handler for RegistryHandler {
     type State = Bridge;
 
-    async fn initialize(self: &Arc<Self>, ctx: &InitContext) -> Result<(Value, Bridge), ErrorObject> {
+    async fn initialize(self: &Arc<Self>, ctx: &InitContext) -> Result<(ServerOffer, Bridge), ErrorObject> {
         let (session, rx) = Session::new(self.registry.clone());
         let waiting: Arc<Mutex<HashMap<Id, Waiting>>> = Arc::default();
         let engine_session: Arc<OnceLock<Weak<server::Session<Bridge>>>> = Arc::default();
@@ -68,7 +68,15 @@ impl Handler for RegistryHandler {
         match answer.await {
             Ok(Outcome::Error(e)) => Err(serde_json::from_value(e)
                 .unwrap_or_else(|_| ErrorObject::new(codes::INTERNAL_ERROR, "initialize failed"))),
-            Ok(ok) => Ok((ok.result_value().unwrap_or(Value::Null), Bridge { session, waiting, engine_session })),
+            Ok(ok) => {
+                let result = ok.result_value().unwrap_or(Value::Null);
+                let offer = ServerOffer {
+                    capabilities: result.get("capabilities").cloned().unwrap_or_else(|| json!({})),
+                    server_info: result.get("serverInfo").cloned().unwrap_or(Value::Null),
+                    instructions: result.get("instructions").and_then(Value::as_str).map(str::to_owned),
+                };
+                Ok((offer, Bridge { session, waiting, engine_session }))
+            }
             Err(_) => Err(ErrorObject::new(codes::INTERNAL_ERROR, "the session ended during initialize")),
         }
     }

@@ -19,6 +19,18 @@ pub struct InitContext {
     pub params: Value,
 }
 
+/// What a server offers a client in its `initialize` result (the engine
+/// adds the negotiated `protocolVersion`).
+#[derive(Debug, Clone)]
+pub struct ServerOffer {
+    /// `capabilities`: what the server honours for this client.
+    pub capabilities: Value,
+    /// `serverInfo`: the server's identity.
+    pub server_info: Value,
+    /// `instructions`, if any.
+    pub instructions: Option<String>,
+}
+
 /// Per-request context handed to [`Handler::request`].
 #[derive(Clone)]
 pub struct RequestCtx {
@@ -33,12 +45,12 @@ pub trait Handler: Send + Sync + 'static {
     /// Per-session application state.
     type State: Send + Sync + 'static;
 
-    /// Answers `initialize` and creates the session's state. The result must
-    /// carry `ctx.version` as its `protocolVersion`.
+    /// Says what the server offers this client and creates the session's
+    /// state (the engine negotiated `ctx.version` and answers `initialize`).
     fn initialize(
         self: &Arc<Self>,
         ctx: &InitContext,
-    ) -> impl Future<Output = Result<(Value, Self::State), ErrorObject>> + Send;
+    ) -> impl Future<Output = Result<(ServerOffer, Self::State), ErrorObject>> + Send;
 
     /// Answers a request. Messages produced while answering (progress, logs,
     /// server-to-client requests) go to `ctx.downlink`.

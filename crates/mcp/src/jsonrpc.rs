@@ -260,10 +260,11 @@ impl Message {
         Self::classify(env)
     }
 
-    /// Decodes a message from an already parsed [`Value`] (an element of a batch).
-    pub fn from_value(v: Value) -> Result<Message, DecodeError> {
+    /// Decodes an element of a batch: the array parsed, so whatever is wrong
+    /// with an element makes it an invalid request, not a parse error.
+    fn decode_element(bytes: &[u8]) -> Result<Message, DecodeError> {
         let env: Envelope =
-            serde_json::from_value(v).map_err(|e| DecodeError::Invalid { id: None, reason: e.to_string() })?;
+            serde_json::from_slice(bytes).map_err(|e| DecodeError::Invalid { id: None, reason: e.to_string() })?;
         Self::classify(env)
     }
 
@@ -394,6 +395,50 @@ impl Response {
     /// An error response.
     pub fn error(id: Option<Id>, error: ErrorObject) -> Self {
         Self { id, outcome: Outcome::error(error) }
+    }
+}
+
+/// A message body as read off the wire: one message, or a JSON-RPC batch
+/// (an array of messages, part of the 2025-03-26 revision). This is the one
+/// decoder of every leg; whether a batch is acceptable there, and what
+/// becomes of a bad element, is the caller's policy.
+#[derive(Debug)]
+pub enum Body {
+    Single(Message),
+    /// The elements in order, each decoded on its own, so one bad element
+    /// does not spoil the others.
+    Batch(Vec<Result<Message, DecodeError>>),
+}
+
+impl Body {
+    /// Decodes a body. An array is a batch (an empty one is invalid); an
+    /// element that is not a message stays in the batch as its error.
+    pub fn decode(bytes: &[u8]) -> Result<Body, DecodeError> {
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        if first != Some(&b'[') {
+            return Message::decode(bytes).map(Body::Single);
+        }
+        // Elements stay JSON text until each is decoded, so a proxied result
+        // in a batch is not parsed into a tree either.
+        let items: Vec<Box<RawValue>> = serde_json::from_slice(bytes).map_err(|e| {
+            if e.is_syntax() || e.is_eof() {
+                DecodeError::Parse(e)
+            } else {
+                DecodeError::Invalid { id: None, reason: e.to_string() }
+            }
+        })?;
+        if items.is_empty() {
+            return Err(DecodeError::Invalid { id: None, reason: "an empty batch".into() });
+        }
+        Ok(Body::Batch(items.iter().map(|raw| Message::decode_element(raw.get().as_bytes())).collect()))
+    }
+
+    /// The messages of the body; elements that did not decode go to `bad`.
+    pub fn into_messages(self, mut bad: impl FnMut(DecodeError)) -> Vec<Message> {
+        match self {
+            Body::Single(m) => vec![m],
+            Body::Batch(items) => items.into_iter().filter_map(|m| m.map_err(&mut bad).ok()).collect(),
+        }
     }
 }
 

@@ -58,6 +58,12 @@ impl<S: Send + Sync + 'static> SessionStore<S> {
         self.cache.get(id)
     }
 
+    /// Counts as activity on session `id` (its idle clock restarts).
+    pub fn touch(&self, id: &str) {
+        // moka restarts time-to-idle on every read.
+        let _ = self.cache.get(id);
+    }
+
     /// Ends a session. Returns whether it existed.
     pub fn remove(&self, id: &str) -> bool {
         let existed = self.cache.remove(id).is_some();

@@ -66,7 +66,7 @@ pub struct HttpOptions {
 struct HttpState<H: Handler> {
     engine: Arc<Engine<H>>,
     options: HttpOptions,
-    legacy: Arc<legacy::Connections<H::State>>,
+    legacy: Arc<legacy::Connections>,
 }
 
 /// The axum router serving `engine` at `options.path`.
@@ -122,7 +122,7 @@ async fn endpoint<H: Handler>(State(state): State<Arc<HttpState<H>>>, request: R
 fn delete<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap) -> Response {
     let session = match session_of(&state, headers) {
         Ok(s) => s,
-        Err(r) => return r.into_response(),
+        Err(r) => return r,
     };
     state.engine.store().remove(session.id());
     tracing::debug!(session = session.id(), "session deleted by the client");
@@ -147,23 +147,18 @@ impl Reject {
     }
 }
 
-/// Finds the session a non-initialize request names, answering 400 when the
-/// header is missing or bad and 404 when the session does not exist.
-fn session_of<H: Handler>(state: &HttpState<H>, headers: &HeaderMap) -> Result<Arc<Session<H::State>>, Reject> {
-    check_version_header(headers)?;
-    let Some(id) = headers.get(protocol::header::SESSION_ID) else {
-        return Err(Reject::new(
-            StatusCode::BAD_REQUEST,
-            codes::SERVER_ERROR,
-            "Bad Request: Mcp-Session-Id header is required",
-        ));
-    };
-    let id = id.to_str().unwrap_or_default();
-    state
-        .engine
-        .store()
-        .get(id)
-        .ok_or_else(|| Reject::new(StatusCode::NOT_FOUND, codes::SESSION_NOT_FOUND, "Session not found"))
+/// The `Mcp-Session-Id` a request names.
+fn session_id(headers: &HeaderMap) -> Option<&str> {
+    headers.get(protocol::header::SESSION_ID).map(|v| v.to_str().unwrap_or_default())
+}
+
+/// The live session a `GET` or `DELETE` names, or the answer refusing it
+/// (400 without the header, 404 for an unknown session).
+fn session_of<H: Handler>(state: &HttpState<H>, headers: &HeaderMap) -> Result<Arc<Session<H::State>>, Response> {
+    check_version_header(headers).map_err(Reject::into_response)?;
+    state.engine.require_session(session_id(headers)).map_err(|(refusal, response)| {
+        reply::json(post::refusal_status(Some(refusal)), &crate::jsonrpc::Message::Response(response))
+    })
 }
 
 /// Rejects an `MCP-Protocol-Version` header naming a revision toolgate does not

@@ -19,11 +19,9 @@ use tokio::sync::mpsc;
 
 use super::stream::{Item, sse};
 use super::{EmptyResponse, HttpState, accepts, reply};
-use crate::jsonrpc::{ErrorObject, Message, Response as RpcResponse, codes};
-use crate::protocol::method;
+use crate::jsonrpc::{Body, DecodeError, Message, codes};
 use crate::server::handler::Handler;
-use crate::server::session::{Downlink, Session};
-use crate::server::single::{self, Outbox};
+use crate::server::single;
 use crate::server::store::SessionStore;
 
 /// Path of the event stream.
@@ -31,22 +29,16 @@ pub const SSE_PATH: &str = "/sse";
 /// Path client messages are POSTed to.
 pub const MESSAGES_PATH: &str = "/messages";
 
-/// Open legacy connections, by the id in their endpoint URL.
-pub struct Connections<S: Send + Sync + 'static> {
-    open: Mutex<HashMap<String, Arc<Connection<S>>>>,
+/// Open legacy connections, by the id in their endpoint URL: where their
+/// POSTed bodies go.
+pub struct Connections {
+    open: Mutex<HashMap<String, mpsc::UnboundedSender<Result<Body, DecodeError>>>>,
 }
 
-impl<S: Send + Sync + 'static> Default for Connections<S> {
+impl Default for Connections {
     fn default() -> Self {
         Self { open: Mutex::new(HashMap::new()) }
     }
-}
-
-struct Connection<S: Send + Sync + 'static> {
-    outbox: Outbox,
-    downlink: Downlink,
-    /// The MCP session, once `initialize` succeeded.
-    session: Mutex<Option<Arc<Session<S>>>>,
 }
 
 #[derive(Deserialize)]
@@ -55,20 +47,16 @@ pub struct MessagesQuery {
     session_id: Option<String>,
 }
 
-/// Ends the connection's session when its stream goes away.
-struct Closer<S: Send + Sync + 'static> {
+/// Forgets the connection when its stream goes away, which ends its
+/// inbound bodies and with them the connection's driver.
+struct Closer {
     id: String,
-    connections: Arc<Connections<S>>,
-    store: std::sync::Weak<SessionStore<S>>,
+    connections: Arc<Connections>,
 }
 
-impl<S: Send + Sync + 'static> Drop for Closer<S> {
+impl Drop for Closer {
     fn drop(&mut self) {
-        let Some(conn) = self.connections.open.lock().remove(&self.id) else { return };
-        if let (Some(session), Some(store)) = (conn.session.lock().take(), self.store.upgrade()) {
-            tracing::debug!(session = session.id(), "legacy SSE stream closed; ending its session");
-            store.remove(session.id());
-        }
+        self.connections.open.lock().remove(&self.id);
     }
 }
 
@@ -83,11 +71,17 @@ pub async fn open<H: Handler>(State(state): State<Arc<HttpState<H>>>, request: R
     }
     let id = SessionStore::<H::State>::new_id().to_string();
     let (outbox, lines) = mpsc::unbounded_channel();
-    let conn =
-        Arc::new(Connection { downlink: single::downlink_to(outbox.clone()), outbox, session: Mutex::new(None) });
-    state.legacy.open.lock().insert(id.clone(), conn);
-    let closer =
-        Closer { id: id.clone(), connections: state.legacy.clone(), store: Arc::downgrade(state.engine.store()) };
+    let (inbound, bodies) = mpsc::unbounded_channel();
+    state.legacy.open.lock().insert(id.clone(), inbound);
+    let closer = Closer { id: id.clone(), connections: state.legacy.clone() };
+    let engine = state.engine.clone();
+    crate::spawn(async move {
+        let bodies = tokio_stream::wrappers::UnboundedReceiverStream::new(bodies);
+        if let Some(session) = single::drive(&engine, bodies, &outbox).await {
+            tracing::debug!(session = session.id(), "legacy SSE stream closed; ending its session");
+            engine.store().remove(session.id());
+        }
+    });
     // The endpoint is relative: clients resolve it against the stream's URL.
     let endpoint: Item = Ok(Sse::default().event("endpoint").data(format!("{MESSAGES_PATH}?sessionId={id}")));
     let messages = stream::unfold((lines, closer), |(mut lines, closer)| async move {
@@ -98,8 +92,8 @@ pub async fn open<H: Handler>(State(state): State<Arc<HttpState<H>>>, request: R
     sse(stream::iter([endpoint]).chain(messages), state.options.keep_alive)
 }
 
-/// `POST /messages?sessionId=…`: one client message; answered `202`, with
-/// the response (if any) sent down the connection's stream.
+/// `POST /messages?sessionId=…`: one client body; answered `202`, with the
+/// responses (if any) sent down the connection's stream.
 pub async fn post<H: Handler>(
     State(state): State<Arc<HttpState<H>>>,
     Query(query): Query<MessagesQuery>,
@@ -113,37 +107,13 @@ pub async fn post<H: Handler>(
         Ok(b) => b,
         Err(_) => return reply::error(StatusCode::PAYLOAD_TOO_LARGE, codes::INVALID_REQUEST, "Payload Too Large"),
     };
-    let message = match Message::decode(&bytes) {
-        Ok(m) => m,
+    // A body that is not JSON-RPC is refused here, where the client can see it.
+    let body = match Body::decode(&bytes) {
+        Ok(body) => body,
         Err(e) => return reply::json(StatusCode::BAD_REQUEST, &Message::Response(e.to_response())),
     };
-    let session = conn.session.lock().clone();
-    match session {
-        Some(session) => match message {
-            Message::Request(_) => single::dispatch(&state.engine, &session, message, &conn.downlink),
-            other => {
-                state.engine.handle(&session, other, conn.downlink.clone()).await;
-            }
-        },
-        None => match message {
-            Message::Request(req) if req.method == method::INITIALIZE => {
-                let (session, response) = state.engine.initialize(req).await;
-                send(&conn.outbox, &Message::Response(response));
-                if let Some(session) = session {
-                    single::attach_standalone(&session, conn.outbox.clone());
-                    *conn.session.lock() = Some(session);
-                }
-            }
-            Message::Request(req) => {
-                let e = ErrorObject::new(codes::INVALID_REQUEST, "Invalid request: send initialize first");
-                send(&conn.outbox, &Message::Response(RpcResponse::error(Some(req.id), e)));
-            }
-            _ => {}
-        },
+    if conn.send(Ok(body)).is_err() {
+        return reply::error(StatusCode::NOT_FOUND, codes::SESSION_NOT_FOUND, "Session not found");
     }
     StatusCode::ACCEPTED.into_response_empty()
-}
-
-fn send(outbox: &Outbox, message: &Message) {
-    let _ = outbox.send(Arc::from(message.encode()));
 }

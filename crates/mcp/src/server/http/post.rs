@@ -5,12 +5,11 @@ use std::sync::Arc;
 use axum::extract::Request;
 use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
-use serde_json::Value;
 
-use super::{EmptyResponse, HttpState, accepts, reply, session_of, stream};
-use crate::jsonrpc::{DecodeError, ErrorObject, Message, Response as RpcResponse, codes};
-use crate::protocol;
-use crate::server::engine::{Engine, sessionless_error};
+use super::{EmptyResponse, HttpState, accepts, check_version_header, reply, session_id, stream};
+use crate::jsonrpc::{Body, Message, Response as RpcResponse, codes};
+use crate::protocol::{self, method};
+use crate::server::engine::{Accepted, Refusal, SessionRef};
 use crate::server::handler::Handler;
 use crate::server::session::{Downlink, Frame, Session};
 
@@ -19,13 +18,6 @@ use crate::server::session::{Downlink, Frame, Session};
 /// one write and no replay bookkeeping; a slower one is streamed (and
 /// resumable) from then on, its priming event this much later.
 const STREAM_GRACE: std::time::Duration = std::time::Duration::from_millis(50);
-
-/// What the body held.
-enum Body {
-    Single(Message),
-    /// Elements in order; invalid ones already turned into error responses.
-    Batch(Vec<Result<Message, RpcResponse>>),
-}
 
 pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
@@ -58,93 +50,74 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request) -> R
             );
         }
     };
-    let body = match parse(&bytes) {
-        Ok(b) => b,
-        Err(e) => return reply::json(StatusCode::BAD_REQUEST, &Message::Response(e.to_response())),
-    };
-
-    if let Body::Single(Message::Request(req)) = &body
-        && req.method == crate::protocol::method::INITIALIZE
-    {
-        // Re-initializing a live session is a client bug (the TypeScript SDK
-        // answers the same way); a stale id just gets a new session.
-        let live = headers
-            .get(protocol::header::SESSION_ID)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|id| state.engine.store().get(id));
-        if live.is_some() {
-            let e = ErrorObject::new(codes::INVALID_REQUEST, "Invalid Request: the session is already initialized");
-            return reply::json(
-                StatusCode::BAD_REQUEST,
-                &Message::Response(RpcResponse::error(Some(req.id.clone()), e)),
-            );
-        }
-        return initialize(&state, req.clone()).await;
-    }
-    let session = match session_of(&state, headers) {
-        Ok(s) => s,
-        Err(r) => {
-            // A request without a session (e.g. the 2026-era `server/discover`
-            // probe) gets a JSON-RPC error in the 400 body, which is what tells
-            // dual-era clients to fall back to `initialize`.
-            if let (Body::Single(Message::Request(req)), None) = (&body, headers.get(protocol::header::SESSION_ID)) {
-                return reply::json(
-                    StatusCode::BAD_REQUEST,
-                    &Message::Response(sessionless_error(Some(req.id.clone()), &req.method)),
-                );
+    let body = Body::decode(&bytes);
+    let session = match body {
+        // `initialize` names no session (a stale id just gets a new one),
+        // unless it names a live one: re-initializing is a client bug.
+        Ok(Body::Single(Message::Request(ref r))) if r.method == method::INITIALIZE => {
+            match session_id(headers).and_then(|id| state.engine.store().get(id)) {
+                Some(live) => SessionRef::Live(live),
+                None => SessionRef::Missing,
             }
-            return r.into_response();
+        }
+        // A malformed body is answered as such, whatever session it names.
+        Err(_) => SessionRef::Missing,
+        Ok(_) => {
+            let id = session_id(headers);
+            // A request that names a session must speak a revision toolgate
+            // knows; one without a session is refused by the engine (with its
+            // id, which a 2026-era probe needs to fall back).
+            if id.is_some()
+                && let Err(r) = check_version_header(headers)
+            {
+                return r.into_response();
+            }
+            state.engine.session_ref(id)
         }
     };
-
-    let (messages, mut answers, batch) = match body {
-        Body::Single(m) => (vec![m], Vec::new(), false),
-        Body::Batch(items) => {
-            if !session.version().allows_batches() {
-                return reply::error(
-                    StatusCode::BAD_REQUEST,
-                    codes::INVALID_REQUEST,
-                    &format!(
-                        "Invalid Request: JSON-RPC batches are not part of protocol version {}",
-                        session.version()
-                    ),
-                );
+    match state.engine.accept(session, body).await {
+        Accepted::Answered { responses, refusal, batch } => answered(responses, refusal, batch),
+        Accepted::Initialized { session, response } => {
+            let mut r = reply::json(StatusCode::OK, &Message::Response(response));
+            if let Ok(v) = HeaderValue::from_str(session.id()) {
+                r.headers_mut().insert(protocol::header::SESSION_ID, v);
             }
-            let mut messages = Vec::new();
-            let mut answers = Vec::new();
-            for item in items {
-                match item {
-                    Ok(m) if Engine::<H>::is_initialize(&m) => {
-                        let id = match &m {
-                            Message::Request(r) => Some(r.id.clone()),
-                            _ => None,
-                        };
-                        answers.push(RpcResponse::error(
-                            id,
-                            ErrorObject::new(codes::INVALID_REQUEST, "initialize must not be part of a batch"),
-                        ));
-                    }
-                    Ok(m) => messages.push(m),
-                    Err(resp) => answers.push(resp),
-                }
-            }
-            (messages, answers, true)
+            r
         }
-    };
+        Accepted::Run { session, requests, mut answered, batch } => {
+            respond(&state, session, requests, &mut answered, batch).await
+        }
+    }
+}
 
-    let (requests, others): (Vec<_>, Vec<_>) = messages.into_iter().partition(|m| matches!(m, Message::Request(_)));
-    for m in others {
-        // Notifications and responses need no stream; the engine consumes them.
-        let (downlink, _) = Downlink::channel();
-        state.engine.handle(&session, m, downlink).await;
+/// The HTTP status of a body the engine refused (200 if it did not).
+pub(super) fn refusal_status(refusal: Option<Refusal>) -> StatusCode {
+    match refusal {
+        None => StatusCode::OK,
+        Some(Refusal::SessionUnknown) => StatusCode::NOT_FOUND,
+        Some(
+            Refusal::Malformed
+            | Refusal::SessionRequired
+            | Refusal::AlreadyInitialized
+            | Refusal::NotInitialized
+            | Refusal::BatchNotAllowed,
+        ) => StatusCode::BAD_REQUEST,
     }
-    if requests.is_empty() {
-        if answers.is_empty() {
-            return StatusCode::ACCEPTED.into_response_empty();
-        }
-        return reply::json(StatusCode::OK, &answers.into_iter().map(Message::Response).collect::<Vec<_>>());
+}
+
+/// The answer to a body the engine answered itself.
+fn answered(mut responses: Vec<RpcResponse>, refusal: Option<Refusal>, batch: bool) -> Response {
+    let status = refusal_status(refusal);
+    if responses.is_empty() {
+        return StatusCode::ACCEPTED.into_response_empty();
     }
-    respond(&state, session, requests, &mut answers, batch).await
+    if batch {
+        return reply::json(status, &responses.into_iter().map(Message::Response).collect::<Vec<_>>());
+    }
+    match responses.pop() {
+        Some(r) => reply::json(status, &Message::Response(r)),
+        None => StatusCode::ACCEPTED.into_response_empty(),
+    }
 }
 
 /// Runs the requests on their own task and answers with JSON if every
@@ -153,7 +126,7 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request) -> R
 async fn respond<H: Handler>(
     state: &Arc<HttpState<H>>,
     session: Arc<Session<H::State>>,
-    requests: Vec<Message>,
+    requests: Vec<crate::jsonrpc::Request>,
     answers: &mut Vec<RpcResponse>,
     batch: bool,
 ) -> Response {
@@ -161,22 +134,22 @@ async fn respond<H: Handler>(
     let (downlink, mut rx) = Downlink::channel();
     let engine = state.engine.clone();
     let stream_session = session.clone();
-    tokio::spawn(async move {
+    crate::spawn(async move {
         let mut requests = requests;
         if requests.len() == 1
-            && let Some(m) = requests.pop()
+            && let Some(r) = requests.pop()
         {
             // The usual case, without join_all's bookkeeping. Boxed, so the
             // task stays small (spawning moves it, and the gateway's request
             // future is large).
-            if let Some(resp) = Box::pin(engine.handle(&session, m, downlink.clone())).await {
+            if let Some(resp) = Box::pin(engine.run(&session, r, downlink.clone())).await {
                 downlink.finish(resp);
             }
         } else {
-            let work = requests.into_iter().map(|m| {
+            let work = requests.into_iter().map(|r| {
                 let (engine, session, downlink) = (engine.clone(), session.clone(), downlink.clone());
                 async move {
-                    if let Some(resp) = engine.handle(&session, m, downlink.clone()).await {
+                    if let Some(resp) = engine.run(&session, r, downlink.clone()).await {
                         downlink.finish(resp);
                     }
                 }
@@ -254,33 +227,4 @@ fn json_answer(mut finals: Vec<RpcResponse>, batch: bool) -> Response {
             None => StatusCode::ACCEPTED.into_response_empty(),
         }
     }
-}
-
-async fn initialize<H: Handler>(state: &Arc<HttpState<H>>, request: crate::jsonrpc::Request) -> Response {
-    let (session, response) = state.engine.initialize(request).await;
-    let mut r = reply::json(StatusCode::OK, &Message::Response(response));
-    if let Some(session) = session
-        && let Ok(v) = HeaderValue::from_str(session.id())
-    {
-        r.headers_mut().insert(protocol::header::SESSION_ID, v);
-    }
-    r
-}
-
-fn parse(bytes: &[u8]) -> Result<Body, DecodeError> {
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if first != Some(&b'[') {
-        return Message::decode(bytes).map(Body::Single);
-    }
-    let items: Vec<Value> = serde_json::from_slice(bytes).map_err(|e| {
-        if e.is_syntax() || e.is_eof() {
-            DecodeError::Parse(e)
-        } else {
-            DecodeError::Invalid { id: None, reason: e.to_string() }
-        }
-    })?;
-    if items.is_empty() {
-        return Err(DecodeError::Invalid { id: None, reason: "an empty batch".into() });
-    }
-    Ok(Body::Batch(items.into_iter().map(|v| Message::from_value(v).map_err(|e| e.to_response())).collect()))
 }

@@ -1,0 +1,28 @@
+//! toolgate's MCP engine, shared by the gateway, the demo upstream and the
+//! conformance fixture.
+//!
+//! - [`jsonrpc`]: JSON-RPC 2.0 envelopes as toolgate sees them on every leg,
+//!   and the one decoder of message bodies (single messages and batches).
+//! - [`protocol`]: MCP revisions, method and header names.
+//! - [`server`]: the server engine (the MCP lifecycle, sessions, the batch
+//!   policy) and the downstream transports that move its frames
+//!   (Streamable HTTP, legacy HTTP+SSE, stdio).
+
+#![forbid(unsafe_code)]
+
+pub mod jsonrpc;
+pub mod protocol;
+pub mod server;
+
+/// Spawns a task that carries the caller's tracing span, so what the task
+/// logs can be followed back to the request that started it. Use it instead
+/// of `tokio::spawn` (clippy enforces this).
+#[allow(clippy::disallowed_methods)]
+pub fn spawn<F>(future: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    use tracing::Instrument as _;
+    tokio::spawn(future.in_current_span())
+}

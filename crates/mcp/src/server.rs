@@ -1,0 +1,23 @@
+//! The downstream MCP server engine: sessions, the MCP lifecycle every
+//! server answers the same way (`initialize`, version negotiation, `ping`,
+//! the batch policy of each revision, cancellation, responses to
+//! server-to-client requests), and the transports clients connect over.
+//!
+//! The engine is generic over a [`Handler`], the application that answers
+//! everything else: the gateway, the demo upstream, the conformance
+//! fixture. Transports (Streamable HTTP and legacy HTTP+SSE in [`http`],
+//! [`stdio`]) only move frames; they never interpret MCP methods.
+
+mod engine;
+mod handler;
+pub mod http;
+mod replay;
+mod session;
+pub mod single;
+pub mod stdio;
+mod store;
+
+pub use engine::{Accepted, Engine, Refusal, SessionRef};
+pub use handler::{Handler, InitContext, RequestCtx, ServerOffer};
+pub use session::{ClientRequestError, Downlink, Frame, Session};
+pub use store::SessionStore;

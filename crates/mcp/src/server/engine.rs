@@ -1,0 +1,383 @@
+//! The engine: the MCP lifecycle for every downstream transport, and the
+//! bookkeeping of live sessions.
+//!
+//! A transport decodes a body with [`Body::decode`](crate::jsonrpc::Body),
+//! says which session it belongs to ([`SessionRef`]) and hands both to
+//! [`Engine::accept`]. The engine negotiates the revision and answers
+//! `initialize`, answers `ping` and the pre-2026 `server/discover` refusal,
+//! applies the batch policy of the session's revision, takes notifications
+//! (`initialized`, `cancelled`) and responses to its own requests, and
+//! returns the requests the transport must run ([`Engine::run`]) and the
+//! answers it already has. Transports only move frames and map
+//! [`Refusal`]s to their own status codes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::task::TaskTracker;
+
+use super::handler::{Handler, InitContext, RequestCtx, ServerOffer};
+use super::session::{Downlink, Session};
+use super::store::SessionStore;
+use crate::jsonrpc::{Body, DecodeError, ErrorObject, Id, Message, Notification, Request, Response, codes};
+use crate::protocol::{Version, method};
+
+/// How often idle sessions are looked for, at most (short idle timeouts are
+/// checked more often).
+const EXPIRY_TICK: Duration = Duration::from_secs(5);
+
+/// The session a body belongs to, as far as its transport can tell.
+pub enum SessionRef<S: Send + Sync + 'static> {
+    /// A connection that carries one session and has none yet (stdio, legacy
+    /// HTTP+SSE before `initialize`).
+    Unbound,
+    /// The request named no session (Streamable HTTP without `Mcp-Session-Id`).
+    Missing,
+    /// The request named a session that does not exist, or has ended.
+    Unknown,
+    /// A live session.
+    Live(Arc<Session<S>>),
+}
+
+/// Why the engine refused a body before anything ran. Transports map it to
+/// their own status (an HTTP code; nothing on stdio, where the error
+/// response says it all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Not JSON, or not a JSON-RPC message.
+    Malformed,
+    /// A request other than `initialize` without a session.
+    SessionRequired,
+    /// The session the request named does not exist.
+    SessionUnknown,
+    /// `initialize` on a live session.
+    AlreadyInitialized,
+    /// A request before `initialize` on a connection that carries one session.
+    NotInitialized,
+    /// A JSON-RPC batch where the session's revision has none.
+    BatchNotAllowed,
+}
+
+/// What the engine made of a body.
+pub enum Accepted<S: Send + Sync + 'static> {
+    /// Nothing to run. `responses` answer the body (none for notifications
+    /// and responses; an array if `batch`); `refusal` says why it was
+    /// refused, if it was.
+    Answered { responses: Vec<Response>, refusal: Option<Refusal>, batch: bool },
+    /// `initialize` created a session.
+    Initialized { session: Arc<Session<S>>, response: Response },
+    /// Requests to run on a live session with [`Engine::run`]. The body's
+    /// notifications and responses have been taken; `answered` holds the
+    /// answers the engine gave itself (`ping`, bad batch elements), in order.
+    Run { session: Arc<Session<S>>, requests: Vec<Request>, answered: Vec<Response>, batch: bool },
+}
+
+/// The engine: a handler plus its live sessions.
+pub struct Engine<H: Handler> {
+    handler: Arc<H>,
+    store: Arc<SessionStore<H::State>>,
+    /// Sessions being released ([`Handler::closed`] runs on its own task so a
+    /// slow upstream shutdown does not hold up the others).
+    closing: TaskTracker,
+    /// Asks the expiry task to hand over every ended session now.
+    flush: mpsc::UnboundedSender<oneshot::Sender<()>>,
+}
+
+impl<H: Handler> Engine<H> {
+    /// Starts an engine whose sessions expire after `idle`. Spawns the task
+    /// that applies expiries and hands ended sessions to [`Handler::closed`].
+    pub fn start(
+        handler: Arc<H>,
+        store: Arc<SessionStore<H::State>>,
+        mut ended: mpsc::UnboundedReceiver<Arc<Session<H::State>>>,
+    ) -> Arc<Self> {
+        let idle = store.idle_timeout();
+        let closing = TaskTracker::new();
+        let (flush, mut flushes) = mpsc::unbounded_channel::<oneshot::Sender<()>>();
+        let engine = Arc::new(Self { handler: handler.clone(), store: store.clone(), closing: closing.clone(), flush });
+        let weak_store = Arc::downgrade(&store);
+        let period = EXPIRY_TICK.min(idle / 2).max(Duration::from_millis(100));
+        let release = move |session: Arc<Session<H::State>>| {
+            tracing::debug!(session = session.id(), "session ended");
+            let handler = handler.clone();
+            closing.spawn(async move { handler.closed(session).await });
+        };
+        crate::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => match weak_store.upgrade() {
+                        Some(store) => store.run_pending(),
+                        None => return,
+                    },
+                    session = ended.recv() => match session {
+                        Some(session) => release(session),
+                        None => return,
+                    },
+                    Some(done) = flushes.recv() => {
+                        while let Ok(session) = ended.try_recv() {
+                            release(session);
+                        }
+                        let _ = done.send(());
+                    }
+                }
+            }
+        });
+        engine
+    }
+
+    /// Ends every session and waits until each has released what it holds
+    /// (upstream sessions shut down, child processes stopped).
+    pub async fn shutdown(&self) {
+        self.store.clear();
+        let (done, flushed) = oneshot::channel();
+        if self.flush.send(done).is_ok() {
+            let _ = flushed.await;
+        }
+        self.closing.close();
+        self.closing.wait().await;
+    }
+
+    /// The application.
+    pub fn handler(&self) -> &Arc<H> {
+        &self.handler
+    }
+
+    /// The live sessions.
+    pub fn store(&self) -> &Arc<SessionStore<H::State>> {
+        &self.store
+    }
+
+    /// Looks up the session an `Mcp-Session-Id` names (counts as activity).
+    pub fn session_ref(&self, id: Option<&str>) -> SessionRef<H::State> {
+        match id {
+            None => SessionRef::Missing,
+            Some(id) => self.store.get(id).map_or(SessionRef::Unknown, SessionRef::Live),
+        }
+    }
+
+    /// The live session an `Mcp-Session-Id` names, for a transport request
+    /// that is not a message (`GET`, `DELETE`), or the refusal.
+    pub fn require_session(&self, id: Option<&str>) -> Result<Arc<Session<H::State>>, (Refusal, Response)> {
+        match self.session_ref(id) {
+            SessionRef::Live(session) => Ok(session),
+            other => {
+                let refusal = refusal_of(&other).unwrap_or(Refusal::SessionRequired);
+                Err((refusal, no_session_error(&other, None, "")))
+            }
+        }
+    }
+
+    /// Takes one decoded body (or the reason it did not decode) from a client.
+    pub async fn accept(&self, session: SessionRef<H::State>, body: Result<Body, DecodeError>) -> Accepted<H::State> {
+        let body = match body {
+            Ok(body) => body,
+            Err(e) => return refused(Refusal::Malformed, e.to_response()),
+        };
+        let session = match session {
+            SessionRef::Live(session) => session,
+            other => return self.sessionless(other, body).await,
+        };
+        let (items, batch) = match body {
+            Body::Single(Message::Request(r)) if r.method == method::INITIALIZE => {
+                let e = ErrorObject::new(codes::INVALID_REQUEST, "Invalid request: the session is already initialized");
+                return refused(Refusal::AlreadyInitialized, Response::error(Some(r.id), e));
+            }
+            Body::Single(m) => (vec![Ok(m)], false),
+            Body::Batch(_) if !session.version().allows_batches() => {
+                let e = ErrorObject::new(
+                    codes::INVALID_REQUEST,
+                    format!("Invalid request: JSON-RPC batches are not part of protocol version {}", session.version()),
+                );
+                return refused(Refusal::BatchNotAllowed, Response::error(None, e));
+            }
+            Body::Batch(items) => (items, true),
+        };
+        // Answers the engine gives itself, in the body's order.
+        let mut answered = Vec::new();
+        let mut requests = Vec::new();
+        for item in items {
+            match item {
+                Ok(Message::Request(r)) if r.method == method::PING => answered.push(Response::result(r.id, json!({}))),
+                Ok(Message::Request(r)) if r.method == method::INITIALIZE => {
+                    let e = ErrorObject::new(codes::INVALID_REQUEST, "initialize must not be part of a batch");
+                    answered.push(Response::error(Some(r.id), e));
+                }
+                Ok(Message::Request(r)) => requests.push(r),
+                Ok(Message::Notification(n)) => self.notification(&session, n).await,
+                Ok(Message::Response(r)) => self.response(&session, r).await,
+                Err(e) => answered.push(e.to_response()),
+            }
+        }
+        if requests.is_empty() {
+            return Accepted::Answered { responses: answered, refusal: None, batch };
+        }
+        Accepted::Run { session, requests, answered, batch }
+    }
+
+    /// A body without a live session: `initialize`, `ping`, or a refusal.
+    async fn sessionless(&self, session: SessionRef<H::State>, body: Body) -> Accepted<H::State> {
+        let request = match body {
+            Body::Single(Message::Request(r)) => r,
+            // Notifications and responses before a session are dropped; a
+            // transport that names sessions refuses them.
+            Body::Single(_) => {
+                return match refusal_of(&session) {
+                    Some(refusal) => refused(refusal, no_session_error(&session, None, "")),
+                    None => Accepted::Answered { responses: Vec::new(), refusal: None, batch: false },
+                };
+            }
+            Body::Batch(_) => {
+                let refusal = refusal_of(&session).unwrap_or(Refusal::NotInitialized);
+                return refused(refusal, no_session_error(&session, None, ""));
+            }
+        };
+        match request.method.as_str() {
+            method::INITIALIZE => self.initialize(request).await,
+            // `ping` is answered before initialization too; over HTTP it
+            // still needs the session it would belong to.
+            method::PING if matches!(session, SessionRef::Unbound) => answer(Response::result(request.id, json!({}))),
+            _ => {
+                let refusal = refusal_of(&session).unwrap_or(Refusal::NotInitialized);
+                refused(refusal, no_session_error(&session, Some(request.id), &request.method))
+            }
+        }
+    }
+
+    /// Answers `initialize`, creating a session on success.
+    async fn initialize(&self, request: Request) -> Accepted<H::State> {
+        let params = request.params.unwrap_or_else(|| json!({}));
+        if !params.is_object() {
+            let e = ErrorObject::invalid_params("initialize params must be an object");
+            return answer(Response::error(Some(request.id), e));
+        }
+        let requested = params.get("protocolVersion").and_then(Value::as_str);
+        let ctx = InitContext { version: Version::negotiate(requested), params };
+        match self.handler.initialize(&ctx).await {
+            Ok((offer, state)) => {
+                let session =
+                    Arc::new(Session::new(SessionStore::<H::State>::new_id(), ctx.version, &ctx.params, state));
+                self.store.insert(session.clone());
+                tracing::debug!(session = session.id(), version = %ctx.version, client = %session.client_info(), "session started");
+                Accepted::Initialized {
+                    session,
+                    response: Response::result(request.id, initialize_result(ctx.version, offer)),
+                }
+            }
+            Err(e) => answer(Response::error(Some(request.id), e)),
+        }
+    }
+
+    /// A client notification: the lifecycle's own, or the application's.
+    async fn notification(&self, session: &Arc<Session<H::State>>, n: Notification) {
+        match n.method.as_str() {
+            method::INITIALIZED => session.mark_initialized(),
+            method::CANCELLED => {
+                let id = n.params.as_ref().and_then(|p| p.get("requestId")).and_then(Id::from_value);
+                // Unknown or finished: the spec lets the receiver ignore it.
+                if let Some(id) = id
+                    && session.cancel_request(&id)
+                {
+                    tracing::debug!(session = session.id(), %id, "client cancelled a request");
+                }
+            }
+            _ => self.handler.notification(session, n).await,
+        }
+    }
+
+    /// A client response: to a request the engine sent, or the application's.
+    async fn response(&self, session: &Arc<Session<H::State>>, response: Response) {
+        match response {
+            Response { id: Some(id), outcome } => {
+                if let Err(outcome) = session.resolve(&id, outcome) {
+                    self.handler.response(session, Response { id: Some(id), outcome }).await;
+                }
+            }
+            Response { id: None, outcome } => {
+                tracing::warn!(session = session.id(), error = ?outcome, "client sent an error without an id");
+            }
+        }
+    }
+
+    /// Runs one request of a live session. Returns its response, or `None`
+    /// when the client cancelled it (a cancelled request is not answered).
+    pub async fn run(
+        &self,
+        session: &Arc<Session<H::State>>,
+        request: Request,
+        downlink: Downlink,
+    ) -> Option<Response> {
+        let id = request.id.clone();
+        let cancel = session.begin_request(&id);
+        let ctx = RequestCtx { downlink, cancel: cancel.clone() };
+        let outcome = self.handler.request(session, request, ctx).await;
+        session.end_request(&id);
+        if cancel.is_cancelled() {
+            return None;
+        }
+        Some(Response { id: Some(id), outcome })
+    }
+}
+
+impl<H: Handler> Drop for Engine<H> {
+    fn drop(&mut self) {
+        self.store.clear();
+    }
+}
+
+fn answer<S: Send + Sync + 'static>(response: Response) -> Accepted<S> {
+    Accepted::Answered { responses: vec![response], refusal: None, batch: false }
+}
+
+fn refused<S: Send + Sync + 'static>(refusal: Refusal, response: Response) -> Accepted<S> {
+    Accepted::Answered { responses: vec![response], refusal: Some(refusal), batch: false }
+}
+
+/// The refusal for a body without a live session, if the transport names
+/// sessions (`None` for a connection that has not initialized yet).
+fn refusal_of<S: Send + Sync + 'static>(session: &SessionRef<S>) -> Option<Refusal> {
+    match session {
+        SessionRef::Missing => Some(Refusal::SessionRequired),
+        SessionRef::Unknown => Some(Refusal::SessionUnknown),
+        SessionRef::Unbound | SessionRef::Live(_) => None,
+    }
+}
+
+/// The error answering a request that has no session to run in. The 2026
+/// era's `server/discover` probe gets what a session-based (pre-2026)
+/// server answers, which makes dual-era clients fall back to `initialize`.
+fn no_session_error<S: Send + Sync + 'static>(session: &SessionRef<S>, id: Option<Id>, method: &str) -> Response {
+    let error = match session {
+        SessionRef::Unknown => ErrorObject::new(codes::SESSION_NOT_FOUND, "Session not found"),
+        SessionRef::Missing if method == method::SERVER_DISCOVER => ErrorObject::new(
+            codes::SERVER_ERROR,
+            "Bad Request: this server uses the initialize handshake (MCP 2025-11-25 and earlier); send initialize first",
+        ),
+        SessionRef::Missing => ErrorObject::new(codes::SERVER_ERROR, "Bad Request: Mcp-Session-Id header is required"),
+        SessionRef::Unbound | SessionRef::Live(_) if method == method::SERVER_DISCOVER => {
+            ErrorObject::method_not_found(method)
+        }
+        SessionRef::Unbound | SessionRef::Live(_) => {
+            ErrorObject::new(codes::INVALID_REQUEST, "Invalid request: send initialize first")
+        }
+    };
+    Response::error(id, error)
+}
+
+/// The `initialize` result: the negotiated revision and what the
+/// application offers.
+fn initialize_result(version: Version, offer: ServerOffer) -> Value {
+    let mut result = Map::new();
+    result.insert("protocolVersion".into(), json!(version.as_str()));
+    result.insert("capabilities".into(), offer.capabilities);
+    result.insert("serverInfo".into(), offer.server_info);
+    if let Some(instructions) = offer.instructions {
+        result.insert("instructions".into(), Value::String(instructions));
+    }
+    Value::Object(result)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,180 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::jsonrpc::Outcome;
+use crate::server::RequestCtx;
+
+/// Echoes every request's method and params; `slow` waits for cancellation.
+struct Echo;
+
+impl Handler for Echo {
+    type State = ();
+
+    async fn initialize(self: &Arc<Self>, _: &InitContext) -> Result<(ServerOffer, ()), ErrorObject> {
+        let offer = ServerOffer {
+            capabilities: json!({"tools": {}}),
+            server_info: json!({"name": "echo", "version": "1"}),
+            instructions: Some("be kind".into()),
+        };
+        Ok((offer, ()))
+    }
+
+    async fn request(self: &Arc<Self>, _: &Arc<Session<()>>, request: Request, ctx: RequestCtx) -> Outcome {
+        if request.method == "slow" {
+            ctx.cancel.cancelled().await;
+        }
+        Outcome::Result(json!({"method": request.method, "params": request.params}))
+    }
+
+    async fn notification(self: &Arc<Self>, _: &Arc<Session<()>>, _: Notification) {}
+
+    async fn closed(self: &Arc<Self>, _: Arc<Session<()>>) {}
+}
+
+fn engine() -> Arc<Engine<Echo>> {
+    let (store, ended) = SessionStore::new(Duration::from_secs(60));
+    Engine::start(Arc::new(Echo), Arc::new(store), ended)
+}
+
+fn body(v: Value) -> Result<Body, DecodeError> {
+    Body::decode(v.to_string().as_bytes())
+}
+
+fn init(version: &str) -> Result<Body, DecodeError> {
+    body(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}))
+}
+
+async fn session(engine: &Engine<Echo>, version: &str) -> Arc<Session<()>> {
+    match engine.accept(SessionRef::Missing, init(version)).await {
+        Accepted::Initialized { session, .. } => session,
+        _ => panic!("initialize failed"),
+    }
+}
+
+fn error_of(accepted: Accepted<()>) -> (Option<Refusal>, i64, String) {
+    let Accepted::Answered { mut responses, refusal, .. } = accepted else { panic!("not answered") };
+    let response = responses.pop().expect("a response");
+    let Outcome::Error(e) = response.outcome else { panic!("not an error: {response:?}") };
+    (refusal, e["code"].as_i64().unwrap(), e["message"].as_str().unwrap().to_owned())
+}
+
+#[tokio::test]
+async fn initialize_negotiates_and_answers_with_the_offer() {
+    let engine = engine();
+    let Accepted::Initialized { session, response } = engine.accept(SessionRef::Unbound, init("2025-03-26")).await
+    else {
+        panic!("initialize failed")
+    };
+    assert_eq!(session.version(), Version::V2025_03_26);
+    let result = response.outcome.result_value().unwrap();
+    let keys: Vec<&str> = result.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["protocolVersion", "capabilities", "serverInfo", "instructions"]);
+    assert_eq!(result["protocolVersion"], "2025-03-26");
+    // An unknown revision gets the latest.
+    let later = session_version(&engine, "2099-01-01").await;
+    assert_eq!(later, Version::LATEST);
+    assert_eq!(engine.store().len(), 2);
+}
+
+async fn session_version(engine: &Engine<Echo>, version: &str) -> Version {
+    session(engine, version).await.version()
+}
+
+#[tokio::test]
+async fn initialize_on_a_live_session_is_refused() {
+    let engine = engine();
+    let s = session(&engine, "2025-11-25").await;
+    let (refusal, code, _) = error_of(engine.accept(SessionRef::Live(s), init("2025-11-25")).await);
+    assert_eq!((refusal, code), (Some(Refusal::AlreadyInitialized), codes::INVALID_REQUEST));
+}
+
+#[tokio::test]
+async fn requests_without_a_session_are_refused_by_how_the_transport_names_sessions() {
+    let engine = engine();
+    let ping = || body(json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}));
+    // A connection that carries one session answers ping before initialize.
+    let Accepted::Answered { responses, refusal: None, .. } = engine.accept(SessionRef::Unbound, ping()).await else {
+        panic!()
+    };
+    assert_eq!(responses[0].outcome, Outcome::Result(json!({})));
+    let (refusal, code, _) = error_of(engine.accept(SessionRef::Missing, ping()).await);
+    assert_eq!((refusal, code), (Some(Refusal::SessionRequired), codes::SERVER_ERROR));
+    let (refusal, code, _) = error_of(engine.accept(SessionRef::Unknown, ping()).await);
+    assert_eq!((refusal, code), (Some(Refusal::SessionUnknown), codes::SESSION_NOT_FOUND));
+    let list = body(json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}));
+    let (refusal, code, _) = error_of(engine.accept(SessionRef::Unbound, list).await);
+    assert_eq!((refusal, code), (Some(Refusal::NotInitialized), codes::INVALID_REQUEST));
+    // The 2026 probe gets what a session-based server answers.
+    let discover = || body(json!({"jsonrpc": "2.0", "id": 9, "method": "server/discover"}));
+    let (_, code, message) = error_of(engine.accept(SessionRef::Missing, discover()).await);
+    assert_eq!(code, codes::SERVER_ERROR);
+    assert!(message.contains("initialize"), "{message}");
+    let (_, code, _) = error_of(engine.accept(SessionRef::Unbound, discover()).await);
+    assert_eq!(code, codes::METHOD_NOT_FOUND);
+    // Notifications before a session are dropped on a connection, refused over HTTP.
+    let note = || body(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    assert!(matches!(
+        engine.accept(SessionRef::Unbound, note()).await,
+        Accepted::Answered { refusal: None, ref responses, .. } if responses.is_empty()
+    ));
+    assert_eq!(error_of(engine.accept(SessionRef::Missing, note()).await).0, Some(Refusal::SessionRequired));
+}
+
+#[tokio::test]
+async fn batches_follow_the_session_revision() {
+    let engine = engine();
+    let batch = || {
+        body(json!([
+            {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            {"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"nonsense": true},
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+        ]))
+    };
+    let modern = session(&engine, "2025-06-18").await;
+    let (refusal, code, _) = error_of(engine.accept(SessionRef::Live(modern), batch()).await);
+    assert_eq!((refusal, code), (Some(Refusal::BatchNotAllowed), codes::INVALID_REQUEST));
+
+    let old = session(&engine, "2025-03-26").await;
+    assert!(!old.is_initialized());
+    let Accepted::Run { session, requests, answered, batch: true } =
+        engine.accept(SessionRef::Live(old), batch()).await
+    else {
+        panic!("the batch did not run")
+    };
+    assert!(session.is_initialized(), "the batch's notification was taken");
+    assert_eq!(requests.iter().map(|r| r.method.as_str()).collect::<Vec<_>>(), ["tools/list"]);
+    let codes: Vec<Option<i64>> = answered.iter().map(|r| r.outcome.error_code()).collect();
+    assert_eq!(codes, [None, Some(codes::INVALID_REQUEST), Some(codes::INVALID_REQUEST)]);
+    let response = engine.run(&session, requests.into_iter().next().unwrap(), Downlink::channel().0).await;
+    assert_eq!(response.unwrap().outcome.result_value().unwrap()["method"], "tools/list");
+}
+
+#[tokio::test]
+async fn a_cancelled_request_is_not_answered() {
+    let engine = engine();
+    let s = session(&engine, "2025-11-25").await;
+    let slow = Request { id: Id::number(5), method: "slow".into(), params: None };
+    let run = {
+        let (engine, s) = (engine.clone(), s.clone());
+        crate::spawn(async move { engine.run(&s, slow, Downlink::channel().0).await })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let cancel = body(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}));
+    engine.accept(SessionRef::Live(s), cancel).await;
+    assert!(run.await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn malformed_bodies_are_refused_as_such() {
+    let engine = engine();
+    let (refusal, code, _) = error_of(engine.accept(SessionRef::Missing, Body::decode(b"{not json")).await);
+    assert_eq!((refusal, code), (Some(Refusal::Malformed), codes::PARSE_ERROR));
+    let (refusal, code, _) = error_of(engine.accept(SessionRef::Unbound, Body::decode(b"[]")).await);
+    assert_eq!((refusal, code), (Some(Refusal::Malformed), codes::INVALID_REQUEST));
+}
