@@ -68,6 +68,10 @@ pub struct Catalog {
     index: HashMap<String, usize>,
     list_result: Value,
     list_result_raw: Arc<RawValue>,
+    /// Every tool in its renamed upstream form, made on first use (only a
+    /// gateway without the disclosure layer serves it, and then it is the
+    /// same list as `list_result`).
+    forwarded: std::sync::OnceLock<Arc<RawValue>>,
     problems: Vec<String>,
     has_progressive: bool,
     describe_tool: Option<String>,
@@ -87,6 +91,7 @@ impl Catalog {
             entries: Vec::new(),
             index: HashMap::new(),
             list_result_raw: raw(&list_result),
+            forwarded: Default::default(),
             list_result,
             problems: Vec::new(),
             has_progressive: false,
@@ -181,6 +186,7 @@ impl Catalog {
             entries,
             index,
             list_result_raw: raw(&list_result),
+            forwarded: Default::default(),
             list_result,
             problems,
             has_progressive,
@@ -225,6 +231,26 @@ impl Catalog {
     /// [`Value`] costs about 0.7 ms and serializing it 0.16 ms in release builds).
     pub fn list_result_raw(&self) -> &Arc<RawValue> {
         &self.list_result_raw
+    }
+
+    /// The `tools/list` result of a transparent forwarder: every tool in its
+    /// full form, under its exposed name. Without progressive upstreams (the
+    /// only case a gateway serves it) it is [`Catalog::list_result_raw`] itself.
+    pub fn forwarded_list_raw(&self) -> &Arc<RawValue> {
+        if !self.has_progressive {
+            return &self.list_result_raw;
+        }
+        self.forwarded.get_or_init(|| {
+            let tools: Vec<Value> = self
+                .entries
+                .iter()
+                .map(|e| match e.mode {
+                    Mode::Passthrough => e.minimal.clone(),
+                    Mode::Progressive => e.full.clone(),
+                })
+                .collect();
+            raw(&json!({ "tools": tools }))
+        })
     }
 
     /// Human-readable problems found while building (collisions, unusable

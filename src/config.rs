@@ -5,8 +5,10 @@ mod expand;
 mod load;
 mod model;
 mod path;
+mod target;
 mod validate;
 
 pub use load::{ConfigError, load, load_str, load_str_in};
 pub use model::*;
+pub use target::{HttpTarget, StdioTarget, Target, TargetError};
 pub use validate::Problem;

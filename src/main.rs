@@ -267,8 +267,8 @@ async fn tokens(args: TokensArgs) -> anyhow::Result<()> {
                 }
                 Err(e) => {
                     failed += 1;
-                    eprintln!("upstream `{}`: {e}", up.name);
-                    (Err(e.to_string()), None)
+                    eprintln!("upstream `{}`: {}", up.name, e.report());
+                    (Err(e.report().to_string()), None)
                 }
             };
             inputs.push(UpstreamInput {

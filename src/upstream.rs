@@ -1,21 +1,30 @@
 //! Upstream connections: toolgate as an MCP *client* of the servers it fronts.
 //!
 //! A [`Peer`] is one initialized MCP session with an upstream, over a
-//! transport ([`stdio`] child process, Streamable [`http`], or legacy
-//! HTTP+[`sse`]). It allocates
-//! its own JSON-RPC ids (clients' ids never travel upstream), rewrites
-//! progress tokens so they are unique on the leg, and routes what the
-//! upstream sends back: responses to the waiting call, request-related
+//! [`Transport`](transport::Transport): a [`stdio`] child process, Streamable
+//! [`http`], legacy HTTP+[`sse`], or (in tests) an in-process server. It
+//! allocates its own JSON-RPC ids (clients' ids never travel upstream),
+//! rewrites progress tokens so they are unique on the leg, and routes what
+//! the upstream sends back: responses to the waiting call, request-related
 //! traffic to that call's [`Route`], everything else to the peer's
-//! [`PeerEvents`].
+//! [`PeerEvents`]. A call goes through the layers in [`service`]: retry of
+//! a forgotten session, the choice of connection, the deadline.
 
 mod connect;
 mod error;
 mod http;
+#[cfg(any(test, feature = "test-util"))]
+mod memory;
 mod peer;
+pub mod service;
 mod sse;
 mod stdio;
+mod transport;
 
 pub use connect::{ConnectOptions, connect};
-pub use error::UpstreamError;
-pub use peer::{ClientHello, Peer, PeerEvents, Route, ServerHello};
+pub use error::{Cause, Report, Retry, UpstreamError, report};
+#[cfg(any(test, feature = "test-util"))]
+pub use memory::MemoryTarget;
+pub use peer::{Call, ClientHello, Peer, PeerEvents, Route, ServerHello};
+pub use service::Connections;
+pub use transport::{Inbox, Transport};

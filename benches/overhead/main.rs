@@ -29,6 +29,9 @@
 //! verified echo calls against a server started by hand (e.g. toolgate under
 //! `valgrind --tool=callgrind`); `gate` fetches echo's description first.
 
+// Test and benchmark drivers have no request spans to carry into their tasks.
+#![allow(clippy::disallowed_methods)]
+
 mod client;
 mod load;
 mod procs;

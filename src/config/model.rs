@@ -141,7 +141,7 @@ pub struct UpstreamConfig {
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub headers: IndexMap<String, String>,
     /// HTTP: `streamable_http` (default) or `sse` (legacy HTTP+SSE, 2024-11-05).
-    /// Prefer [`UpstreamConfig::transport_kind`], which also covers stdio.
+    /// [`UpstreamConfig::target`] resolves `command`/`url`/`transport` into one.
     #[serde(default)]
     pub transport: HttpTransport,
 
@@ -228,26 +228,4 @@ pub struct ToolOverride {
     /// Error documentation added to the full description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_guidance: Option<Value>,
-}
-
-/// Where an upstream lives, derived from `command` / `url`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TransportKind {
-    /// A child process speaking newline-delimited JSON-RPC on stdin/stdout.
-    Stdio,
-    /// Streamable HTTP at `url`.
-    StreamableHttp,
-    /// Legacy HTTP+SSE at `url`.
-    Sse,
-}
-
-impl UpstreamConfig {
-    /// The transport this upstream uses (valid after validation).
-    pub fn transport_kind(&self) -> TransportKind {
-        match (&self.command, self.transport) {
-            (Some(_), _) => TransportKind::Stdio,
-            (None, HttpTransport::StreamableHttp) => TransportKind::StreamableHttp,
-            (None, HttpTransport::Sse) => TransportKind::Sse,
-        }
-    }
 }

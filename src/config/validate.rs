@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::path::TomlPath;
+use super::target::TargetError;
 use super::{Config, DisclosureConfig, HttpTransport, ServerConfig, UpstreamConfig};
 
 /// One problem in the configuration.
@@ -145,12 +146,21 @@ fn check_upstream(u: &UpstreamConfig, path: &TomlPath, written: &dyn Fn(&str) ->
         );
     }
 
+    if let Err(errors) = u.target() {
+        for e in errors {
+            let mut at = path.clone();
+            for key in e.key() {
+                at = at.key(key);
+            }
+            let message = match &e {
+                // The parser's reason helps; a header's would only echo it.
+                TargetError::BadUrl { source, .. } => format!("{e}: {source}"),
+                _ => e.to_string(),
+            };
+            out.push(at, message);
+        }
+    }
     match (&u.command, &u.url) {
-        (Some(_), Some(_)) => out.push(
-            path.clone(),
-            "has both `command` and `url`: use `command` for a stdio server or `url` for an HTTP server, not both",
-        ),
-        (None, None) => out.push(path.clone(), "needs `command` (a stdio server) or `url` (an HTTP server)"),
         (Some(command), None) => {
             if command.trim().is_empty() {
                 out.push(path.key("command"), "must not be empty");
@@ -168,8 +178,7 @@ fn check_upstream(u: &UpstreamConfig, path: &TomlPath, written: &dyn Fn(&str) ->
                 }
             }
         }
-        (None, Some(url)) => {
-            check_url(url, &path.key("url"), out);
+        (None, Some(_)) => {
             for key in STDIO_KEYS {
                 let set = match key {
                     "args" => !u.args.is_empty(),
@@ -185,6 +194,7 @@ fn check_upstream(u: &UpstreamConfig, path: &TomlPath, written: &dyn Fn(&str) ->
                 }
             }
         }
+        _ => {}
     }
 
     for (key, value) in &u.env {
@@ -193,18 +203,6 @@ fn check_upstream(u: &UpstreamConfig, path: &TomlPath, written: &dyn Fn(&str) ->
         }
         if value.contains('\0') {
             out.push(path.key("env").key(key), "the value contains a NUL character");
-        }
-    }
-    for (key, value) in &u.headers {
-        if http::HeaderName::from_bytes(key.as_bytes()).is_err() {
-            out.push(path.key("headers").key(key), "invalid HTTP header name");
-        }
-        // The value is not echoed: headers usually carry credentials.
-        if http::HeaderValue::from_str(value).is_err() {
-            out.push(
-                path.key("headers").key(key),
-                "invalid HTTP header value (control characters such as newlines are not allowed)",
-            );
         }
     }
     if let Some(cwd) = &u.cwd {
@@ -232,16 +230,6 @@ fn check_upstream(u: &UpstreamConfig, path: &TomlPath, written: &dyn Fn(&str) ->
     }
     if let Some(dir) = &u.descriptions_dir {
         check_dir(dir, &path.key("descriptions_dir"), out);
-    }
-}
-
-fn check_url(url: &str, path: &TomlPath, out: &mut Problems) {
-    match url::Url::parse(url) {
-        Err(e) => out.push(path.clone(), format!("`{url}` is not a valid URL: {e}")),
-        Ok(parsed) if !matches!(parsed.scheme(), "http" | "https") => {
-            out.push(path.clone(), format!("`{url}` must be an http:// or https:// URL"))
-        }
-        Ok(_) => {}
     }
 }
 

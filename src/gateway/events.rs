@@ -15,9 +15,20 @@ use crate::upstream::{Peer, PeerEvents, Route};
 
 /// Traffic about one forwarded call: onto that request's stream.
 pub struct SessionRoute {
-    pub gateway: Weak<Gateway>,
-    pub session: Arc<GwSession>,
-    pub downlink: Downlink,
+    gateway: Weak<Gateway>,
+    session: Arc<GwSession>,
+    downlink: Downlink,
+    /// The span of the client request the call serves: what the upstream
+    /// sends about it is handled there.
+    span: tracing::Span,
+}
+
+impl SessionRoute {
+    /// The route of a call made while serving the current request.
+    pub fn new(gateway: &Arc<Gateway>, session: &Arc<GwSession>, downlink: &Downlink) -> Self {
+        let span = tracing::Span::current();
+        Self { gateway: Arc::downgrade(gateway), session: session.clone(), downlink: downlink.clone(), span }
+    }
 }
 
 impl Route for SessionRoute {
@@ -27,8 +38,9 @@ impl Route for SessionRoute {
     }
 
     fn request(&self, peer: Arc<Peer>, request: Request, cancel: CancellationToken) {
+        let _entered = self.span.enter();
         if let Some(gw) = self.gateway.upgrade() {
-            gw.note_url_elicitation(&self.session, &request);
+            gw.forwarder().note_url_elicitation(&self.session, &request);
         }
         relay_request(self.session.clone(), Some(self.downlink.clone()), peer, request, cancel);
     }
@@ -44,7 +56,7 @@ fn relay_request(
     request: Request,
     cancel: CancellationToken,
 ) {
-    tokio::spawn(async move {
+    crate::spawn(async move {
         if !session.client_supports(&request.method) {
             let e = ErrorObject::new(
                 codes::METHOD_NOT_FOUND,
@@ -72,7 +84,7 @@ fn relay_request(
 fn refuse(peer: Arc<Peer>, request: Request, why: &str) {
     let e =
         ErrorObject::new(codes::METHOD_NOT_FOUND, format!("{} cannot be routed to a client: {why}", request.method));
-    tokio::spawn(async move { peer.respond(request.id, Outcome::error(e)).await });
+    crate::spawn(async move { peer.respond(request.id, Outcome::error(e)).await });
 }
 
 /// Unsolicited traffic of a session's own upstream session.
@@ -96,7 +108,9 @@ impl PeerEvents for SessionEvents {
             // Gateway-wide changes arrive on the control connection too.
             if let (Some(gw), Some(session)) = (self.gateway.upgrade(), self.session.upgrade()) {
                 let (peer, index) = (peer.clone(), self.index);
-                tokio::spawn(async move { gw.session_tools_changed(&session, index, Some(&peer)).await });
+                crate::spawn(
+                    async move { gw.catalogs().session_tools_changed(&gw, &session, index, Some(&peer)).await },
+                );
             }
             return;
         }
@@ -119,7 +133,7 @@ impl PeerEvents for SessionEvents {
             && session.state.tools.lock().overrides.contains_key(&self.index)
         {
             let index = self.index;
-            tokio::spawn(async move { gw.session_tools_changed(&session, index, None).await });
+            crate::spawn(async move { gw.catalogs().session_tools_changed(&gw, &session, index, None).await });
         }
     }
 }
@@ -140,11 +154,11 @@ impl PeerEvents for ControlEvents {
     fn notification(&self, peer: &Arc<Peer>, notification: Notification) {
         let Some(gw) = self.gateway.upgrade() else { return };
         match notification.method.as_str() {
-            method::TOOLS_LIST_CHANGED => gw.upstreams[self.index].request_refresh(),
+            method::TOOLS_LIST_CHANGED => gw.upstreams()[self.index].request_refresh(),
             method::RESOURCES_LIST_CHANGED | method::PROMPTS_LIST_CHANGED => gw.broadcast(notification),
             method::RESOURCES_UPDATED => {
                 let uri = notification.params.as_ref().and_then(|p| p.get("uri")).and_then(Value::as_str).unwrap_or("");
-                for s in gw.sessions.sessions() {
+                for s in gw.sessions().sessions() {
                     if s.state.is_subscribed(uri) {
                         s.notify(Message::Notification(notification.clone()));
                     }
@@ -154,7 +168,8 @@ impl PeerEvents for ControlEvents {
             // Only the client that started a URL-mode elicitation may hear it finished.
             method::ELICITATION_COMPLETE => {
                 let id = notification.params.as_ref().and_then(|p| p.get("elicitationId")).and_then(Value::as_str);
-                match id.and_then(|id| gw.elicitation_owner(id)) {
+                let owner = id.and_then(|id| gw.forwarder().elicitation_owner(id));
+                match owner.and_then(|session| gw.sessions().get(&session)) {
                     Some(session) => session.notify(Message::Notification(notification)),
                     None => tracing::debug!(upstream = %peer.label(), "completion of an unknown elicitation dropped"),
                 }

@@ -1,6 +1,6 @@
 //! Merged `resources/list`, `resources/templates/list` and `prompts/list`,
 //! and the maps that route reads, prompts and completions back to the
-//! upstream that listed them.
+//! upstream that listed them (the forwarder's).
 //!
 //! Every upstream page is followed and the merge is served as one page (as
 //! `tools/list` is): clients that never follow `nextCursor` still see
@@ -12,11 +12,10 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde_json::{Value, json};
 
-use super::{Gateway, GwSession};
+use super::GwSession;
+use super::upstreams::{UpstreamHandle, crawl};
 use crate::catalog;
 use crate::config::Sharing;
-use crate::disclosure;
-use crate::jsonrpc::{ErrorObject, Outcome, codes};
 use crate::upstream::Peer;
 
 /// Which list.
@@ -28,7 +27,17 @@ pub enum ListKind {
 }
 
 impl ListKind {
-    fn method(self) -> &'static str {
+    /// The list a method asks for.
+    pub fn of(method: &str) -> Option<ListKind> {
+        match method {
+            crate::protocol::method::RESOURCES_LIST => Some(ListKind::Resources),
+            crate::protocol::method::RESOURCES_TEMPLATES_LIST => Some(ListKind::Templates),
+            crate::protocol::method::PROMPTS_LIST => Some(ListKind::Prompts),
+            _ => None,
+        }
+    }
+
+    pub fn method(self) -> &'static str {
         match self {
             ListKind::Resources => crate::protocol::method::RESOURCES_LIST,
             ListKind::Templates => crate::protocol::method::RESOURCES_TEMPLATES_LIST,
@@ -36,7 +45,8 @@ impl ListKind {
         }
     }
 
-    fn key(self) -> &'static str {
+    /// The key of the items in the result.
+    pub fn key(self) -> &'static str {
         match self {
             ListKind::Resources => "resources",
             ListKind::Templates => "resourceTemplates",
@@ -44,7 +54,8 @@ impl ListKind {
         }
     }
 
-    fn capability(self) -> &'static str {
+    /// The capability an upstream needs to have the list.
+    pub fn capability(self) -> &'static str {
         match self {
             ListKind::Resources | ListKind::Templates => "resources",
             ListKind::Prompts => "prompts",
@@ -63,53 +74,59 @@ pub struct RouteMaps {
     prompts: RwLock<HashMap<String, (usize, String)>>,
 }
 
-impl Gateway {
-    /// Serves a merged list.
-    pub(crate) async fn merged_list(
-        self: &Arc<Self>,
-        session: &Arc<GwSession>,
-        kind: ListKind,
-        params: Option<&Value>,
-    ) -> Outcome {
-        // A bad cursor fails before any upstream is asked.
-        if let Err(e) = self.pager.offset(kind.key(), params) {
-            return Outcome::error(e);
-        }
-        let owners: Vec<usize> = self.upstreams.iter().filter(|u| u.has(kind.capability())).map(|u| u.index).collect();
-        let crawls = owners.iter().map(|&i| async move {
-            let Some(peer) = self.list_peer(session, i) else { return (i, Vec::new()) };
-            match super::upstreams::crawl(&peer, kind.method(), kind.key()).await {
-                Ok(items) => (i, items),
-                Err(e) => {
-                    tracing::warn!(upstream = %peer.label(), error = %e, list = kind.method(), "leaving this upstream out of the list");
-                    (i, Vec::new())
-                }
-            }
-        });
-        let pages = futures::future::join_all(crawls).await;
+/// One upstream's page of a list, as crawled.
+pub struct Crawled {
+    pub upstream: usize,
+    pub items: Vec<Value>,
+}
 
-        let view = self.catalog_for(session);
-        let describe_tool = view.catalog.describe_tool_name();
-        let mut items = Vec::new();
-        if view.catalog.has_progressive() {
-            match kind {
-                ListKind::Resources => items.push(disclosure::resource_entry(describe_tool)),
-                ListKind::Templates => items.push(disclosure::template_entry(describe_tool)),
-                ListKind::Prompts => {}
+/// Crawls list `kind` of every upstream that has it, for `session`: over the
+/// session's own upstream session when it has one (lists may be per
+/// session), else the control connection. An upstream that fails is left
+/// out of the list (and logged).
+pub async fn crawl_all(upstreams: &[Arc<UpstreamHandle>], session: &GwSession, kind: ListKind) -> Vec<Crawled> {
+    let owners = upstreams.iter().filter(|u| u.has(kind.capability()));
+    let crawls = owners.map(|up| async move {
+        let Some(peer) = list_peer(up, session) else { return Crawled { upstream: up.index, items: Vec::new() } };
+        match crawl(&peer, up.config.timeout, kind.method(), kind.key()).await {
+            Ok(items) => Crawled { upstream: up.index, items },
+            Err(e) => {
+                tracing::warn!(upstream = %peer.label(), error = %e.report(), list = kind.method(), "leaving this upstream out of the list");
+                Crawled { upstream: up.index, items: Vec::new() }
             }
         }
-        let count = self.upstreams.len();
-        for (i, page) in pages {
+    });
+    futures::future::join_all(crawls).await
+}
+
+/// The connection to list with: the session's own upstream session if it
+/// has one, else the control connection.
+fn list_peer(up: &UpstreamHandle, session: &GwSession) -> Option<Arc<Peer>> {
+    if up.config.sharing == Sharing::PerSession
+        && let Some((_, peer)) = session.state.live_connections().into_iter().find(|(i, _)| *i == up.index)
+    {
+        return Some(peer);
+    }
+    up.control()
+}
+
+impl RouteMaps {
+    /// Merges crawled pages into one list, in upstream order, learning who
+    /// owns what and exposing prompt names under the gateway's naming rule.
+    pub fn merge(&self, upstreams: &[Arc<UpstreamHandle>], kind: ListKind, pages: Vec<Crawled>) -> Vec<Value> {
+        let count = upstreams.len();
+        let mut items = Vec::new();
+        for Crawled { upstream: i, items: page } in pages {
             for mut item in page {
                 match kind {
                     ListKind::Resources => {
                         if let Some(uri) = item.get("uri").and_then(Value::as_str) {
-                            self.lists.resources.write().insert(uri.to_owned(), i);
+                            self.resources.write().insert(uri.to_owned(), i);
                         }
                     }
                     ListKind::Templates => {
                         if let Some(t) = item.get("uriTemplate").and_then(Value::as_str) {
-                            let mut templates = self.lists.templates.write();
+                            let mut templates = self.templates.write();
                             if !templates.iter().any(|(j, u)| *j == i && u == t) {
                                 templates.push((i, t.to_owned()));
                             }
@@ -117,63 +134,47 @@ impl Gateway {
                     }
                     ListKind::Prompts => {
                         let Some(name) = item.get("name").and_then(Value::as_str).map(str::to_owned) else { continue };
-                        let exposed = catalog::natural_name(&self.upstreams[i].config, count, &name);
-                        self.lists.prompts.write().insert(exposed.clone(), (i, name));
+                        let exposed = catalog::natural_name(&upstreams[i].config, count, &name);
+                        self.prompts.write().insert(exposed.clone(), (i, name));
                         item["name"] = json!(exposed);
                     }
                 }
                 items.push(item);
             }
         }
-        match self.pager.page(kind.key(), kind.key(), &items, params) {
-            Ok(page) => Outcome::Result(page),
-            Err(e) => Outcome::error(e),
-        }
-    }
-
-    /// The connection to list with: the session's own upstream session if it
-    /// has one (lists may be per session), else the control connection.
-    fn list_peer(&self, session: &GwSession, index: usize) -> Option<Arc<Peer>> {
-        let up = &self.upstreams[index];
-        if up.config.sharing == Sharing::PerSession
-            && let Some((_, peer)) = session.state.live_connections().into_iter().find(|(i, _)| *i == index)
-        {
-            return Some(peer);
-        }
-        up.control()
+        items
     }
 
     /// The upstreams that may own resource `uri`, most likely first: the one
     /// that listed it, one whose template matches it, else every upstream
     /// with resources, in order.
-    pub(crate) fn resource_candidates(&self, uri: &str) -> Vec<usize> {
-        if let Some(&i) = self.lists.resources.read().get(uri) {
+    pub fn resource_candidates(&self, upstreams: &[Arc<UpstreamHandle>], uri: &str) -> Vec<usize> {
+        if let Some(&i) = self.resources.read().get(uri) {
             return vec![i];
         }
         let by_template: Vec<usize> =
-            self.lists.templates.read().iter().filter(|(_, t)| template_matches(t, uri)).map(|(i, _)| *i).collect();
+            self.templates.read().iter().filter(|(_, t)| template_matches(t, uri)).map(|(i, _)| *i).collect();
         if !by_template.is_empty() {
             return by_template;
         }
-        self.upstreams.iter().filter(|u| u.has("resources")).map(|u| u.index).collect()
+        upstreams.iter().filter(|u| u.has("resources")).map(|u| u.index).collect()
     }
 
     /// The upstreams that may own resource template `template`.
-    pub(crate) fn template_candidates(&self, template: &str) -> Vec<usize> {
-        let listed: Vec<usize> =
-            self.lists.templates.read().iter().filter(|(_, t)| t == template).map(|(i, _)| *i).collect();
-        if listed.is_empty() { self.resource_candidates(template) } else { listed }
+    pub fn template_candidates(&self, upstreams: &[Arc<UpstreamHandle>], template: &str) -> Vec<usize> {
+        let listed: Vec<usize> = self.templates.read().iter().filter(|(_, t)| t == template).map(|(i, _)| *i).collect();
+        if listed.is_empty() { self.resource_candidates(upstreams, template) } else { listed }
     }
 
     /// The upstream and upstream name of an exposed prompt name.
-    pub(crate) fn resolve_prompt(&self, exposed: &str) -> Option<(usize, String)> {
-        if let Some(found) = self.lists.prompts.read().get(exposed) {
+    pub fn resolve_prompt(&self, upstreams: &[Arc<UpstreamHandle>], exposed: &str) -> Option<(usize, String)> {
+        if let Some(found) = self.prompts.read().get(exposed) {
             return Some(found.clone());
         }
-        let count = self.upstreams.len();
+        let count = upstreams.len();
         // Not listed yet: undo the naming rule.
         let mut unprefixed = None;
-        for up in &self.upstreams {
+        for up in upstreams {
             // The exposed name of "" is the bare prefix (`p__`), or "" when unprefixed.
             let prefix = catalog::natural_name(&up.config, count, "");
             if prefix.is_empty() {
@@ -183,30 +184,6 @@ impl Gateway {
             }
         }
         unprefixed.map(|i| (i, exposed.to_owned()))
-    }
-
-    /// Forwards to each candidate in turn until one knows the resource.
-    pub(crate) async fn forward_to_candidates(
-        self: &Arc<Self>,
-        session: &Arc<GwSession>,
-        candidates: &[usize],
-        method: &str,
-        params: Option<Value>,
-        ctx: &crate::server::RequestCtx,
-    ) -> Outcome {
-        let uri = params.as_ref().and_then(|p| p.get("uri")).cloned().unwrap_or(Value::Null);
-        let mut last = Outcome::error(
-            ErrorObject::new(codes::RESOURCE_NOT_FOUND, "Resource not found").with_data(json!({"uri": uri})),
-        );
-        for (n, &i) in candidates.iter().enumerate() {
-            let outcome = self.forward(session, i, method, params.clone(), ctx).await;
-            let not_found = matches!(outcome.error_code(), Some(codes::RESOURCE_NOT_FOUND | codes::INVALID_PARAMS));
-            if !not_found || n + 1 == candidates.len() {
-                return outcome;
-            }
-            last = outcome;
-        }
-        last
     }
 }
 

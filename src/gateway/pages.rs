@@ -7,9 +7,12 @@
 
 use std::hash::{BuildHasher, Hasher};
 
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::jsonrpc::ErrorObject;
+use crate::jsonrpc::{ErrorObject, Outcome};
 
 /// Pages lists of `size` items (0: one page).
 pub struct Pager {
@@ -75,6 +78,25 @@ impl Pager {
             result.insert("nextCursor".into(), Value::String(self.cursor(list, end)));
         }
         Ok(Value::Object(result))
+    }
+}
+
+impl Pager {
+    /// A page of a prepared `tools/list` result: the result itself when
+    /// lists are served whole (encoded once per catalog).
+    pub fn tools_page(&self, list: &Arc<RawValue>, params: Option<&Value>) -> Outcome {
+        if self.is_off() {
+            return match self.offset("tools", params) {
+                Ok(_) => Outcome::Prepared(list.clone()),
+                Err(e) => Outcome::error(e),
+            };
+        }
+        let parsed: Value = serde_json::from_str(list.get()).unwrap_or(Value::Null);
+        let tools = parsed.get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        match self.page("tools", "tools", tools, params) {
+            Ok(page) => Outcome::Result(page),
+            Err(e) => Outcome::error(e),
+        }
     }
 }
 

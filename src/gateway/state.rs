@@ -20,12 +20,29 @@ pub struct SessionTools {
     pub view: Option<(u64, Arc<CatalogView>)>,
 }
 
+/// The tools a session may call (the disclosure layer's): those whose
+/// description it fetched, with the fingerprint of the definition it saw,
+/// since a changed definition must be fetched again.
+#[derive(Default)]
+pub struct Grants(Mutex<HashMap<String, u64>>);
+
+impl Grants {
+    /// Records that the session fetched these definitions.
+    pub fn grant(&self, tools: impl IntoIterator<Item = (String, u64)>) {
+        self.0.lock().extend(tools);
+    }
+
+    /// Whether the session fetched the current definition of `tool`.
+    pub fn allows(&self, tool: &str, fingerprint: u64) -> bool {
+        self.0.lock().get(tool) == Some(&fingerprint)
+    }
+}
+
 /// Per-session gateway state: the tools this session may call, its own
 /// upstream sessions, and what it subscribed to.
 pub struct GatewaySession {
-    /// Tools whose description this session fetched, with the fingerprint of
-    /// the definition it saw: a changed definition must be fetched again.
-    authorized: Mutex<HashMap<String, u64>>,
+    /// What the disclosure layer allows this session to call.
+    pub grants: Grants,
     /// This session's own upstream sessions (`sharing = "per_session"`), by
     /// upstream index, created on first use. The async lock makes concurrent
     /// first uses share one connection instead of racing two.
@@ -43,22 +60,12 @@ impl GatewaySession {
     /// State for a session of a gateway with `upstreams` upstreams.
     pub fn new(upstreams: usize) -> Self {
         Self {
-            authorized: Mutex::new(HashMap::new()),
+            grants: Grants::default(),
             connections: (0..upstreams).map(|_| tokio::sync::Mutex::new(None)).collect(),
             subscriptions: Mutex::new(HashSet::new()),
             log_level: Mutex::new(None),
             tools: Mutex::new(SessionTools::default()),
         }
-    }
-
-    /// Records that the session fetched these definitions.
-    pub fn authorize(&self, tools: impl IntoIterator<Item = (String, u64)>) {
-        self.authorized.lock().extend(tools);
-    }
-
-    /// Whether the session fetched the current definition of `tool`.
-    pub fn is_authorized(&self, tool: &str, fingerprint: u64) -> bool {
-        self.authorized.lock().get(tool) == Some(&fingerprint)
     }
 
     /// The slot of upstream `index`'s per-session connection.
@@ -123,12 +130,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn authorization_is_per_definition() {
+    fn grants_are_per_definition() {
         let s = GatewaySession::new(2);
-        assert!(!s.is_authorized("a", 1));
-        s.authorize([("a".to_owned(), 1)]);
-        assert!(s.is_authorized("a", 1));
-        assert!(!s.is_authorized("a", 2), "a changed definition must be fetched again");
-        assert!(!GatewaySession::new(2).is_authorized("a", 1), "sessions do not share authorizations");
+        assert!(!s.grants.allows("a", 1));
+        s.grants.grant([("a".to_owned(), 1)]);
+        assert!(s.grants.allows("a", 1));
+        assert!(!s.grants.allows("a", 2), "a changed definition must be fetched again");
+        assert!(!GatewaySession::new(2).grants.allows("a", 1), "sessions do not share grants");
     }
 }

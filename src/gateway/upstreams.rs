@@ -1,27 +1,31 @@
-//! One configured upstream as the gateway sees it: its control connection,
-//! its last known tools and capabilities, and the task that keeps it up.
+//! One configured upstream as the gateway sees it: where it lives, its
+//! control connection, its last known tools and capabilities, and the
+//! supervisor task that keeps the control connection up.
 //!
 //! The control connection is toolgate's own session with the upstream (its
 //! own `clientInfo`, no reverse-routing capabilities unless the upstream is
-//! shared over Streamable HTTP). It crawls the tool list into the catalog, answers list
-//! requests when a session has no connection of its own, and hears
-//! `list_changed`. With `sharing = "shared"` it is also the connection every
-//! session's calls use.
+//! shared over Streamable HTTP). It crawls the tool list into the catalog,
+//! answers list requests when a session has no connection of its own, and
+//! hears `list_changed`. With `sharing = "shared"` it is also the connection
+//! every session's calls use.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
-use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
+use super::Gateway;
+use super::events::ControlEvents;
 use crate::catalog::Extras;
-use crate::config::{Sharing, TransportKind, UpstreamConfig};
+use crate::config::{Sharing, Target, UpstreamConfig};
 use crate::jsonrpc::Outcome;
-use crate::upstream::{ClientHello, Peer, ServerHello, UpstreamError};
+use crate::protocol::method;
+use crate::upstream::{self, Call, Cause, ClientHello, ConnectOptions, Peer, ServerHello, UpstreamError};
 
 /// Most pages followed in one list crawl (against servers that page forever).
 const MAX_PAGES: usize = 1000;
@@ -33,43 +37,71 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 pub struct UpstreamHandle {
     /// Position in the configuration (and in `tools/list`).
     pub index: usize,
-    /// Its configuration.
+    /// How its tools are presented (mode, prefix, overrides) and shared.
     pub config: Arc<UpstreamConfig>,
+    /// Where it lives, resolved once.
+    pub target: Target,
     /// Its name, for logs and errors.
     pub label: Arc<str>,
     /// Extras from `descriptions_dir`, keyed by upstream tool name.
     pub extras: HashMap<String, Extras>,
     control: ArcSwapOption<Peer>,
+    /// Bumped whenever the control connection changes, for callers waiting
+    /// for a new one.
+    generation: watch::Sender<u64>,
     hello: ArcSwapOption<ServerHello>,
     tools: ArcSwap<Vec<Value>>,
     /// Why the upstream is down, while it is.
-    down_reason: Mutex<Option<String>>,
+    down: Mutex<Option<Cause>>,
     /// `true` once the first connection attempt finished, either way.
     ready: watch::Sender<bool>,
     /// Asks the supervisor to crawl the tool list again.
     refresh: Notify,
+    /// Asks the supervisor to reconnect now rather than after its backoff.
+    reconnect: Notify,
 }
 
 impl UpstreamHandle {
-    pub(crate) fn new(index: usize, config: UpstreamConfig, extras: HashMap<String, Extras>) -> Self {
+    pub(crate) fn new(index: usize, config: UpstreamConfig, target: Target, extras: HashMap<String, Extras>) -> Self {
         let label: Arc<str> = Arc::from(config.name.as_str());
         Self {
             index,
             config: Arc::new(config),
+            target,
             label,
             extras,
             control: ArcSwapOption::empty(),
+            generation: watch::channel(0).0,
             hello: ArcSwapOption::empty(),
             tools: ArcSwap::from_pointee(Vec::new()),
-            down_reason: Mutex::new(Some("starting".into())),
+            down: Mutex::new(Some(Cause::msg("starting"))),
             ready: watch::channel(false).0,
             refresh: Notify::new(),
+            reconnect: Notify::new(),
         }
     }
 
     /// The control connection, while it is up.
     pub fn control(&self) -> Option<Arc<Peer>> {
         self.control.load_full().filter(|p| !p.is_closed())
+    }
+
+    /// A control connection that replaces one that just failed: the
+    /// supervisor reconnects at once, and this waits up to `within` for it.
+    pub async fn fresh_control(&self, within: Duration) -> Result<Arc<Peer>, UpstreamError> {
+        let mut generation = self.generation.subscribe();
+        self.reconnect.notify_one();
+        let wait = async {
+            loop {
+                if let Some(peer) = self.control() {
+                    return peer;
+                }
+                if generation.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::time::timeout(within, wait).await.map_err(|_| self.unavailable())
     }
 
     /// The upstream's last `initialize` answer (kept while it restarts).
@@ -88,18 +120,15 @@ impl UpstreamHandle {
         self.tools.load_full()
     }
 
-    /// The error for requests while the upstream is down.
-    pub fn unavailable(&self) -> UpstreamError {
-        let reason = self.down_reason.lock().clone().unwrap_or_else(|| "not connected".into());
-        UpstreamError::Unavailable { upstream: self.label.clone(), reason }
+    /// Whether its connections are shared by every session.
+    pub fn is_shared(&self) -> bool {
+        self.config.sharing == Sharing::Shared
     }
 
-    /// Whether its transport can tell which call a message belongs to
-    /// (Streamable HTTP, with a response stream per call), which decides what
-    /// a shared connection may declare. Stdio and legacy SSE carry everything
-    /// on one channel.
-    pub fn attributes_messages(&self) -> bool {
-        self.config.transport_kind() == TransportKind::StreamableHttp
+    /// The error for requests while the upstream is down.
+    pub fn unavailable(&self) -> UpstreamError {
+        let cause = self.down.lock().clone().unwrap_or_else(|| Cause::msg("not connected"));
+        UpstreamError::Unavailable { upstream: self.label.clone(), source: cause }
     }
 
     /// What the control connection declares: it routes server-to-client
@@ -108,7 +137,7 @@ impl UpstreamHandle {
     /// legacy SSE nothing ties such a request to a session, so none are
     /// declared.
     pub fn control_hello(&self) -> ClientHello {
-        let capabilities = if self.config.sharing == Sharing::Shared && self.attributes_messages() {
+        let capabilities = if self.is_shared() && self.target.attributes_calls() {
             json!({"sampling": {}, "elicitation": {}})
         } else {
             json!({})
@@ -127,27 +156,28 @@ impl UpstreamHandle {
         let _ = rx.wait_for(|r| *r).await;
     }
 
-    pub(crate) fn set_up(&self, peer: Arc<Peer>) {
+    fn set_control(&self, peer: Option<Arc<Peer>>) {
+        self.control.store(peer);
+        self.generation.send_modify(|g| *g += 1);
+    }
+
+    fn set_up(&self, peer: Arc<Peer>) {
         self.hello.store(peer.hello().cloned().map(Arc::new));
-        self.control.store(Some(peer));
-        *self.down_reason.lock() = None;
+        *self.down.lock() = None;
+        self.set_control(Some(peer));
     }
 
-    pub(crate) fn set_down(&self, reason: String) {
-        self.control.store(None);
-        *self.down_reason.lock() = Some(reason);
+    fn set_down(&self, cause: Cause) {
+        *self.down.lock() = Some(cause);
+        self.set_control(None);
     }
 
-    pub(crate) fn set_tools(&self, tools: Vec<Value>) {
+    fn set_tools(&self, tools: Vec<Value>) {
         self.tools.store(Arc::new(tools));
     }
 
-    pub(crate) fn mark_ready(&self) {
+    fn mark_ready(&self) {
         self.ready.send_replace(true);
-    }
-
-    pub(crate) async fn refresh_requested(&self) {
-        self.refresh.notified().await;
     }
 }
 
@@ -157,18 +187,17 @@ pub fn toolgate_info() -> Value {
 }
 
 /// Follows `nextCursor` through every page of a list method and returns the
-/// items under `key`.
-pub async fn crawl(peer: &Arc<Peer>, method: &str, key: &str) -> Result<Vec<Value>, UpstreamError> {
+/// items under `key`. Each page may take `timeout`.
+pub async fn crawl(peer: &Arc<Peer>, timeout: Duration, method: &str, key: &str) -> Result<Vec<Value>, UpstreamError> {
     let mut items = Vec::new();
     let mut cursor: Option<String> = None;
     let mut seen = std::collections::HashSet::new();
-    let never = CancellationToken::new();
     for _ in 0..MAX_PAGES {
         let params = cursor.as_ref().map(|c| json!({"cursor": c}));
-        let result = match peer.call(method, params, None, &never).await? {
+        let result = match upstream::service::call_on(peer.clone(), timeout, Call::new(method, params)).await? {
             Outcome::Error(e) => {
-                let detail = format!("{method} failed: {e}");
-                return Err(UpstreamError::Protocol { upstream: peer.label().clone(), detail });
+                let cause = Cause::msg(format!("{method} failed: {e}"));
+                return Err(UpstreamError::Protocol { upstream: peer.label().clone(), source: cause });
             }
             ok => ok.result_value().unwrap_or(Value::Null),
         };
@@ -190,16 +219,102 @@ pub fn backoff(attempt: u32) -> Duration {
     MIN_BACKOFF.saturating_mul(1u32 << attempt.min(16)).min(MAX_BACKOFF)
 }
 
+/// Starts the supervisor of every upstream.
+pub(super) fn supervise_all(gateway: &Arc<Gateway>) {
+    for up in gateway.upstreams() {
+        let span = tracing::info_span!("upstream", upstream = %up.label);
+        #[allow(clippy::disallowed_methods)] // a span of its own, not the caller's
+        tokio::spawn(supervise(Arc::downgrade(gateway), up.clone()).instrument(span));
+    }
+}
+
+/// Keeps one upstream's control connection up: connect, crawl its tools,
+/// refresh on `list_changed`, and restart with backoff when it dies.
+async fn supervise(gateway: Weak<Gateway>, up: Arc<UpstreamHandle>) {
+    let mut attempt = 0u32;
+    loop {
+        let Some(gw) = gateway.upgrade() else { return };
+        if gw.is_shutting_down() {
+            return;
+        }
+        let options = ConnectOptions {
+            label: up.label.clone(),
+            hello: up.control_hello(),
+            events: Arc::new(ControlEvents::new(gateway.clone(), up.index)),
+            attribute_to_latest_call: false,
+            timeout: up.config.timeout,
+        };
+        let connected = upstream::connect(&up.target, gw.http(), options).await;
+        let shutdown = gw.shutdown_token();
+        drop(gw);
+        match connected {
+            Ok(peer) => {
+                attempt = 0;
+                up.set_up(peer.clone());
+                refresh_tools(&gateway, &up, &peer).await;
+                up.mark_ready();
+                loop {
+                    tokio::select! {
+                        _ = peer.closed().cancelled() => break,
+                        _ = shutdown.cancelled() => return,
+                        _ = up.refresh.notified() => refresh_tools(&gateway, &up, &peer).await,
+                    }
+                }
+                let reason = peer.close_reason().unwrap_or_else(|| "connection closed".into());
+                tracing::warn!(%reason, "upstream connection lost; restarting");
+                up.set_down(Cause::msg(reason));
+            }
+            Err(e) => {
+                tracing::error!(error = %e.report(), retry_in = ?backoff(attempt), "upstream unavailable");
+                up.set_down(Cause::new(e));
+                up.mark_ready();
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff(attempt)) => {}
+            // A caller needs a new connection now (the old one's session expired).
+            _ = up.reconnect.notified() => {}
+            _ = shutdown.cancelled() => return,
+        }
+        attempt = attempt.saturating_add(1);
+    }
+}
+
+/// Crawls an upstream's tools and rebuilds the catalog.
+async fn refresh_tools(gateway: &Weak<Gateway>, up: &Arc<UpstreamHandle>, peer: &Arc<Peer>) {
+    if !peer.hello().is_some_and(|h| h.has("tools")) {
+        up.set_tools(Vec::new());
+    } else {
+        match crawl(peer, up.config.timeout, method::TOOLS_LIST, "tools").await {
+            Ok(tools) => {
+                tracing::info!(tools = tools.len(), "tool list loaded");
+                up.set_tools(tools);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e.report(), "could not list tools; keeping the previous list");
+                return;
+            }
+        }
+    }
+    if let Some(gw) = gateway.upgrade() {
+        gw.catalogs().rebuild(&gw);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn handle(transport: &str, sharing: &str) -> UpstreamHandle {
-        let config = match transport {
-            "stdio" => json!({"name": "u", "command": "x", "sharing": sharing}),
-            t => json!({"name": "u", "url": "http://127.0.0.1:1/mcp", "transport": t, "sharing": sharing}),
-        };
-        UpstreamHandle::new(0, serde_json::from_value(config).expect("config"), HashMap::new())
+        let config: UpstreamConfig = match transport {
+            "stdio" => serde_json::from_value(json!({"name": "u", "command": "x", "sharing": sharing})),
+            t => serde_json::from_value(
+                json!({"name": "u", "url": "http://127.0.0.1:1/mcp", "transport": t, "sharing": sharing}),
+            ),
+        }
+        .expect("config");
+        let target = config.target().expect("target");
+        UpstreamHandle::new(0, config, target, HashMap::new())
     }
 
     #[test]
@@ -212,7 +327,7 @@ mod tests {
             ("stdio", "shared", false),
         ] {
             let up = handle(transport, sharing);
-            assert_eq!(up.attributes_messages(), transport == "streamable_http", "{transport}");
+            assert_eq!(up.target.attributes_calls(), transport == "streamable_http", "{transport}");
             let declared = up.control_hello().capabilities;
             let expected = if reverse { json!({"sampling": {}, "elicitation": {}}) } else { json!({}) };
             assert_eq!(declared, expected, "{transport} {sharing}");

@@ -22,7 +22,7 @@ use crate::config::UpstreamConfig;
 use crate::gateway::{crawl, toolgate_info};
 use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request, codes};
 use crate::protocol::method;
-use crate::upstream::{self, ClientHello, ConnectOptions, Peer, PeerEvents, UpstreamError};
+use crate::upstream::{self, Cause, ClientHello, ConnectOptions, Peer, PeerEvents, UpstreamError};
 
 #[cfg(test)]
 mod tests;
@@ -93,15 +93,21 @@ pub struct Listed {
 /// Connects to `config`'s upstream, crawls its whole tool list and shuts it
 /// down.
 pub async fn list_tools(config: &UpstreamConfig, http: &reqwest::Client) -> Result<Listed, UpstreamError> {
+    let label: Arc<str> = Arc::from(config.name.as_str());
+    let target = config.target().map_err(|errors| {
+        let reasons: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        UpstreamError::Start { upstream: label.clone(), source: Cause::msg(reasons.join("; ")) }
+    })?;
     let options = ConnectOptions {
-        label: Arc::from(config.name.as_str()),
+        label,
         hello: ClientHello { capabilities: json!({}), client_info: toolgate_info() },
         events: Arc::new(Quiet),
         attribute_to_latest_call: false,
+        timeout: config.timeout,
     };
-    let peer = upstream::connect(config, http, options).await?;
+    let peer = upstream::connect(&target, http, options).await?;
     let server_info = peer.hello().map_or(Value::Null, |h| h.server_info.clone());
-    let tools = crawl(&peer, method::TOOLS_LIST, "tools").await;
+    let tools = crawl(&peer, config.timeout, method::TOOLS_LIST, "tools").await;
     peer.shutdown().await;
     Ok(Listed { server_info, tools: tools? })
 }
@@ -119,7 +125,7 @@ impl PeerEvents for Quiet {
             codes::METHOD_NOT_FOUND,
             format!("{} is not available: toolgate is only listing tools", request.method),
         );
-        tokio::spawn(async move { peer.respond(request.id, Outcome::error(error)).await });
+        crate::spawn(async move { peer.respond(request.id, Outcome::error(error)).await });
     }
 
     fn closed(&self, _peer: &Arc<Peer>, _reason: &str) {}

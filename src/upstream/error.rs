@@ -1,40 +1,93 @@
-//! Why a call to an upstream failed.
+//! Why a call to an upstream failed, and whether it may be tried again.
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::jsonrpc::{ErrorObject, codes};
 
-/// A failure on an upstream leg. Each maps to a JSON-RPC error the client sees.
+/// A failure on an upstream leg. Each maps to a JSON-RPC error the client
+/// sees ([`UpstreamError::to_error_object`]); causes are kept as sources, so
+/// logs and messages can show the whole chain ([`UpstreamError::report`]).
+///
+/// Clone, because one failure (a connection closing) fails every call in
+/// flight on it: causes are shared.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum UpstreamError {
     /// The upstream is not connected (not started yet, failed, restarting).
-    #[error("upstream '{upstream}' is unavailable: {reason}")]
-    Unavailable { upstream: Arc<str>, reason: String },
+    #[error("upstream '{upstream}' is unavailable")]
+    Unavailable { upstream: Arc<str>, source: Cause },
     /// The process could not be started, or the handshake failed.
-    #[error("upstream '{upstream}' failed to start: {reason}")]
-    Start { upstream: Arc<str>, reason: String },
+    #[error("upstream '{upstream}' failed to start")]
+    Start { upstream: Arc<str>, source: Cause },
     /// No answer within the configured timeout.
     #[error("upstream '{upstream}' did not answer within {}", humantime::format_duration(*.after))]
     Timeout { upstream: Arc<str>, after: Duration },
     /// The connection closed (process exited, stream ended) before the answer.
-    #[error("upstream '{upstream}' closed the connection: {reason}")]
-    Closed { upstream: Arc<str>, reason: String },
+    #[error("upstream '{upstream}' closed the connection")]
+    Closed { upstream: Arc<str>, source: Cause },
     /// The upstream forgot our session (HTTP 404); a new one is needed.
     #[error("upstream '{upstream}' ended its session")]
     SessionExpired { upstream: Arc<str> },
     /// The HTTP exchange failed.
-    #[error("upstream '{upstream}' HTTP error: {detail}")]
-    Http { upstream: Arc<str>, detail: String },
+    #[error("upstream '{upstream}' HTTP error")]
+    Http { upstream: Arc<str>, source: Cause },
     /// The upstream broke the protocol.
-    #[error("upstream '{upstream}' protocol error: {detail}")]
-    Protocol { upstream: Arc<str>, detail: String },
+    #[error("upstream '{upstream}' protocol error")]
+    Protocol { upstream: Arc<str>, source: Cause },
     /// The client cancelled the request.
     #[error("the request was cancelled")]
     Cancelled,
 }
 
+/// Whether a failed call may be sent again (on a new connection), judged
+/// where the facts are known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// The upstream never saw the request (nothing to connect to, or it
+    /// refused the session before processing): safe for any method.
+    NotSent,
+    /// The request went out and no answer came: safe only for methods
+    /// without side effects.
+    SentNoReply,
+    /// Not worth repeating (the client cancelled, the upstream broke the
+    /// protocol).
+    Never,
+}
+
 impl UpstreamError {
+    /// The upstream this error is about, if any.
+    pub fn upstream(&self) -> Option<&Arc<str>> {
+        match self {
+            UpstreamError::Unavailable { upstream, .. }
+            | UpstreamError::Start { upstream, .. }
+            | UpstreamError::Timeout { upstream, .. }
+            | UpstreamError::Closed { upstream, .. }
+            | UpstreamError::SessionExpired { upstream }
+            | UpstreamError::Http { upstream, .. }
+            | UpstreamError::Protocol { upstream, .. } => Some(upstream),
+            UpstreamError::Cancelled => None,
+        }
+    }
+
+    /// Whether (and when) the call may be retried.
+    pub fn retry(&self) -> Retry {
+        match self {
+            UpstreamError::Unavailable { .. } | UpstreamError::Start { .. } | UpstreamError::SessionExpired { .. } => {
+                Retry::NotSent
+            }
+            UpstreamError::Timeout { .. } | UpstreamError::Closed { .. } | UpstreamError::Http { .. } => {
+                Retry::SentNoReply
+            }
+            UpstreamError::Protocol { .. } | UpstreamError::Cancelled => Retry::Never,
+        }
+    }
+
+    /// The error and its causes, `outer: inner: …`, for logs and clients.
+    pub fn report(&self) -> Report<'_> {
+        Report(self)
+    }
+
     /// The JSON-RPC error the downstream client receives.
     pub fn to_error_object(&self) -> ErrorObject {
         let code = match self {
@@ -44,6 +97,96 @@ impl UpstreamError {
             UpstreamError::Http { .. } | UpstreamError::Protocol { .. } => codes::INTERNAL_ERROR,
             UpstreamError::Cancelled => codes::SERVER_ERROR,
         };
-        ErrorObject::new(code, self.to_string())
+        ErrorObject::new(code, self.report().to_string())
+    }
+}
+
+/// An error with its chain of causes (see [`UpstreamError::report`]).
+pub struct Report<'a>(&'a dyn std::error::Error);
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            write!(f, ": {s}")?;
+            source = s.source();
+        }
+        Ok(())
+    }
+}
+
+/// The error and its causes of any error, `outer: inner: …`.
+pub fn report(e: &dyn std::error::Error) -> Report<'_> {
+    Report(e)
+}
+
+/// The cause of an [`UpstreamError`]: any error, shared.
+#[derive(Clone)]
+pub struct Cause(Arc<dyn std::error::Error + Send + Sync>);
+
+impl Cause {
+    /// A cause from an error value (its own sources are kept).
+    pub fn new(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(Arc::new(e))
+    }
+
+    /// A cause that is just a sentence (the peer said so, a limit was hit).
+    pub fn msg(text: impl Into<String>) -> Self {
+        Self(Arc::new(Reason(text.into())))
+    }
+}
+
+impl fmt::Debug for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// A cause told in words.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Reason(String);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("connection refused")]
+    struct Refused;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot connect to 127.0.0.1:9")]
+    struct Connect(#[source] Refused);
+
+    #[test]
+    fn messages_carry_the_whole_chain_and_retry_follows_the_facts() {
+        let e = UpstreamError::Unavailable { upstream: "gh".into(), source: Cause::new(Connect(Refused)) };
+        assert_eq!(e.to_string(), "upstream 'gh' is unavailable", "Display is this error alone");
+        assert_eq!(
+            e.report().to_string(),
+            "upstream 'gh' is unavailable: cannot connect to 127.0.0.1:9: connection refused"
+        );
+        let object = e.to_error_object();
+        assert_eq!((object.code, object.message.as_str()), (codes::UPSTREAM_UNAVAILABLE, &*e.report().to_string()));
+        assert_eq!(e.retry(), Retry::NotSent);
+        let closed = UpstreamError::Closed { upstream: "gh".into(), source: Cause::msg("exited (status 3)") };
+        assert_eq!(closed.report().to_string(), "upstream 'gh' closed the connection: exited (status 3)");
+        assert_eq!(closed.retry(), Retry::SentNoReply);
+        assert_eq!(UpstreamError::SessionExpired { upstream: "gh".into() }.retry(), Retry::NotSent);
+        assert_eq!(UpstreamError::Cancelled.retry(), Retry::Never);
     }
 }

@@ -1,20 +1,19 @@
 //! One MCP session with an upstream: id allocation, the pending-call table,
-//! progress-token rewriting, and routing of what the upstream sends.
+//! progress-token rewriting, and routing of what the upstream sends. The
+//! wire is a [`Transport`]; timeouts, cancellation and retries are layers
+//! around [`Peer::call`] (see `service.rs`), not part of it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::error::UpstreamError;
-use super::http::HttpLink;
-use super::sse::SseLink;
-use super::stdio::StdioLink;
+use super::error::{Cause, UpstreamError};
+use super::transport::{Inbox, Transport};
 use crate::jsonrpc::{self, Id, Message, Notification, Outcome, Request, Response};
 use crate::protocol::{Version, method};
 
@@ -72,13 +71,6 @@ pub trait PeerEvents: Send + Sync {
     fn closed(&self, peer: &Arc<Peer>, reason: &str);
 }
 
-/// The transport under a peer.
-pub(crate) enum Link {
-    Stdio(StdioLink),
-    Http(HttpLink),
-    Sse(SseLink),
-}
-
 struct Pending {
     tx: oneshot::Sender<Result<Outcome, UpstreamError>>,
     route: Option<Arc<dyn Route>>,
@@ -89,10 +81,75 @@ struct Pending {
     progressed: Option<Arc<Notify>>,
 }
 
+/// One upstream call: what to send, where its related traffic goes, and
+/// the hooks the layers around [`Peer::call`] use.
+pub struct Call {
+    /// The method, e.g. `tools/call`.
+    pub method: String,
+    /// Its params, as the client sent them (the peer rewrites the progress
+    /// token for its leg).
+    pub params: Option<Value>,
+    /// Where progress, logs and server-to-client requests about this call go.
+    pub route: Option<Arc<dyn Route>>,
+    /// Fires when the client cancels the request.
+    pub cancel: CancellationToken,
+    /// Signalled on each progress notification of the call (the deadline
+    /// layer restarts its clock: a long job that reports progress is not hung).
+    pub(crate) progress: Option<Arc<Notify>>,
+    /// Why the call was given up, set by the layer that gives it up; the
+    /// upstream is told in `notifications/cancelled`.
+    pub(crate) abandoned: Arc<OnceLock<&'static str>>,
+    /// 0 for the first attempt, then 1 for a retry.
+    pub(crate) attempt: u32,
+}
+
+impl Call {
+    /// A call of `method` with `params`.
+    pub fn new(method: impl Into<String>, params: Option<Value>) -> Self {
+        Self {
+            method: method.into(),
+            params,
+            route: None,
+            cancel: CancellationToken::new(),
+            progress: None,
+            abandoned: Arc::default(),
+            attempt: 0,
+        }
+    }
+
+    /// Sends the call's related traffic to `route`.
+    pub fn routed(mut self, route: Arc<dyn Route>) -> Self {
+        self.route = Some(route);
+        self
+    }
+
+    /// Gives the call up when `cancel` fires.
+    pub fn cancelled_by(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// A copy for another attempt (the same request, a fresh progress signal
+    /// and abandon reason).
+    pub(crate) fn retry(&self) -> Self {
+        Self {
+            method: self.method.clone(),
+            params: self.params.clone(),
+            route: self.route.clone(),
+            cancel: self.cancel.clone(),
+            progress: None,
+            abandoned: Arc::default(),
+            attempt: self.attempt + 1,
+        }
+    }
+}
+
 /// One initialized MCP session with an upstream.
 pub struct Peer {
+    /// The peer itself, for the inbox (transports hold it weakly).
+    me: Weak<Peer>,
     label: Arc<str>,
-    link: Link,
+    transport: Box<dyn Transport>,
     next_id: AtomicU64,
     pending: Mutex<HashMap<u64, Pending>>,
     /// Server-to-client requests being answered, so the upstream can cancel them.
@@ -105,31 +162,32 @@ pub struct Peer {
     hello: OnceLock<ServerHello>,
     closed: CancellationToken,
     close_reason: Mutex<Option<String>>,
-    timeout: Duration,
 }
 
 impl Peer {
-    /// A peer over the link `make_link` builds (it gets a weak handle to the
-    /// peer, for the tasks that feed it).
+    /// A peer over the transport `make_transport` builds (it gets the peer as
+    /// the [`Inbox`] its reading tasks feed).
     pub(crate) fn new(
         label: Arc<str>,
-        make_link: impl FnOnce(Weak<Peer>) -> Link,
+        make_transport: impl FnOnce(Weak<dyn Inbox>) -> Box<dyn Transport>,
         events: Arc<dyn PeerEvents>,
         attribute_to_latest_call: bool,
-        timeout: Duration,
     ) -> Arc<Self> {
-        Arc::new_cyclic(|weak| Self {
-            label,
-            link: make_link(weak.clone()),
-            next_id: AtomicU64::new(1),
-            pending: Mutex::new(HashMap::new()),
-            incoming: Mutex::new(HashMap::new()),
-            events,
-            attribute_to_latest_call,
-            hello: OnceLock::new(),
-            closed: CancellationToken::new(),
-            close_reason: Mutex::new(None),
-            timeout,
+        Arc::new_cyclic(|weak: &Weak<Peer>| {
+            let inbox: Weak<dyn Inbox> = weak.clone();
+            Self {
+                me: weak.clone(),
+                label,
+                transport: make_transport(inbox),
+                next_id: AtomicU64::new(1),
+                pending: Mutex::new(HashMap::new()),
+                incoming: Mutex::new(HashMap::new()),
+                events,
+                attribute_to_latest_call,
+                hello: OnceLock::new(),
+                closed: CancellationToken::new(),
+                close_reason: Mutex::new(None),
+            }
         })
     }
 
@@ -147,8 +205,14 @@ impl Peer {
         let _ = self.hello.set(hello);
     }
 
-    pub(crate) fn link(&self) -> &Link {
-        &self.link
+    pub(crate) fn transport(&self) -> &dyn Transport {
+        &*self.transport
+    }
+
+    /// Whether what the upstream sends while serving a call can be tied to
+    /// that call (each call has its own response stream).
+    pub fn attributes_calls(&self) -> bool {
+        self.transport.attributes_calls()
     }
 
     /// Whether the connection has ended.
@@ -167,25 +231,18 @@ impl Peer {
     }
 
     fn closed_error(&self) -> UpstreamError {
-        UpstreamError::Closed {
-            upstream: self.label.clone(),
-            reason: self.close_reason().unwrap_or_else(|| "connection closed".into()),
-        }
+        let reason = self.close_reason().unwrap_or_else(|| "connection closed".into());
+        UpstreamError::Closed { upstream: self.label.clone(), source: Cause::msg(reason) }
     }
 
-    /// Calls `method` upstream and waits for the outcome. Related traffic goes
-    /// to `route`. If `cancel` fires or the timeout passes, the upstream gets
-    /// `notifications/cancelled` and the call fails.
-    pub async fn call(
-        self: &Arc<Self>,
-        method: &str,
-        mut params: Option<Value>,
-        route: Option<Arc<dyn Route>>,
-        cancel: &CancellationToken,
-    ) -> Result<Outcome, UpstreamError> {
+    /// Calls upstream and waits for the outcome; related traffic goes to the
+    /// call's route. No timeout of its own: dropping the future gives the
+    /// call up, and the upstream hears `notifications/cancelled`.
+    pub async fn call(self: &Arc<Self>, call: Call) -> Result<Outcome, UpstreamError> {
         if self.is_closed() {
             return Err(self.closed_error());
         }
+        let Call { method, mut params, route, progress, abandoned, .. } = call;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         // Tokens must be unique among all requests on this leg, and several
         // clients may share it: the call's own id is.
@@ -193,62 +250,26 @@ impl Peer {
         if progress_token.is_some() {
             jsonrpc::set_progress_token(&mut params, json!(id));
         }
-        let (tx, mut rx) = oneshot::channel();
-        let progressed = progress_token.is_some().then(|| Arc::new(Notify::new()));
-        self.pending.lock().insert(id, Pending { tx, route, progress_token, progressed: progressed.clone() });
-        let request = Message::Request(Request { id: Id::number(id), method: method.to_owned(), params });
-        let sent = match &self.link {
-            Link::Stdio(link) => link.send(&request).await,
-            Link::Sse(link) => link.send(&request).await,
-            Link::Http(_) => Ok(()),
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().insert(id, Pending { tx, route, progress_token, progressed: progress });
+        let guard = Abandon { peer: self, id, reason: &abandoned };
+        let request = Message::Request(Request { id: Id::number(id), method, params });
+        let outcome = match self.transport.request(id, &request).await {
+            Err(e) => Err(e),
+            // The exchange carried the answer back itself.
+            Ok(Some(response)) => Ok(response.outcome),
+            Ok(None) => rx.await.unwrap_or_else(|_| Err(self.closed_error())),
         };
-        if let Err(e) = sent {
-            self.pending.lock().remove(&id);
-            return Err(e);
-        }
-        // Over HTTP the exchange runs in this task and feeds the answer into
-        // `rx` (dropped, and the request with it, on timeout or cancellation).
-        // Boxed: the HTTP exchange is a large future, and every call future
-        // (stdio ones too) would otherwise carry its size through each move.
-        let exchange = async {
-            if let Link::Http(link) = &self.link {
-                Box::pin(link.exchange(self, &request, id)).await;
-            }
-            std::future::pending::<()>().await
-        };
-        tokio::pin!(exchange);
-        let deadline = tokio::time::sleep(self.timeout);
-        tokio::pin!(deadline);
-        loop {
-            tokio::select! {
-                outcome = &mut rx => return outcome.unwrap_or_else(|_| Err(self.closed_error())),
-                () = &mut exchange => return Err(self.closed_error()),
-                _ = &mut deadline => {
-                    self.abandon(id, "timed out").await;
-                    return Err(UpstreamError::Timeout { upstream: self.label.clone(), after: self.timeout });
-                }
-                _ = cancel.cancelled() => {
-                    self.abandon(id, "cancelled by the client").await;
-                    return Err(UpstreamError::Cancelled);
-                }
-                _ = progress_of(&progressed) => deadline.as_mut().reset(tokio::time::Instant::now() + self.timeout),
-            }
-        }
-    }
-
-    /// Forgets a call and tells the upstream to stop working on it.
-    async fn abandon(&self, id: u64, reason: &str) {
-        if self.pending.lock().remove(&id).is_some() && !self.is_closed() {
-            self.notify(method::CANCELLED, Some(json!({"requestId": id, "reason": reason}))).await;
-        }
+        guard.done();
+        outcome
     }
 
     /// Sends a notification upstream. Failures are logged: a notification has
     /// no one to report to.
     pub async fn notify(&self, method: &str, params: Option<Value>) {
         let message = Message::Notification(Notification::new(method, params));
-        if let Err(e) = self.send(&message).await {
-            tracing::debug!(upstream = %self.label, %method, error = %e, "notification not delivered");
+        if let Err(e) = self.transport.send(&message).await {
+            tracing::debug!(upstream = %self.label, %method, error = %e.report(), "notification not delivered");
         }
     }
 
@@ -258,29 +279,8 @@ impl Peer {
             // The upstream withdrew it (notifications/cancelled): no answer is due.
             return;
         }
-        if let Err(e) = self.send(&Message::Response(Response { id: Some(id), outcome })).await {
-            tracing::debug!(upstream = %self.label, error = %e, "response not delivered");
-        }
-    }
-
-    /// Sends a notification or a response.
-    async fn send(&self, message: &Message) -> Result<(), UpstreamError> {
-        match &self.link {
-            Link::Stdio(link) => link.send(message).await,
-            Link::Http(link) => link.send_other(message).await,
-            Link::Sse(link) => link.send(message).await,
-        }
-    }
-
-    /// Whether call `id` still waits for its response.
-    pub(crate) fn is_pending(&self, id: u64) -> bool {
-        self.pending.lock().contains_key(&id)
-    }
-
-    /// Fails call `id` (its transport could not deliver an answer).
-    pub(crate) fn fail(&self, id: u64, error: UpstreamError) {
-        if let Some(p) = self.pending.lock().remove(&id) {
-            let _ = p.tx.send(Err(error));
+        if let Err(e) = self.transport.send(&Message::Response(Response { id: Some(id), outcome })).await {
+            tracing::debug!(upstream = %self.label, error = %e.report(), "response not delivered");
         }
     }
 
@@ -306,15 +306,9 @@ impl Peer {
         self.events.closed(self, reason);
     }
 
-    /// Shuts the connection down the polite way (stdio: close stdin, then
-    /// SIGTERM, then SIGKILL; Streamable HTTP: DELETE the session; legacy
-    /// SSE: drop the stream).
+    /// Shuts the connection down the polite way (see [`Transport::shutdown`]).
     pub async fn shutdown(self: &Arc<Self>) {
-        match &self.link {
-            Link::Stdio(link) => link.shutdown().await,
-            Link::Http(link) => link.shutdown().await,
-            Link::Sse(link) => link.shutdown().await,
-        }
+        self.transport.shutdown().await;
         self.close("shut down by toolgate");
     }
 
@@ -351,7 +345,7 @@ impl Peer {
         if request.method == method::PING {
             let peer = self.clone();
             self.incoming.lock().insert(request.id.clone(), CancellationToken::new());
-            tokio::spawn(async move { peer.respond(request.id, Outcome::Result(json!({}))).await });
+            crate::spawn(async move { peer.respond(request.id, Outcome::Result(json!({}))).await });
             return;
         }
         let cancel = CancellationToken::new();
@@ -417,12 +411,57 @@ impl Peer {
     }
 }
 
-/// Resolves on the next progress of a call that asked for progress; never
-/// for one that did not.
-async fn progress_of(progressed: &Option<Arc<Notify>>) {
-    match progressed {
-        Some(n) => n.notified().await,
-        None => std::future::pending().await,
+/// Gives up a call whose future is dropped before its answer came (a
+/// timeout, a client's cancellation): forgets it and tells the upstream.
+struct Abandon<'a> {
+    peer: &'a Arc<Peer>,
+    id: u64,
+    reason: &'a OnceLock<&'static str>,
+}
+
+impl Abandon<'_> {
+    /// The call is over: its answer arrived, or it failed on its own.
+    fn done(self) {
+        self.peer.pending.lock().remove(&self.id);
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Abandon<'_> {
+    fn drop(&mut self) {
+        if self.peer.pending.lock().remove(&self.id).is_none() || self.peer.is_closed() {
+            return;
+        }
+        let reason = self.reason.get().copied().unwrap_or("abandoned by toolgate");
+        let (peer, id) = (self.peer.clone(), self.id);
+        // Drop cannot wait: the notification goes out on its own task.
+        crate::spawn(
+            async move { peer.notify(method::CANCELLED, Some(json!({"requestId": id, "reason": reason}))).await },
+        );
+    }
+}
+
+impl Inbox for Peer {
+    fn deliver(&self, message: Message, call: Option<u64>) {
+        if let Some(peer) = self.me.upgrade() {
+            peer.dispatch(message, call);
+        }
+    }
+
+    fn is_waiting(&self, call: u64) -> bool {
+        self.pending.lock().contains_key(&call)
+    }
+
+    fn fail(&self, call: u64, error: UpstreamError) {
+        if let Some(p) = self.pending.lock().remove(&call) {
+            let _ = p.tx.send(Err(error));
+        }
+    }
+
+    fn close(&self, reason: &str) {
+        if let Some(peer) = self.me.upgrade() {
+            Peer::close(&peer, reason);
+        }
     }
 }
 

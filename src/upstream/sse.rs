@@ -14,16 +14,17 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use http::{HeaderMap, StatusCode, header};
 use sse_stream::{Sse, SseByteStream};
 use tokio_util::sync::CancellationToken;
 
-use super::error::UpstreamError;
-use super::http::{config_target, decode_body, error_chain};
-use super::peer::Peer;
-use crate::config::UpstreamConfig;
-use crate::jsonrpc::Message;
+use super::error::{Cause, UpstreamError, report};
+use super::http::decode_body;
+use super::transport::{Inbox, Transport};
+use crate::config::HttpTarget;
+use crate::jsonrpc::{Message, Response};
 
 /// Longest wait for the `endpoint` event (or the upstream's `timeout`, if shorter).
 const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -33,7 +34,7 @@ const SHOWN: usize = 200;
 type Events = BoxStream<'static, Result<Sse, sse_stream::Error>>;
 
 /// The sending half of one legacy SSE connection.
-pub(crate) struct SseLink {
+pub(crate) struct SseTransport {
     label: Arc<str>,
     client: reqwest::Client,
     /// Where messages are POSTed (from the `endpoint` event, same origin).
@@ -42,41 +43,56 @@ pub(crate) struct SseLink {
     headers: HeaderMap,
     /// Bounds each POST, so a stuck server cannot hold a call past its timeout.
     timeout: Duration,
-    peer: Weak<Peer>,
+    inbox: Weak<dyn Inbox>,
     /// Stops the reader, which drops the stream.
     stop: CancellationToken,
 }
 
 /// An open stream whose endpoint is known, before the peer that reads it exists.
 pub(crate) struct Opened {
-    link: SseLink,
+    transport: SseTransport,
     events: Events,
 }
 
-/// Opens the event stream of `config.url` and waits for its `endpoint` event.
+/// Opens the event stream of `target.url` and waits for its `endpoint`
+/// event (at most `timeout`, or [`ENDPOINT_TIMEOUT`] if shorter).
 pub(crate) async fn open(
-    config: &UpstreamConfig,
+    target: &HttpTarget,
     label: &Arc<str>,
     client: reqwest::Client,
+    timeout: Duration,
 ) -> Result<Opened, UpstreamError> {
-    let (url, headers) = config_target(config, label)?;
-    let wait = config.timeout.min(ENDPOINT_TIMEOUT);
-    let opening = tokio::time::timeout(wait, connect_stream(&client, &url, &headers, label)).await;
-    let (endpoint, events) = opening.map_err(|_| UpstreamError::Start {
-        upstream: label.clone(),
-        reason: format!("no endpoint event within {}", humantime::format_duration(wait)),
-    })??;
+    let wait = timeout.min(ENDPOINT_TIMEOUT);
+    let opening = tokio::time::timeout(wait, connect_stream(&client, &target.url, &target.headers, label)).await;
+    let (endpoint, events) = opening
+        .map_err(|_| start_error(label, format!("no endpoint event within {}", humantime::format_duration(wait))))??;
     tracing::debug!(upstream = %label, %endpoint, "legacy SSE stream open");
-    let link = SseLink {
+    let transport = SseTransport {
         label: label.clone(),
         client,
         endpoint,
-        headers,
-        timeout: config.timeout,
-        peer: Weak::new(),
+        headers: target.headers.clone(),
+        timeout,
+        inbox: Weak::<NoInbox>::new(),
         stop: CancellationToken::new(),
     };
-    Ok(Opened { link, events })
+    Ok(Opened { transport, events })
+}
+
+/// A placeholder inbox type for the weak handle before the peer exists.
+struct NoInbox;
+
+impl Inbox for NoInbox {
+    fn deliver(&self, _: Message, _: Option<u64>) {}
+    fn is_waiting(&self, _: u64) -> bool {
+        false
+    }
+    fn fail(&self, _: u64, _: UpstreamError) {}
+    fn close(&self, _: &str) {}
+}
+
+fn start_error(label: &Arc<str>, reason: String) -> UpstreamError {
+    UpstreamError::Start { upstream: label.clone(), source: Cause::msg(reason) }
 }
 
 /// `GET url` as an event stream, read up to its `endpoint` event.
@@ -86,14 +102,14 @@ async fn connect_stream(
     headers: &HeaderMap,
     label: &Arc<str>,
 ) -> Result<(reqwest::Url, Events), UpstreamError> {
-    let start_error = |reason: String| UpstreamError::Start { upstream: label.clone(), reason };
+    let start_error = |reason: String| start_error(label, reason);
     let response = client
         .get(url.clone())
         .headers(headers.clone())
         .header(header::ACCEPT, "text/event-stream")
         .send()
         .await
-        .map_err(|e| http_error(label, &e))?;
+        .map_err(|e| http_error(label, e))?;
     let status = response.status();
     if !status.is_success() {
         return Err(start_error(format!("the event stream request answered HTTP {status}")));
@@ -150,22 +166,25 @@ pub(crate) fn resolve_endpoint(stream_url: &reqwest::Url, data: &str) -> Result<
 }
 
 impl Opened {
-    /// Splits off the link and starts the task that feeds the stream's
-    /// messages into `peer`.
-    pub(crate) fn start(self, peer: Weak<Peer>) -> SseLink {
-        let Opened { mut link, events } = self;
-        link.peer = peer.clone();
-        tokio::spawn(read_events(events, peer, link.label.clone(), link.stop.clone()));
-        link
+    /// Starts the task that feeds the stream's messages into `inbox`, and
+    /// returns the transport.
+    pub(crate) fn start(self, inbox: Weak<dyn Inbox>) -> SseTransport {
+        let Opened { mut transport, events } = self;
+        transport.inbox = inbox.clone();
+        crate::spawn(read_events(events, inbox, transport.label.clone(), transport.stop.clone()));
+        transport
     }
 }
 
-impl SseLink {
+impl SseTransport {
     /// POSTs one message to the endpoint; the server accepts it (usually 202)
     /// and answers, if at all, on the stream.
-    pub(crate) async fn send(&self, message: &Message) -> Result<(), UpstreamError> {
+    async fn post(&self, message: &Message) -> Result<(), UpstreamError> {
         if self.stop.is_cancelled() {
-            return Err(UpstreamError::Closed { upstream: self.label.clone(), reason: "shut down by toolgate".into() });
+            return Err(UpstreamError::Closed {
+                upstream: self.label.clone(),
+                source: Cause::msg("shut down by toolgate"),
+            });
         }
         let mut response = self
             .client
@@ -178,7 +197,7 @@ impl SseLink {
             .await
             .map_err(|e| match e.is_timeout() {
                 true => UpstreamError::Timeout { upstream: self.label.clone(), after: self.timeout },
-                false => http_error(&self.label, &e),
+                false => http_error(&self.label, e),
             })?;
         let status = response.status();
         if status.is_success() {
@@ -187,8 +206,8 @@ impl SseLink {
         if status == StatusCode::NOT_FOUND {
             // The server no longer knows this connection (it restarted, or
             // dropped the stream): the connection is over.
-            if let Some(peer) = self.peer.upgrade() {
-                peer.close("the upstream no longer knows this connection (HTTP 404)");
+            if let Some(inbox) = self.inbox.upgrade() {
+                inbox.close("the upstream no longer knows this connection (HTTP 404)");
             }
             return Err(UpstreamError::SessionExpired { upstream: self.label.clone() });
         }
@@ -197,16 +216,31 @@ impl SseLink {
             Ok(Some(chunk)) => shown(&String::from_utf8_lossy(&chunk)),
             _ => String::new(),
         };
-        Err(UpstreamError::Http { upstream: self.label.clone(), detail: format!("HTTP {status}: {body}") })
-    }
-
-    /// Drops the stream. (There is nothing to tell the server.)
-    pub(crate) async fn shutdown(&self) {
-        self.stop.cancel();
+        Err(UpstreamError::Http { upstream: self.label.clone(), source: Cause::msg(format!("HTTP {status}: {body}")) })
     }
 }
 
-impl Drop for SseLink {
+impl Transport for SseTransport {
+    fn request<'a>(
+        &'a self,
+        _call: u64,
+        message: &'a Message,
+    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
+        Box::pin(async move { self.post(message).await.map(|()| None) })
+    }
+
+    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {
+        Box::pin(self.post(message))
+    }
+
+    /// Drops the stream. (There is nothing to tell the server.)
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        self.stop.cancel();
+        Box::pin(async {})
+    }
+}
+
+impl Drop for SseTransport {
     fn drop(&mut self) {
         // Dropped without a shutdown: the reader must not hold the stream open.
         self.stop.cancel();
@@ -215,7 +249,7 @@ impl Drop for SseLink {
 
 /// Feeds the stream's messages into the peer until the stream ends (the peer
 /// closes) or toolgate stops it.
-async fn read_events(mut events: Events, peer: Weak<Peer>, label: Arc<str>, stop: CancellationToken) {
+async fn read_events(mut events: Events, inbox: Weak<dyn Inbox>, label: Arc<str>, stop: CancellationToken) {
     let reason = loop {
         let event = tokio::select! {
             event = events.next() => event,
@@ -227,7 +261,7 @@ async fn read_events(mut events: Events, peer: Weak<Peer>, label: Arc<str>, stop
             Some(Err(e)) => break format!("the event stream broke: {}", stream_error(&e)),
             None => break "the upstream closed the event stream".to_owned(),
         };
-        let Some(peer) = peer.upgrade() else { return };
+        let Some(inbox) = inbox.upgrade() else { return };
         match event.event.as_deref() {
             // An event without a type (or with an empty one) is a `message`.
             None | Some("" | "message") => {}
@@ -242,28 +276,31 @@ async fn read_events(mut events: Events, peer: Weak<Peer>, label: Arc<str>, stop
             tracing::warn!(upstream = %label, data = %shown(&data), "ignoring an event that is not JSON-RPC");
         }
         for message in messages {
-            peer.dispatch(message, None);
+            inbox.deliver(message, None);
         }
     };
     tracing::debug!(upstream = %label, %reason, "legacy SSE stream ended");
-    if let Some(peer) = peer.upgrade() {
-        peer.close(&reason);
+    if let Some(inbox) = inbox.upgrade() {
+        inbox.close(&reason);
     }
 }
 
-fn http_error(label: &Arc<str>, e: &reqwest::Error) -> UpstreamError {
-    if e.is_connect() {
+fn http_error(label: &Arc<str>, e: reqwest::Error) -> UpstreamError {
+    let connect = e.is_connect();
+    // The URL is left out: its query can carry a key.
+    let source = Cause::new(e.without_url());
+    if connect {
         // Nothing listens there (yet): the upstream is down, not broken.
-        return UpstreamError::Unavailable { upstream: label.clone(), reason: error_chain(e) };
+        return UpstreamError::Unavailable { upstream: label.clone(), source };
     }
-    UpstreamError::Http { upstream: label.clone(), detail: error_chain(e) }
+    UpstreamError::Http { upstream: label.clone(), source }
 }
 
 /// Why the stream failed: for a broken connection, the transport's own
 /// chain of causes (the decoder's wrapper adds nothing).
 fn stream_error(e: &sse_stream::Error) -> String {
     match e {
-        sse_stream::Error::Body(inner) => error_chain(inner.as_ref()),
+        sse_stream::Error::Body(inner) => report(inner.as_ref()).to_string(),
         other => other.to_string(),
     }
 }

@@ -10,18 +10,21 @@ use std::process::Stdio;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use parking_lot::Mutex;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
-use super::error::UpstreamError;
-use super::peer::Peer;
-use crate::config::UpstreamConfig;
-use crate::jsonrpc::{Body, Message};
+use super::error::{Cause, UpstreamError};
+use super::transport::{Inbox, Transport};
+use crate::config::StdioTarget;
+use crate::jsonrpc::{Body, Message, Response};
 
 /// Longest line accepted from a child; a longer one ends the connection
 /// rather than growing memory without bound.
@@ -31,15 +34,21 @@ const MAX_STDERR_LINE: usize = 8 * 1024;
 /// Grace periods of the shutdown sequence.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 const TERM_GRACE: Duration = Duration::from_secs(2);
+/// Lines queued for the child's stdin. A child that stops reading fills the
+/// queue, and senders then wait (inside their call's deadline) instead of
+/// growing memory.
+const QUEUE: usize = 64;
 
 /// Environment passed to children unless `inherit_env` is set (what the
 /// official SDKs pass), so toolgate's own secrets do not leak into them.
 const DEFAULT_ENV: [&str; 10] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ"];
 
-/// The writing half of a child and the means to stop it.
-pub(crate) struct StdioLink {
+/// A child process as a transport: lines to its stdin, lines from its stdout.
+pub(crate) struct StdioTransport {
     label: Arc<str>,
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    /// Lines for the writer task; taken on shutdown, which closes stdin once
+    /// the queue is written.
+    lines: Mutex<Option<mpsc::Sender<Bytes>>>,
     pgid: Option<Pid>,
     /// `Some(description)` once the child has exited.
     exit: watch::Receiver<Option<String>>,
@@ -47,22 +56,37 @@ pub(crate) struct StdioLink {
 
 /// A started child, before the peer that reads it exists.
 pub(crate) struct Spawned {
-    pub link: StdioLink,
+    transport: StdioTransport,
+    stdin: ChildStdin,
     stdout: ChildStdout,
     stderr: ChildStderr,
 }
 
+/// Why a child could not be started.
+#[derive(Debug, thiserror::Error)]
+enum SpawnError {
+    #[error("cannot run {program:?}")]
+    Run {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the child's pipes are unavailable")]
+    Pipes,
+}
+
 /// Starts the child process of a stdio upstream.
-pub(crate) fn spawn(config: &UpstreamConfig, label: &Arc<str>) -> Result<Spawned, UpstreamError> {
-    let program = config.command.as_deref().unwrap_or_default();
+pub(crate) fn spawn(target: &StdioTarget, label: &Arc<str>) -> Result<Spawned, UpstreamError> {
+    let start_error = |e: SpawnError| UpstreamError::Start { upstream: label.clone(), source: Cause::new(e) };
+    let program = target.program.as_str();
     let mut cmd = Command::new(program);
-    cmd.args(&config.args)
+    cmd.args(&target.args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .process_group(0);
-    if !config.inherit_env {
+    if !target.inherit_env {
         cmd.env_clear();
         for key in DEFAULT_ENV {
             if let Some(v) = std::env::var_os(key) {
@@ -70,25 +94,21 @@ pub(crate) fn spawn(config: &UpstreamConfig, label: &Arc<str>) -> Result<Spawned
             }
         }
     }
-    cmd.envs(&config.env);
-    if let Some(cwd) = &config.cwd {
+    cmd.envs(&target.env);
+    if let Some(cwd) = &target.cwd {
         cmd.current_dir(cwd);
     }
-    let mut child = cmd.spawn().map_err(|e| UpstreamError::Start {
-        upstream: label.clone(),
-        reason: format!("cannot run {program:?}: {e}"),
-    })?;
+    let mut child =
+        cmd.spawn().map_err(|source| start_error(SpawnError::Run { program: program.to_owned(), source }))?;
     let pid = child.id();
     tracing::info!(upstream = %label, pid, command = %program, "started upstream process");
-    let (stdin, stdout, stderr) = match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
-        (Some(i), Some(o), Some(e)) => (i, o, e),
-        _ => {
-            return Err(UpstreamError::Start { upstream: label.clone(), reason: "child pipes unavailable".into() });
-        }
+    let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(start_error(SpawnError::Pipes));
     };
     let (exit_tx, exit) = watch::channel(None);
     // The waiter owns the child: it reaps it and publishes how it ended.
-    tokio::spawn(async move {
+    crate::spawn(async move {
         let status = match child.wait().await {
             Ok(s) => s.to_string(),
             Err(e) => format!("wait failed: {e}"),
@@ -96,54 +116,38 @@ pub(crate) fn spawn(config: &UpstreamConfig, label: &Arc<str>) -> Result<Spawned
         let _ = exit_tx.send(Some(status));
     });
     let pgid = pid.and_then(|p| i32::try_from(p).ok()).map(Pid::from_raw);
-    let link = StdioLink { label: label.clone(), stdin: tokio::sync::Mutex::new(Some(stdin)), pgid, exit };
-    Ok(Spawned { link, stdout, stderr })
+    let transport = StdioTransport { label: label.clone(), lines: Mutex::new(None), pgid, exit };
+    Ok(Spawned { transport, stdin, stdout, stderr })
 }
 
 impl Spawned {
-    /// Splits off the link and starts the tasks that read the child's stdout
-    /// (into `peer`) and stderr (into the log).
-    pub(crate) fn start(self, peer: Weak<Peer>) -> StdioLink {
-        let label = self.link.label.clone();
-        tokio::spawn(drain_stderr(self.stderr, label.clone()));
-        tokio::spawn(read_stdout(self.stdout, peer, label, self.link.exit.clone()));
-        self.link
+    /// Starts the tasks that write the child's stdin, read its stdout (into
+    /// `inbox`) and its stderr (into the log), and returns the transport.
+    pub(crate) fn start(self, inbox: Weak<dyn Inbox>) -> StdioTransport {
+        let Spawned { transport, stdin, stdout, stderr } = self;
+        let label = transport.label.clone();
+        let (lines, queue) = mpsc::channel(QUEUE);
+        *transport.lines.lock() = Some(lines);
+        crate::spawn(write_stdin(stdin, queue, label.clone()));
+        crate::spawn(drain_stderr(stderr, label.clone()));
+        crate::spawn(read_stdout(stdout, inbox, label, transport.exit.clone()));
+        transport
     }
 }
 
-impl StdioLink {
-    /// Writes one message as a line.
-    pub(crate) async fn send(&self, message: &Message) -> Result<(), UpstreamError> {
+impl StdioTransport {
+    /// Queues one message as a line (waits while the queue is full).
+    async fn queue(&self, message: &Message) -> Result<(), UpstreamError> {
         let mut line = message.encode().into_bytes();
         line.push(b'\n');
-        let mut stdin = self.stdin.lock().await;
-        let Some(pipe) = stdin.as_mut() else {
+        let Some(lines) = self.lines.lock().clone() else {
             return Err(self.closed("stdin is closed"));
         };
-        let written = async {
-            pipe.write_all(&line).await?;
-            pipe.flush().await
-        };
-        written.await.map_err(|e| self.closed(&format!("writing to stdin failed: {e}")))
+        lines.send(Bytes::from(line)).await.map_err(|_| self.closed("writing to stdin failed"))
     }
 
     fn closed(&self, reason: &str) -> UpstreamError {
-        UpstreamError::Closed { upstream: self.label.clone(), reason: reason.into() }
-    }
-
-    /// Stops the child: close stdin, wait; SIGTERM the group, wait; SIGKILL.
-    pub(crate) async fn shutdown(&self) {
-        self.stdin.lock().await.take();
-        if self.wait_exit(EXIT_GRACE).await {
-            return;
-        }
-        self.signal(Signal::SIGTERM);
-        if self.wait_exit(TERM_GRACE).await {
-            return;
-        }
-        tracing::warn!(upstream = %self.label, "upstream ignored SIGTERM; killing it");
-        self.signal(Signal::SIGKILL);
-        self.wait_exit(TERM_GRACE).await;
+        UpstreamError::Closed { upstream: self.label.clone(), source: Cause::msg(reason) }
     }
 
     async fn wait_exit(&self, grace: Duration) -> bool {
@@ -163,7 +167,39 @@ impl StdioLink {
     }
 }
 
-impl Drop for StdioLink {
+impl Transport for StdioTransport {
+    fn request<'a>(
+        &'a self,
+        _call: u64,
+        message: &'a Message,
+    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
+        Box::pin(async move { self.queue(message).await.map(|()| None) })
+    }
+
+    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {
+        Box::pin(self.queue(message))
+    }
+
+    /// Stops the child: close stdin, wait; SIGTERM the group, wait; SIGKILL.
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            // The writer closes stdin once it has written what is queued.
+            self.lines.lock().take();
+            if self.wait_exit(EXIT_GRACE).await {
+                return;
+            }
+            self.signal(Signal::SIGTERM);
+            if self.wait_exit(TERM_GRACE).await {
+                return;
+            }
+            tracing::warn!(upstream = %self.label, "upstream ignored SIGTERM; killing it");
+            self.signal(Signal::SIGKILL);
+            self.wait_exit(TERM_GRACE).await;
+        })
+    }
+}
+
+impl Drop for StdioTransport {
     fn drop(&mut self) {
         // Dropped without a shutdown (e.g. the session vanished): make sure
         // the whole group goes, not just the direct child.
@@ -171,9 +207,25 @@ impl Drop for StdioLink {
     }
 }
 
+/// Writes queued lines to the child's stdin until the queue closes (then
+/// stdin closes with it) or a write fails (the child stopped reading).
+async fn write_stdin(mut stdin: ChildStdin, mut queue: mpsc::Receiver<Bytes>, label: Arc<str>) {
+    while let Some(line) = queue.recv().await {
+        let written = async {
+            stdin.write_all(&line).await?;
+            // Flush only when nothing else is queued: one syscall per burst.
+            if queue.is_empty() { stdin.flush().await } else { Ok(()) }
+        };
+        if let Err(e) = written.await {
+            tracing::debug!(upstream = %label, error = %e, "writing to stdin failed");
+            return;
+        }
+    }
+}
+
 async fn read_stdout(
     stdout: ChildStdout,
-    peer: Weak<Peer>,
+    inbox: Weak<dyn Inbox>,
     label: Arc<str>,
     mut exit: watch::Receiver<Option<String>>,
 ) {
@@ -191,9 +243,9 @@ async fn read_stdout(
                 break;
             }
         };
-        let Some(peer) = peer.upgrade() else { return };
+        let Some(inbox) = inbox.upgrade() else { return };
         for message in decode_line(&line, &label) {
-            peer.dispatch(message, None);
+            inbox.deliver(message, None);
         }
     }
     // Stdout is done; give the child a moment to exit so the log says how.
@@ -202,8 +254,8 @@ async fn read_stdout(
         _ => None,
     };
     let reason = reason.or(status).unwrap_or_else(|| "closed its stdout".into());
-    if let Some(peer) = peer.upgrade() {
-        peer.close(&reason);
+    if let Some(inbox) = inbox.upgrade() {
+        inbox.close(&reason);
     }
 }
 

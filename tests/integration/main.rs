@@ -7,6 +7,9 @@
 //!
 //! One test binary so everything links once.
 
+// Test and benchmark drivers have no request spans to carry into their tasks.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 mod conformance;
 mod disclosure;

@@ -134,3 +134,34 @@ fn process_alive(pid: i64) -> bool {
         Err(_) => false,
     }
 }
+
+/// An HTTP upstream that restarts has forgotten every session (it answers
+/// 404): the shared connection and a session's own one are both replaced,
+/// and the call that met the 404 is sent again, once, on the new session.
+#[tokio::test]
+async fn calls_survive_an_http_upstream_that_forgot_its_sessions() -> Result<()> {
+    let (mut fixture, url) = start_http_server(fixture_exe(), &["--http", "127.0.0.1:0"]).await?;
+    let config = format!(
+        "{}{}",
+        http_upstream("shared", &url, "sharing = \"shared\"\nmode = \"passthrough\""),
+        http_upstream("own", &url, "mode = \"passthrough\""),
+    );
+    let gw = Toolgate::start(&config).await?;
+    let c = Client::connected(&gw.url, json!({})).await?;
+    for tool in ["shared__echo", "own__echo"] {
+        assert_eq!(text_of(&c.call_tool(tool, json!({"text": "before"})).await?), "before");
+    }
+
+    // The same address, a new process: no session survives.
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    fixture.child.kill().await?;
+    let (_fixture, again) = start_http_server(fixture_exe(), &["--http", &addr]).await?;
+    assert_eq!(again, url);
+
+    for tool in ["shared__echo", "own__echo"] {
+        let result = c.call_tool(tool, json!({"text": "after"})).await?;
+        assert_eq!(text_of(&result), "after", "{tool}: {result}\n{}", gw.logs());
+    }
+    gw.wait_log("upstream session expired; retrying on a new one", Duration::from_secs(5)).await?;
+    Ok(())
+}

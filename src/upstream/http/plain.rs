@@ -29,13 +29,17 @@ const PROXY_VARS: [&str; 6] = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PRO
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum PlainError {
     /// Nothing accepted the connection (the upstream is down).
-    #[error("cannot connect to {authority}: {reason}")]
-    Connect { authority: String, reason: String },
+    #[error("cannot connect to {authority}")]
+    Connect {
+        authority: String,
+        #[source]
+        source: std::io::Error,
+    },
     /// The HTTP exchange failed.
-    #[error("{0}")]
+    #[error("the HTTP exchange failed")]
     Http(#[from] hyper::Error),
     /// The request could not be built.
-    #[error("{0}")]
+    #[error("the request could not be built")]
     Build(#[from] http::Error),
 }
 
@@ -132,19 +136,20 @@ impl PlainClient {
     }
 
     async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, PlainError> {
-        let connect_error = |reason: String| PlainError::Connect {
+        let connect_error = |source: std::io::Error| PlainError::Connect {
             authority: self.authority.to_str().unwrap_or_default().to_owned(),
-            reason,
+            source,
         };
+        let timed_out = || std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out");
         let tcp =
             tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect((self.host.as_str(), self.port)))
                 .await
-                .map_err(|_| connect_error("timed out".into()))?
-                .map_err(|e| connect_error(e.to_string()))?;
+                .map_err(|_| connect_error(timed_out()))?
+                .map_err(connect_error)?;
         // Requests and answers are small writes; Nagle would delay them.
         let _ = tcp.set_nodelay(true);
         let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await?;
-        tokio::spawn(async move {
+        crate::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, "upstream HTTP connection ended");
             }

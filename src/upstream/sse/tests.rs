@@ -7,9 +7,10 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use super::*;
+use crate::config::{Target, UpstreamConfig};
 use crate::jsonrpc::{Notification, Request};
-use crate::upstream::PeerEvents;
-use crate::upstream::peer::Link;
+use crate::upstream::peer::Peer;
+use crate::upstream::{Call, PeerEvents};
 
 fn url(s: &str) -> reqwest::Url {
     reqwest::Url::parse(s).expect("test URL")
@@ -83,10 +84,10 @@ async fn bind() -> (TcpListener, String) {
 fn serve(listener: TcpListener, script: Script) -> mpsc::UnboundedReceiver<Seen> {
     let (tx, rx) = mpsc::unbounded_channel();
     let script = Arc::new(script);
-    tokio::spawn(async move {
+    crate::spawn(async move {
         while let Ok((socket, _)) = listener.accept().await {
             let (tx, script) = (tx.clone(), script.clone());
-            tokio::spawn(async move {
+            crate::spawn(async move {
                 let mut socket = BufReader::new(socket);
                 let mut head = String::new();
                 loop {
@@ -134,12 +135,15 @@ fn serve(listener: TcpListener, script: Script) -> mpsc::UnboundedReceiver<Seen>
     rx
 }
 
-fn config(url: &str, timeout: &str) -> UpstreamConfig {
-    serde_json::from_value(json!({
+/// Opens the legacy stream at `url` as a configured upstream would.
+async fn open_at(url: &str, timeout: &str) -> Result<Opened, UpstreamError> {
+    let config: UpstreamConfig = serde_json::from_value(json!({
         "name": "legacy", "url": url, "transport": "sse", "timeout": timeout,
         "headers": {"X-Api-Key": "secret"},
     }))
-    .expect("config")
+    .expect("config");
+    let Ok(Target::Sse(target)) = config.target() else { panic!("an sse target") };
+    open(&target, &label(), client(), config.timeout).await
 }
 
 fn client() -> reqwest::Client {
@@ -164,8 +168,8 @@ async fn open_waits_for_the_endpoint_and_sends_the_configured_headers() {
     let body =
         ": keep-alive\n\nevent: noise\ndata: before the endpoint\n\nevent: endpoint\ndata: /messages?sessionId=abc\n\n";
     let mut seen = serve(listener, sse_script(body.into(), true, 202));
-    let opened = open(&config(&format!("{base}/sse"), "5s"), &label(), client()).await.expect("opened");
-    assert_eq!(opened.link.endpoint.as_str(), format!("{base}/messages?sessionId=abc"));
+    let opened = open_at(&format!("{base}/sse"), "5s").await.expect("opened");
+    assert_eq!(opened.transport.endpoint.as_str(), format!("{base}/messages?sessionId=abc"));
     let get = next(&mut seen).await;
     assert!(get.head.starts_with("get /sse "), "{}", get.head);
     assert!(get.head.contains("accept: text/event-stream"), "{}", get.head);
@@ -178,9 +182,9 @@ async fn open_refuses_an_endpoint_on_another_origin() {
     let port = base.rsplit(':').next().unwrap_or_default();
     let body = format!("event: endpoint\ndata: http://127.0.0.2:{port}/messages?sessionId=abc\n\n");
     let _seen = serve(listener, sse_script(body, true, 202));
-    let e = open(&config(&format!("{base}/sse"), "5s"), &label(), client()).await.err().expect("refused");
+    let e = open_at(&format!("{base}/sse"), "5s").await.err().expect("refused");
     assert!(matches!(e, UpstreamError::Start { .. }), "{e:?}");
-    assert!(e.to_string().contains("not on the event stream's origin"), "{e}");
+    assert!(e.report().to_string().contains("not on the event stream's origin"), "{}", e.report());
 }
 
 #[tokio::test]
@@ -188,28 +192,28 @@ async fn open_times_out_without_an_endpoint_event() {
     let (listener, base) = bind().await;
     let _seen = serve(listener, sse_script(": nothing yet\n\n".into(), true, 202));
     let started = Instant::now();
-    let e = open(&config(&format!("{base}/sse"), "300ms"), &label(), client()).await.err().expect("timed out");
+    let e = open_at(&format!("{base}/sse"), "300ms").await.err().expect("timed out");
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
-    assert!(e.to_string().contains("no endpoint event"), "{e}");
+    assert!(e.report().to_string().contains("no endpoint event"), "{}", e.report());
 }
 
 #[tokio::test]
 async fn open_fails_when_the_stream_ends_or_is_not_an_event_stream() {
     let (listener, base) = bind().await;
     let _seen = serve(listener, sse_script("event: message\ndata: {}\n\n".into(), false, 202));
-    let e = open(&config(&format!("{base}/sse"), "5s"), &label(), client()).await.err().expect("failed");
-    assert!(e.to_string().contains("ended before its endpoint event"), "{e}");
+    let e = open_at(&format!("{base}/sse"), "5s").await.err().expect("failed");
+    assert!(e.report().to_string().contains("ended before its endpoint event"), "{}", e.report());
 
     let (listener, base) = bind().await;
     let script = Script { content_type: "application/json", body: "{}".into(), hold_open: false, post_status: 202 };
     let _seen = serve(listener, script);
-    let e = open(&config(&format!("{base}/mcp"), "5s"), &label(), client()).await.err().expect("failed");
-    assert!(e.to_string().contains("not an event stream"), "{e}");
+    let e = open_at(&format!("{base}/mcp"), "5s").await.err().expect("failed");
+    assert!(e.report().to_string().contains("not an event stream"), "{}", e.report());
 
     // Nothing listening: unavailable, not a protocol failure.
     let (listener, base) = bind().await;
     drop(listener);
-    let e = open(&config(&format!("{base}/sse"), "5s"), &label(), client()).await.err().expect("failed");
+    let e = open_at(&format!("{base}/sse"), "5s").await.err().expect("failed");
     assert!(matches!(e, UpstreamError::Unavailable { .. }), "{e:?}");
 }
 
@@ -235,7 +239,7 @@ impl PeerEvents for Recorder {
 }
 
 fn peer_over(opened: Opened, recorder: Arc<Recorder>) -> Arc<Peer> {
-    Peer::new(label(), |weak| Link::Sse(opened.start(weak)), recorder, false, Duration::from_secs(5))
+    Peer::new(label(), |inbox| Box::new(opened.start(inbox)), recorder, false)
 }
 
 #[tokio::test]
@@ -251,7 +255,7 @@ async fn messages_reach_the_peer_and_the_end_of_the_stream_closes_it() {
         "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"roots/list\"}\n\n",
     );
     let _seen = serve(listener, sse_script(body.into(), false, 202));
-    let opened = open(&config(&format!("{base}/sse"), "5s"), &label(), client()).await.expect("opened");
+    let opened = open_at(&format!("{base}/sse"), "5s").await.expect("opened");
     let recorder = Arc::new(Recorder::default());
     let peer = peer_over(opened, recorder.clone());
     tokio::time::timeout(Duration::from_secs(5), peer.closed().cancelled()).await.expect("closed in time");
@@ -266,7 +270,7 @@ async fn messages_reach_the_peer_and_the_end_of_the_stream_closes_it() {
 async fn messages_are_posted_to_the_endpoint_and_shutdown_drops_the_stream() {
     let (listener, base) = bind().await;
     let mut seen = serve(listener, sse_script("event: endpoint\ndata: /messages?sessionId=abc\n\n".into(), true, 202));
-    let opened = open(&config(&format!("{base}/sse"), "5s"), &label(), client()).await.expect("opened");
+    let opened = open_at(&format!("{base}/sse"), "5s").await.expect("opened");
     let recorder = Arc::new(Recorder::default());
     let peer = peer_over(opened, recorder.clone());
     next(&mut seen).await; // the GET
@@ -286,9 +290,9 @@ async fn messages_are_posted_to_the_endpoint_and_shutdown_drops_the_stream() {
 async fn a_forgotten_connection_fails_the_call_and_closes_the_peer() {
     let (listener, base) = bind().await;
     let _seen = serve(listener, sse_script("event: endpoint\ndata: /messages?sessionId=abc\n\n".into(), true, 404));
-    let opened = open(&config(&format!("{base}/sse"), "5s"), &label(), client()).await.expect("opened");
+    let opened = open_at(&format!("{base}/sse"), "5s").await.expect("opened");
     let peer = peer_over(opened, Arc::new(Recorder::default()));
-    let e = peer.call("tools/list", None, None, &CancellationToken::new()).await.expect_err("failed");
+    let e = peer.call(Call::new("tools/list", None)).await.expect_err("failed");
     assert!(matches!(e, UpstreamError::SessionExpired { .. }), "{e:?}");
     assert!(peer.is_closed());
 }

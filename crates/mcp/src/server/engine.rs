@@ -17,6 +17,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::task::TaskTracker;
+use tracing::Instrument as _;
 
 use super::handler::{Handler, InitContext, RequestCtx, ServerOffer};
 use super::session::{Downlink, Session};
@@ -303,6 +304,10 @@ impl<H: Handler> Engine<H> {
 
     /// Runs one request of a live session. Returns its response, or `None`
     /// when the client cancelled it (a cancelled request is not answered).
+    ///
+    /// The request runs in a span (`request`, with the session, the method
+    /// and the id; the application records `upstream` and `tool` when it
+    /// knows them) that the tasks it spawns carry along.
     pub async fn run(
         &self,
         session: &Arc<Session<H::State>>,
@@ -310,9 +315,17 @@ impl<H: Handler> Engine<H> {
         downlink: Downlink,
     ) -> Option<Response> {
         let id = request.id.clone();
+        let span = tracing::info_span!(
+            "request",
+            session = session.id(),
+            method = %request.method,
+            id = %id,
+            upstream = tracing::field::Empty,
+            tool = tracing::field::Empty,
+        );
         let cancel = session.begin_request(&id);
         let ctx = RequestCtx { downlink, cancel: cancel.clone() };
-        let outcome = self.handler.request(session, request, ctx).await;
+        let outcome = self.handler.request(session, request, ctx).instrument(span).await;
         session.end_request(&id);
         if cancel.is_cancelled() {
             return None;

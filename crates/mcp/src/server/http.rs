@@ -24,7 +24,7 @@ use axum::response::Response;
 use axum::routing::any;
 use http::{HeaderMap, Method, StatusCode, header};
 
-pub use guard::Guard;
+pub use guard::{Guard, Refused};
 
 use super::engine::Engine;
 use super::handler::Handler;
@@ -122,7 +122,7 @@ async fn endpoint<H: Handler>(State(state): State<Arc<HttpState<H>>>, request: R
 fn delete<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap) -> Response {
     let session = match session_of(&state, headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     state.engine.store().remove(session.id());
     tracing::debug!(session = session.id(), "session deleted by the client");
@@ -154,10 +154,10 @@ fn session_id(headers: &HeaderMap) -> Option<&str> {
 
 /// The live session a `GET` or `DELETE` names, or the answer refusing it
 /// (400 without the header, 404 for an unknown session).
-fn session_of<H: Handler>(state: &HttpState<H>, headers: &HeaderMap) -> Result<Arc<Session<H::State>>, Response> {
-    check_version_header(headers).map_err(Reject::into_response)?;
+fn session_of<H: Handler>(state: &HttpState<H>, headers: &HeaderMap) -> Result<Arc<Session<H::State>>, Box<Response>> {
+    check_version_header(headers).map_err(|r| Box::new(r.into_response()))?;
     state.engine.require_session(session_id(headers)).map_err(|(refusal, response)| {
-        reply::json(post::refusal_status(Some(refusal)), &crate::jsonrpc::Message::Response(response))
+        Box::new(reply::json(post::refusal_status(Some(refusal)), &crate::jsonrpc::Message::Response(response)))
     })
 }
 

@@ -9,6 +9,19 @@ use http::{HeaderMap, Uri, header};
 /// Host names that mean "this machine".
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
+/// Why a request's `Host` or `Origin` is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error("missing Host header")]
+    MissingHost,
+    #[error("Host '{0}' is not allowed")]
+    Host(String),
+    #[error("Origin header is not valid text")]
+    OriginNotText,
+    #[error("Origin '{0}' is not allowed")]
+    Origin(String),
+}
+
 /// Accepted `Host` and `Origin` values.
 #[derive(Debug, Clone)]
 pub struct Guard {
@@ -24,19 +37,19 @@ impl Guard {
     }
 
     /// Checks a request's `Host` (or HTTP/2 authority) and `Origin`.
-    pub fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), String> {
+    pub fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), Refused> {
         let host = headers
             .get(header::HOST)
             .and_then(|h| h.to_str().ok())
             .or_else(|| uri.authority().map(|a| a.as_str()))
-            .ok_or("missing Host header")?;
+            .ok_or(Refused::MissingHost)?;
         if !self.host_allowed(host) {
-            return Err(format!("Host '{host}' is not allowed"));
+            return Err(Refused::Host(host.to_owned()));
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
-            let origin = origin.to_str().map_err(|_| "Origin header is not valid text")?;
+            let origin = origin.to_str().map_err(|_| Refused::OriginNotText)?;
             if !self.origin_allowed(origin) {
-                return Err(format!("Origin '{origin}' is not allowed"));
+                return Err(Refused::Origin(origin.to_owned()));
             }
         }
         Ok(())

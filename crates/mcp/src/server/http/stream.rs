@@ -142,7 +142,7 @@ pub fn open<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap) -> Respon
     }
     let session = match session_of(&state, headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let (tx, events) = mpsc::unbounded_channel();
     let last_event_id = headers.get(protocol::header::LAST_EVENT_ID).and_then(|v| v.to_str().ok());

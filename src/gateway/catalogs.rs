@@ -1,0 +1,145 @@
+//! The tool catalog as served: the gateway-wide one, rebuilt whenever an
+//! upstream's tools change, and the catalogs of sessions whose own upstream
+//! sessions list different tools (servers with per-session toolsets).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use super::upstreams::{UpstreamHandle, crawl};
+use super::{Gateway, GwSession};
+use crate::catalog::{Catalog, UpstreamTools};
+use crate::config::DisclosureConfig;
+use crate::jsonrpc::{Message, Notification};
+use crate::protocol::method;
+use crate::upstream::Peer;
+
+/// A catalog and the epoch it was built in.
+pub struct CatalogView {
+    /// The merged catalog.
+    pub catalog: Catalog,
+    /// Bumped on every rebuild; keys cached description bodies.
+    pub epoch: u64,
+}
+
+/// The gateway-wide catalog and how to rebuild it.
+pub struct Catalogs {
+    current: ArcSwap<CatalogView>,
+    /// Serializes rebuilds (several upstreams may change at once).
+    rebuilding: Mutex<()>,
+    /// Source of epochs, gateway-wide and per-session alike.
+    epochs: AtomicU64,
+    disclosure: DisclosureConfig,
+}
+
+impl Catalogs {
+    /// An empty catalog (before any upstream has listed its tools).
+    pub fn new(disclosure: DisclosureConfig) -> Self {
+        Self {
+            current: ArcSwap::from_pointee(CatalogView { catalog: Catalog::empty(), epoch: 0 }),
+            rebuilding: Mutex::new(()),
+            epochs: AtomicU64::new(1),
+            disclosure,
+        }
+    }
+
+    /// The gateway-wide catalog.
+    pub fn current(&self) -> Arc<CatalogView> {
+        self.current.load_full()
+    }
+
+    /// Merges every upstream's tools into a new catalog. Sessions hear
+    /// `tools/list_changed` when the served list actually changed.
+    pub(crate) fn rebuild(&self, gateway: &Gateway) {
+        let _guard = self.rebuilding.lock();
+        let view = self.build(gateway.upstreams(), |_| None);
+        let old = self.current.load();
+        for p in view.catalog.problems() {
+            if !old.catalog.problems().contains(p) {
+                tracing::warn!("{p}");
+            }
+        }
+        let changed = view.catalog.list_result_raw().get() != old.catalog.list_result_raw().get();
+        let tools = view.catalog.len();
+        self.current.store(Arc::new(view));
+        if changed && !gateway.sessions().is_empty() {
+            tracing::info!(tools, "tool catalog changed; notifying sessions");
+            gateway.broadcast(Notification::new(method::TOOLS_LIST_CHANGED, None));
+        }
+    }
+
+    /// Builds a catalog from every upstream's tools, or `replaced(i)` where
+    /// that gives a list.
+    fn build(
+        &self,
+        upstreams: &[Arc<UpstreamHandle>],
+        replaced: impl Fn(usize) -> Option<Arc<Vec<Value>>>,
+    ) -> CatalogView {
+        let tools: Vec<_> = upstreams.iter().map(|u| replaced(u.index).unwrap_or_else(|| u.tools())).collect();
+        let inputs: Vec<UpstreamTools<'_>> = upstreams
+            .iter()
+            .zip(&tools)
+            .map(|(u, t)| UpstreamTools { config: &u.config, tools: t, extras: &u.extras })
+            .collect();
+        let catalog = Catalog::build(&inputs, &self.disclosure);
+        CatalogView { catalog, epoch: self.epochs.fetch_add(1, Ordering::Relaxed) }
+    }
+
+    /// The catalog as `session` sees it: the gateway-wide one, unless one of
+    /// its own upstream sessions reported a different tool list.
+    pub(crate) fn for_session(&self, upstreams: &[Arc<UpstreamHandle>], session: &GwSession) -> Arc<CatalogView> {
+        let global = self.current();
+        let mut tools = session.state.tools.lock();
+        if tools.overrides.is_empty() {
+            return global;
+        }
+        if let Some((epoch, view)) = &tools.view
+            && *epoch == global.epoch
+        {
+            return view.clone();
+        }
+        let view = Arc::new(self.build(upstreams, |i| tools.overrides.get(&i).cloned()));
+        tools.view = Some((global.epoch, view.clone()));
+        view
+    }
+
+    /// A session's own upstream session says its tools changed (or, with
+    /// `peer` `None`, ended): list them there, and tell that session (only)
+    /// if what it sees changed.
+    pub(crate) async fn session_tools_changed(
+        &self,
+        gateway: &Gateway,
+        session: &Arc<GwSession>,
+        index: usize,
+        peer: Option<&Arc<Peer>>,
+    ) {
+        let upstreams = gateway.upstreams();
+        let before = self.for_session(upstreams, session);
+        let tools = match peer {
+            Some(peer) => match crawl(peer, upstreams[index].config.timeout, method::TOOLS_LIST, "tools").await {
+                Ok(tools) => Some(tools),
+                Err(e) => {
+                    tracing::warn!(upstream = %peer.label(), error = %e.report(), "could not list the session's tools");
+                    return;
+                }
+            },
+            None => None,
+        };
+        {
+            let mut state = session.state.tools.lock();
+            let global = upstreams[index].tools();
+            match tools.filter(|t| *t != *global) {
+                Some(t) => state.overrides.insert(index, Arc::new(t)),
+                None => state.overrides.remove(&index),
+            };
+            state.view = None;
+        }
+        let after = self.for_session(upstreams, session);
+        if before.catalog.list_result_raw().get() != after.catalog.list_result_raw().get() {
+            session.notify(Message::Notification(Notification::new(method::TOOLS_LIST_CHANGED, None)));
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! Where a call's upstream connection comes from: the session's own upstream
+//! session (`sharing = "per_session"`, opened on first use), or the
+//! upstream's shared connection.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tracing::Instrument as _;
+
+use super::events::SessionEvents;
+use super::upstreams::{UpstreamHandle, toolgate_info};
+use super::{Gateway, GwSession};
+use crate::protocol::method;
+use crate::upstream::{self, Call, ClientHello, ConnectOptions, Connections, Peer, UpstreamError};
+
+/// The connections a call of `session` to upstream `index` uses.
+pub(crate) fn for_call(gateway: &Arc<Gateway>, session: &Arc<GwSession>, index: usize) -> Arc<dyn Connections> {
+    let up = &gateway.upstreams()[index];
+    if up.is_shared() {
+        Arc::new(Shared(up.clone()))
+    } else {
+        Arc::new(PerSession { gateway: gateway.clone(), session: session.clone(), index })
+    }
+}
+
+/// The upstream's one connection, shared by every session.
+struct Shared(Arc<UpstreamHandle>);
+
+impl Connections for Shared {
+    fn connection(&self, fresh: bool) -> BoxFuture<'_, Result<Arc<Peer>, UpstreamError>> {
+        let up = &self.0;
+        Box::pin(async move {
+            match up.control() {
+                Some(peer) => Ok(peer),
+                // The connection this call just used is being replaced.
+                None if fresh => up.fresh_control(up.config.timeout).await,
+                None => Err(up.unavailable()),
+            }
+        })
+    }
+
+    fn sessions_expire(&self) -> bool {
+        self.0.target.sessions_expire()
+    }
+}
+
+/// A downstream session's own upstream session.
+struct PerSession {
+    gateway: Arc<Gateway>,
+    session: Arc<GwSession>,
+    index: usize,
+}
+
+impl Connections for PerSession {
+    fn connection(&self, _fresh: bool) -> BoxFuture<'_, Result<Arc<Peer>, UpstreamError>> {
+        Box::pin(session_connection(&self.gateway, &self.session, self.index))
+    }
+
+    fn sessions_expire(&self) -> bool {
+        self.gateway.upstreams()[self.index].target.sessions_expire()
+    }
+}
+
+/// The session's own connection to upstream `index`, opened (or reopened,
+/// after it closed) on use.
+async fn session_connection(
+    gateway: &Arc<Gateway>,
+    session: &Arc<GwSession>,
+    index: usize,
+) -> Result<Arc<Peer>, UpstreamError> {
+    let up = &gateway.upstreams()[index];
+    // A down control connection means the upstream cannot start: fail
+    // fast instead of spawning a doomed child per request.
+    if up.control().is_none() {
+        return Err(up.unavailable());
+    }
+    let Some(slot) = session.state.connection_slot(index) else { return Err(up.unavailable()) };
+    let mut slot = slot.lock().await;
+    if let Some(peer) = slot.as_ref().filter(|p| !p.is_closed()) {
+        return Ok(peer.clone());
+    }
+    if session.closed().is_cancelled() {
+        return Err(UpstreamError::Cancelled);
+    }
+    let options = ConnectOptions {
+        label: up.label.clone(),
+        hello: session_hello(session),
+        events: Arc::new(SessionEvents::new(Arc::downgrade(gateway), Arc::downgrade(session), index)),
+        // Without per-call streams, whatever the upstream sends belongs
+        // to this session's newest call.
+        attribute_to_latest_call: !up.target.attributes_calls(),
+        timeout: up.config.timeout,
+    };
+    // The connection's tasks outlive this request: they get a span of their own.
+    let span = tracing::info_span!(parent: None, "upstream", upstream = %up.label, session = session.id());
+    let peer = upstream::connect(&up.target, gateway.http(), options).instrument(span).await?;
+    tracing::debug!(upstream = %up.label, "opened a per-session upstream session");
+    if let Some(level) = session.state.log_level().filter(|_| peer.hello().is_some_and(|h| h.has("logging"))) {
+        let set = Call::new(method::LOGGING_SET_LEVEL, Some(json!({"level": level})));
+        let _ = upstream::service::call_on(peer.clone(), up.config.timeout, set).await;
+    }
+    *slot = Some(peer.clone());
+    Ok(peer)
+}
+
+/// What a per-session upstream session declares: the client's own
+/// reverse-routing capabilities (each request from that upstream session
+/// belongs to this client), nothing toolgate cannot carry (tasks, experimental).
+fn session_hello(session: &GwSession) -> ClientHello {
+    let caps = session.client_capabilities();
+    let mut declared = serde_json::Map::new();
+    for key in ["sampling", "elicitation", "roots"] {
+        if let Some(v) = caps.get(key).filter(|v| !v.is_null()) {
+            declared.insert(key.into(), v.clone());
+        }
+    }
+    let client_info = match session.client_info() {
+        Value::Object(_) => session.client_info().clone(),
+        _ => toolgate_info(),
+    };
+    ClientHello { capabilities: Value::Object(declared), client_info }
+}

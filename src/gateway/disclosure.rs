@@ -1,0 +1,240 @@
+//! Progressive disclosure as a layer over the forwarder.
+//!
+//! The layer serves the minimal `tools/list`, the descriptions resource
+//! (`resource:///tool_descriptions?tools=…`, its listing, its template and
+//! the completion of its `tools` argument) and the `describe_tools` tool,
+//! and refuses `tools/call` for a progressive tool until the session has
+//! fetched that tool's current description. Everything else passes through
+//! to the forwarder untouched. A gateway whose upstreams are all in
+//! `passthrough` mode has no such layer.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use super::catalogs::CatalogView;
+use super::layer::{Exchange, Layer, Next};
+use super::{Gateway, GwSession};
+use crate::config::Mode;
+use crate::disclosure::{self, Selection};
+use crate::jsonrpc::{Outcome, Request};
+use crate::protocol::method;
+use crate::server::ServerOffer;
+
+/// Rendered reads of the descriptions resource kept for repeated fetches.
+const RENDERED_KEPT: u64 = 1024;
+
+/// The disclosure layer.
+pub struct Disclosure {
+    /// Rendered `resources/read` results of the descriptions resource, by
+    /// catalog epoch and URI (cheap answers to repeated fetches).
+    rendered: moka::sync::Cache<(u64, String), Arc<Rendered>>,
+}
+
+/// A rendered read of the descriptions resource.
+struct Rendered {
+    /// The `resources/read` result.
+    result: Arc<RawValue>,
+    /// The tools it authorizes, with the fingerprints of their definitions.
+    authorized: Vec<(String, u64)>,
+}
+
+impl Disclosure {
+    pub fn new() -> Self {
+        Self { rendered: moka::sync::Cache::builder().max_capacity(RENDERED_KEPT).build() }
+    }
+
+    async fn serve_request<'a>(&'a self, cx: Exchange<'a>, request: Request, next: Next<'a>) -> Outcome {
+        match request.method.as_str() {
+            method::TOOLS_LIST => {
+                cx.gateway.wait_ready().await;
+                let view = cx.gateway.catalog_for(cx.session);
+                cx.gateway.forwarder().pager().tools_page(view.catalog.list_result_raw(), request.params.as_ref())
+            }
+            method::TOOLS_CALL => self.call_tool(cx, request, next).await,
+            method::RESOURCES_LIST | method::RESOURCES_TEMPLATES_LIST => {
+                let first_page = request.params.as_ref().and_then(|p| p.get("cursor")).is_none_or(Value::is_null);
+                let listed = request.method == method::RESOURCES_LIST;
+                let outcome = next.run(cx, request).await;
+                if !first_page {
+                    return outcome;
+                }
+                // toolgate's own resource heads the first page.
+                let view = cx.gateway.catalog_for(cx.session);
+                let describe = view.catalog.describe_tool_name();
+                let (key, entry) = match listed {
+                    true => ("resources", disclosure::resource_entry(describe)),
+                    false => ("resourceTemplates", disclosure::template_entry(describe)),
+                };
+                prepend(outcome, key, entry)
+            }
+            method::RESOURCES_READ => match own_uri(&request) {
+                Some(uri) => {
+                    let Some(selection) = disclosure::parse_selection(&uri) else { return next.run(cx, request).await };
+                    cx.gateway.wait_ready().await;
+                    self.read_descriptions(cx.gateway, cx.session, &uri, selection)
+                }
+                None => next.run(cx, request).await,
+            },
+            // toolgate's own resource: accepted, nothing upstream to tell.
+            method::RESOURCES_SUBSCRIBE | method::RESOURCES_UNSUBSCRIBE
+                if own_uri(&request).is_some_and(|u| disclosure::parse_selection(&u).is_some()) =>
+            {
+                Outcome::Result(json!({}))
+            }
+            method::COMPLETION_COMPLETE if completes_tool_names(&request) => {
+                let value = request.params.as_ref().and_then(|p| p.pointer("/argument/value")).and_then(Value::as_str);
+                let view = cx.gateway.catalog_for(cx.session);
+                Outcome::Result(disclosure::complete_tool_names(&view.catalog, value.unwrap_or("")))
+            }
+            _ => next.run(cx, request).await,
+        }
+    }
+
+    /// The gate: the describe tool is served here; a progressive tool whose
+    /// current description the session has not fetched is refused.
+    async fn call_tool<'a>(&'a self, cx: Exchange<'a>, request: Request, next: Next<'a>) -> Outcome {
+        let name = request.params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str);
+        let Some(name) = name else { return next.run(cx, request).await };
+        tracing::Span::current().record("tool", name);
+        let mut view = cx.gateway.catalog_for(cx.session);
+        if view.catalog.get(name).is_none() && view.catalog.describe_tool_name() != Some(name) {
+            // Perhaps the catalog is still loading.
+            cx.gateway.wait_ready().await;
+            view = cx.gateway.catalog_for(cx.session);
+        }
+        if view.catalog.describe_tool_name() == Some(name) {
+            let arguments = request.params.as_ref().and_then(|p| p.get("arguments"));
+            return describe_tool(cx.session, &view, arguments);
+        }
+        if let Some(entry) = view.catalog.get(name)
+            && entry.mode == Mode::Progressive
+            && !cx.session.state.grants.allows(name, entry.fingerprint)
+        {
+            tracing::debug!(tool = %name, "call refused until the description is fetched");
+            return Outcome::Result(disclosure::description_required(name, view.catalog.describe_tool_name()));
+        }
+        next.run(cx, request).await
+    }
+
+    /// Reads `resource:///tool_descriptions?tools=...`: the full definitions,
+    /// which authorizes exactly the tools returned, for this session.
+    fn read_descriptions(&self, gateway: &Gateway, session: &GwSession, uri: &str, selection: Selection) -> Outcome {
+        let view = gateway.catalog_for(session);
+        let key = (view.epoch, uri.to_owned());
+        let rendered = self.rendered.get(&key).unwrap_or_else(|| {
+            let (body, authorized) = match selection {
+                Selection::Missing => (disclosure::missing_selection(&view.catalog), Vec::new()),
+                Selection::Tools(names) => {
+                    let described = disclosure::describe(&view.catalog, &names);
+                    (described.body, fingerprints(&view, described.authorized))
+                }
+            };
+            let result = disclosure::read_result(uri, &body);
+            let result = serde_json::value::to_raw_value(&result).unwrap_or_else(|_| RawValue::NULL.to_owned());
+            let rendered = Arc::new(Rendered { result: Arc::from(result), authorized });
+            self.rendered.insert(key, rendered.clone());
+            rendered
+        });
+        if !rendered.authorized.is_empty() {
+            let tools: Vec<_> = rendered.authorized.iter().map(|(n, _)| n).collect();
+            tracing::debug!(?tools, "descriptions fetched");
+        }
+        session.state.grants.grant(rendered.authorized.iter().cloned());
+        Outcome::Prepared(rendered.result.clone())
+    }
+}
+
+impl Layer for Disclosure {
+    fn serve<'a>(&'a self, cx: Exchange<'a>, request: Request, next: Next<'a>) -> BoxFuture<'a, Outcome> {
+        Box::pin(self.serve_request(cx, request, next))
+    }
+
+    /// toolgate serves the descriptions resource and completes its template,
+    /// and explains the workflow first in the instructions.
+    fn offer(&self, gateway: &Gateway, offer: &mut ServerOffer) {
+        let view = gateway.catalogs().current();
+        let Value::Object(caps) = &mut offer.capabilities else { return };
+        let resources = caps.entry("resources").or_insert_with(|| json!({}));
+        if let Value::Object(r) = resources {
+            r.insert("listChanged".into(), json!(true));
+        }
+        caps.entry("completions").or_insert_with(|| json!({}));
+        sort_capabilities(caps);
+        let workflow = disclosure::instructions(view.catalog.describe_tool_name());
+        offer.instructions = Some(match offer.instructions.take() {
+            Some(upstreams) => format!("{workflow}\n\n{upstreams}"),
+            None => workflow,
+        });
+    }
+}
+
+/// The capabilities in the order toolgate has always listed them (JSON
+/// objects keep insertion order here).
+fn sort_capabilities(caps: &mut Map<String, Value>) {
+    const ORDER: [&str; 5] = ["tools", "resources", "prompts", "logging", "completions"];
+    let mut sorted = Map::new();
+    for key in ORDER {
+        if let Some(v) = caps.remove(key) {
+            sorted.insert(key.into(), v);
+        }
+    }
+    sorted.append(caps);
+    *caps = sorted;
+}
+
+/// The `uri` param of a resource request.
+fn own_uri(request: &Request) -> Option<String> {
+    request.params.as_ref()?.get("uri")?.as_str().map(str::to_owned)
+}
+
+/// Whether a completion asks for the `tools` argument of the descriptions
+/// resource (its template, or a selection URI).
+fn completes_tool_names(request: &Request) -> bool {
+    let Some(params) = request.params.as_ref() else { return false };
+    if params.pointer("/ref/type").and_then(Value::as_str) != Some("ref/resource") {
+        return false;
+    }
+    let uri = params.pointer("/ref/uri").and_then(Value::as_str).unwrap_or("");
+    uri == disclosure::TEMPLATE_URI || disclosure::parse_selection(uri).is_some()
+}
+
+/// A list result with `entry` first in `key`.
+fn prepend(outcome: Outcome, key: &str, entry: Value) -> Outcome {
+    let mut result = match outcome {
+        Outcome::Result(v) => v,
+        Outcome::Prepared(raw) => match serde_json::from_str(raw.get()) {
+            Ok(v) => v,
+            Err(_) => return Outcome::Prepared(raw),
+        },
+        error @ Outcome::Error(_) => return error,
+    };
+    match result.get_mut(key) {
+        Some(Value::Array(items)) => items.insert(0, entry),
+        _ => {
+            if let Value::Object(map) = &mut result {
+                map.insert(key.into(), Value::Array(vec![entry]));
+            }
+        }
+    }
+    Outcome::Result(result)
+}
+
+/// The synthesized describe tool: the same bodies as the resource, and the
+/// same authorization.
+fn describe_tool(session: &GwSession, view: &CatalogView, arguments: Option<&Value>) -> Outcome {
+    match disclosure::parse_describe_args(arguments) {
+        Err(_) => Outcome::Result(disclosure::describe_args_error(&view.catalog)),
+        Ok(names) => {
+            let described = disclosure::describe(&view.catalog, &names);
+            session.state.grants.grant(fingerprints(view, described.authorized));
+            Outcome::Result(disclosure::describe_tool_result(&described.body))
+        }
+    }
+}
+
+fn fingerprints(view: &CatalogView, names: Vec<String>) -> Vec<(String, u64)> {
+    names.into_iter().filter_map(|n| view.catalog.get(&n).map(|e| e.fingerprint).map(|f| (n, f))).collect()
+}

@@ -1,0 +1,358 @@
+//! The transparent forwarder: the bottom of the gateway's layers.
+//!
+//! It serves `tools/list` and the merged resource, template and prompt lists,
+//! and routes every other request to the upstream that owns it, over the
+//! session's own upstream session or the shared one. It changes nothing but
+//! names (a prefix per upstream when several are configured), ids (each
+//! upstream leg numbers its own requests) and content a client's revision
+//! predates.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::layer::Exchange;
+use super::lists::{ListKind, RouteMaps, crawl_all};
+use super::pages::Pager;
+use super::{Gateway, GwSession, connections, events, translate};
+use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
+use crate::protocol::{Version, method};
+use crate::server::ServerOffer;
+use crate::upstream::{self, Call, UpstreamError};
+
+/// How long a URL-mode elicitation's owner is remembered.
+const ELICITATION_TTL: Duration = Duration::from_secs(3600);
+
+/// The forwarder's own state: what the merged lists taught about ownership,
+/// the pager, and who started which URL-mode elicitation.
+pub struct Forwarder {
+    routes: RouteMaps,
+    pager: Pager,
+    /// URL-mode elicitation id → the session it was sent to, so a shared
+    /// upstream's unsolicited `notifications/elicitation/complete` reaches
+    /// only that client.
+    elicitations: moka::sync::Cache<String, Arc<str>>,
+}
+
+fn invalid(message: impl Into<String>) -> Outcome {
+    Outcome::error(ErrorObject::invalid_params(message))
+}
+
+fn str_param<'a>(params: Option<&'a Value>, key: &str) -> Option<&'a str> {
+    params?.get(key)?.as_str()
+}
+
+impl Forwarder {
+    /// A forwarder that pages lists by `page_size` (0: whole lists).
+    pub fn new(page_size: usize) -> Self {
+        Self {
+            routes: RouteMaps::default(),
+            pager: Pager::new(page_size),
+            elicitations: moka::sync::Cache::builder().max_capacity(10_000).time_to_live(ELICITATION_TTL).build(),
+        }
+    }
+
+    /// The pager of list answers.
+    pub fn pager(&self) -> &Pager {
+        &self.pager
+    }
+
+    /// Answers one client request.
+    pub async fn serve(&self, cx: Exchange<'_>, request: Request) -> Outcome {
+        let Request { method, params, .. } = request;
+        match method.as_str() {
+            method::TOOLS_LIST => {
+                cx.gateway.wait_ready().await;
+                let view = cx.gateway.catalog_for(cx.session);
+                self.pager.tools_page(view.catalog.forwarded_list_raw(), params.as_ref())
+            }
+            method::TOOLS_CALL => self.call_tool(cx, params).await,
+            method::RESOURCES_LIST | method::RESOURCES_TEMPLATES_LIST | method::PROMPTS_LIST => {
+                let kind = ListKind::of(&method).unwrap_or(ListKind::Resources);
+                self.merged_list(cx, kind, params.as_ref()).await
+            }
+            method::RESOURCES_READ => {
+                let Some(uri) = str_param(params.as_ref(), "uri").map(str::to_owned) else {
+                    return invalid("resources/read needs a string \"uri\"");
+                };
+                let candidates = self.resource_candidates(cx.gateway, &uri);
+                if candidates.is_empty() {
+                    return Outcome::error(
+                        ErrorObject::new(codes::RESOURCE_NOT_FOUND, "Resource not found")
+                            .with_data(json!({"uri": uri})),
+                    );
+                }
+                self.forward_to_candidates(cx, &candidates, method::RESOURCES_READ, params).await
+            }
+            method::RESOURCES_SUBSCRIBE | method::RESOURCES_UNSUBSCRIBE => self.subscription(cx, &method, params).await,
+            method::PROMPTS_GET => self.get_prompt(cx, params).await,
+            method::COMPLETION_COMPLETE => self.complete(cx, params).await,
+            method::LOGGING_SET_LEVEL => self.set_level(cx, params).await,
+            // Anything else (vendor methods) belongs to the upstream when
+            // there is only one; with several there is no owner to pick.
+            other if cx.gateway.upstreams().len() == 1 => self.forward(cx, 0, other, params).await,
+            other => Outcome::error(ErrorObject::method_not_found(other)),
+        }
+    }
+
+    /// What the forwarder offers a client: toolgate's identity, the
+    /// capabilities its upstreams have, and their instructions.
+    pub fn offer(&self, gateway: &Gateway, version: Version) -> ServerOffer {
+        let upstreams = gateway.upstreams();
+        let any = |cap: &str| upstreams.iter().any(|u| u.has(cap));
+        let any_flag = |cap: &str, flag: &str| upstreams.iter().any(|u| u.hello().is_some_and(|h| h.flag(cap, flag)));
+
+        let mut caps = Map::new();
+        caps.insert("tools".into(), json!({"listChanged": true}));
+        if any("resources") {
+            let mut resources = json!({"listChanged": true});
+            if any_flag("resources", "subscribe") {
+                resources["subscribe"] = json!(true);
+            }
+            caps.insert("resources".into(), resources);
+        }
+        if any("prompts") {
+            caps.insert("prompts".into(), json!({"listChanged": true}));
+        }
+        if any("logging") {
+            caps.insert("logging".into(), json!({}));
+        }
+        if any("completions") {
+            caps.insert("completions".into(), json!({}));
+        }
+
+        let mut info = json!({"name": "toolgate", "version": env!("CARGO_PKG_VERSION")});
+        if version >= Version::V2025_06_18 {
+            info["title"] = json!("toolgate MCP gateway");
+        }
+        let sections: Vec<String> = upstreams
+            .iter()
+            .filter_map(|up| {
+                let text = up.hello().and_then(|h| h.instructions.clone()).filter(|t| !t.trim().is_empty())?;
+                Some(if upstreams.len() == 1 { text } else { format!("## {}\n{text}", up.label) })
+            })
+            .collect();
+        let instructions = (!sections.is_empty()).then(|| sections.join("\n\n"));
+        ServerOffer { capabilities: Value::Object(caps), server_info: info, instructions }
+    }
+
+    /// Forwards a request to upstream `index` over the session's connection,
+    /// with the upstream's timeout, the client's cancellation and the retry
+    /// of a forgotten session (see [`upstream::service`]).
+    pub async fn forward(&self, cx: Exchange<'_>, index: usize, method: &str, params: Option<Value>) -> Outcome {
+        let up = &cx.gateway.upstreams()[index];
+        tracing::Span::current().record("upstream", &*up.label);
+        let route = events::SessionRoute::new(cx.gateway, cx.session, &cx.ctx.downlink);
+        let call = Call::new(method, params).routed(Arc::new(route)).cancelled_by(cx.ctx.cancel.clone());
+        let connections = connections::for_call(cx.gateway, cx.session, index);
+        match upstream::service::call(connections, up.config.timeout, call).await {
+            Ok(Outcome::Error(error)) => {
+                // URLElicitationRequiredError: remember who may hear the completions.
+                if let Some(elicitations) = error.pointer("/data/elicitations").and_then(Value::as_array) {
+                    for id in elicitations.iter().filter_map(|e| e.get("elicitationId")).filter_map(Value::as_str) {
+                        self.elicitations.insert(id.to_owned(), cx.session.id_arc());
+                    }
+                }
+                Outcome::Error(error)
+            }
+            // Content the client's revision predates is translated.
+            Ok(outcome) => translate::outcome(method, outcome, cx.session.version()),
+            Err(e) => Outcome::error(e.to_error_object()),
+        }
+    }
+
+    /// Remembers which session a URL-mode `elicitation/create` went to.
+    pub fn note_url_elicitation(&self, session: &GwSession, request: &Request) {
+        let params = request.params.as_ref();
+        if request.method == "elicitation/create"
+            && params.and_then(|p| p.get("mode")).and_then(Value::as_str) == Some("url")
+            && let Some(id) = params.and_then(|p| p.get("elicitationId")).and_then(Value::as_str)
+        {
+            self.elicitations.insert(id.to_owned(), session.id_arc());
+        }
+    }
+
+    /// The id of the session a URL-mode elicitation belongs to.
+    pub fn elicitation_owner(&self, elicitation_id: &str) -> Option<Arc<str>> {
+        self.elicitations.get(elicitation_id)
+    }
+
+    async fn call_tool(&self, cx: Exchange<'_>, params: Option<Value>) -> Outcome {
+        let Some(mut params) = params.filter(Value::is_object) else {
+            return invalid("tools/call needs params with a tool name");
+        };
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return invalid("tools/call needs a string \"name\"");
+        };
+        tracing::Span::current().record("tool", name);
+        let Some(entry) = cx.gateway.tool(cx.session, name).await else {
+            return invalid(format!("Unknown tool: {name}"));
+        };
+        params["name"] = json!(entry.original);
+        // Tool calls may run long: stream the answer (resumable on HTTP)
+        // unless it is ready within the transport's grace period.
+        cx.ctx.downlink.prefer_stream();
+        self.forward(cx, entry.upstream, method::TOOLS_CALL, Some(params)).await
+    }
+
+    async fn merged_list(&self, cx: Exchange<'_>, kind: ListKind, params: Option<&Value>) -> Outcome {
+        // A bad cursor fails before any upstream is asked.
+        if let Err(e) = self.pager.offset(kind.key(), params) {
+            return Outcome::error(e);
+        }
+        let upstreams = cx.gateway.upstreams();
+        let pages = crawl_all(upstreams, cx.session, kind).await;
+        let items = self.routes.merge(upstreams, kind, pages);
+        match self.pager.page(kind.key(), kind.key(), &items, params) {
+            Ok(page) => Outcome::Result(page),
+            Err(e) => Outcome::error(e),
+        }
+    }
+
+    fn resource_candidates(&self, gateway: &Gateway, uri: &str) -> Vec<usize> {
+        self.routes.resource_candidates(gateway.upstreams(), uri)
+    }
+
+    /// Forwards to each candidate in turn until one knows the resource.
+    async fn forward_to_candidates(
+        &self,
+        cx: Exchange<'_>,
+        candidates: &[usize],
+        method: &str,
+        params: Option<Value>,
+    ) -> Outcome {
+        let uri = params.as_ref().and_then(|p| p.get("uri")).cloned().unwrap_or(Value::Null);
+        let mut last = Outcome::error(
+            ErrorObject::new(codes::RESOURCE_NOT_FOUND, "Resource not found").with_data(json!({"uri": uri})),
+        );
+        for (n, &i) in candidates.iter().enumerate() {
+            let outcome = self.forward(cx, i, method, params.clone()).await;
+            let not_found = matches!(outcome.error_code(), Some(codes::RESOURCE_NOT_FOUND | codes::INVALID_PARAMS));
+            if !not_found || n + 1 == candidates.len() {
+                return outcome;
+            }
+            last = outcome;
+        }
+        last
+    }
+
+    async fn subscription(&self, cx: Exchange<'_>, method: &str, params: Option<Value>) -> Outcome {
+        let Some(uri) = str_param(params.as_ref(), "uri").map(str::to_owned) else {
+            return invalid(format!("{method} needs a string \"uri\""));
+        };
+        let subscribe = method == method::RESOURCES_SUBSCRIBE;
+        let candidates = self.resource_candidates(cx.gateway, &uri);
+        let shared = candidates.first().is_some_and(|&i| cx.gateway.upstreams()[i].is_shared());
+        if !subscribe && shared {
+            cx.session.state.unsubscribe(&uri);
+            // A shared upstream keeps the subscription while another session holds it.
+            if cx.gateway.sessions().sessions().iter().any(|s| s.state.is_subscribed(&uri)) {
+                return Outcome::Result(json!({}));
+            }
+        }
+        let outcome = self.forward_to_candidates(cx, &candidates, method, params).await;
+        if outcome.error_code().is_none() {
+            if subscribe {
+                cx.session.state.subscribe(&uri);
+            } else {
+                cx.session.state.unsubscribe(&uri);
+            }
+        }
+        outcome
+    }
+
+    /// When a session ends, shared upstreams drop the subscriptions only it held.
+    pub async fn release_subscriptions(&self, gateway: &Gateway, session: &GwSession) {
+        for uri in session.state.subscriptions() {
+            if gateway.sessions().sessions().iter().any(|s| s.state.is_subscribed(&uri)) {
+                continue;
+            }
+            let Some(&i) = self.resource_candidates(gateway, &uri).first() else { continue };
+            let up = &gateway.upstreams()[i];
+            if up.is_shared()
+                && let Some(peer) = up.control()
+            {
+                let call = Call::new(method::RESOURCES_UNSUBSCRIBE, Some(json!({"uri": uri})));
+                let _ = upstream::service::call_on(peer, up.config.timeout, call).await;
+            }
+        }
+    }
+
+    async fn get_prompt(&self, cx: Exchange<'_>, params: Option<Value>) -> Outcome {
+        let Some(mut params) = params.filter(Value::is_object) else {
+            return invalid("prompts/get needs params with a prompt name");
+        };
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return invalid("prompts/get needs a string \"name\"");
+        };
+        let Some((index, original)) = self.routes.resolve_prompt(cx.gateway.upstreams(), name) else {
+            return invalid(format!("Unknown prompt: {name}"));
+        };
+        params["name"] = json!(original);
+        self.forward(cx, index, method::PROMPTS_GET, Some(params)).await
+    }
+
+    async fn complete(&self, cx: Exchange<'_>, params: Option<Value>) -> Outcome {
+        let Some(mut params) = params.filter(Value::is_object) else {
+            return invalid("completion/complete needs params");
+        };
+        let kind = params.pointer("/ref/type").and_then(Value::as_str).unwrap_or("").to_owned();
+        match kind.as_str() {
+            "ref/resource" => {
+                let uri = params.pointer("/ref/uri").and_then(Value::as_str).unwrap_or("");
+                let candidates = self.routes.template_candidates(cx.gateway.upstreams(), uri);
+                if candidates.is_empty() {
+                    return invalid(format!("Unknown resource template: {uri}"));
+                }
+                self.forward_to_candidates(cx, &candidates, method::COMPLETION_COMPLETE, Some(params)).await
+            }
+            "ref/prompt" => {
+                let name = params.pointer("/ref/name").and_then(Value::as_str).unwrap_or("");
+                let Some((index, original)) = self.routes.resolve_prompt(cx.gateway.upstreams(), name) else {
+                    return invalid(format!("Unknown prompt: {name}"));
+                };
+                params["ref"]["name"] = json!(original);
+                self.forward(cx, index, method::COMPLETION_COMPLETE, Some(params)).await
+            }
+            other => invalid(format!("Unknown completion reference type: {other:?}")),
+        }
+    }
+
+    /// `logging/setLevel`: remembered for the session and applied to every
+    /// upstream session it uses (a shared upstream's level is shared).
+    async fn set_level(&self, cx: Exchange<'_>, params: Option<Value>) -> Outcome {
+        let Some(level) = params.as_ref().and_then(|p| p.get("level")).filter(|l| l.is_string()).cloned() else {
+            return invalid("logging/setLevel needs a string \"level\"");
+        };
+        cx.session.state.set_log_level(level.clone());
+        let live = cx.session.state.live_connections();
+        let mut targets = Vec::new();
+        for up in cx.gateway.upstreams().iter().filter(|u| u.has("logging")) {
+            let peer = match up.is_shared() {
+                true => up.control(),
+                false => live.iter().find(|(i, _)| *i == up.index).map(|(_, p)| p.clone()),
+            };
+            targets.extend(peer.map(|p| (p, up.config.timeout)));
+        }
+        let calls = targets.iter().map(|(peer, timeout)| {
+            let call = Call::new(method::LOGGING_SET_LEVEL, Some(json!({"level": level})));
+            upstream::service::call_on(peer.clone(), *timeout, call)
+        });
+        for ((peer, _), result) in targets.iter().zip(futures::future::join_all(calls).await) {
+            match result {
+                Ok(outcome) if outcome.error_code().is_some() => {
+                    // An invalid level is the client's mistake: say so.
+                    return outcome;
+                }
+                Err(e) => debug_not_applied(peer.label(), &e),
+                Ok(_) => {}
+            }
+        }
+        Outcome::Result(json!({}))
+    }
+}
+
+fn debug_not_applied(upstream: &str, e: &UpstreamError) {
+    tracing::debug!(%upstream, error = %e.report(), "logging/setLevel not applied");
+}

@@ -1,0 +1,189 @@
+//! The call layers against a scripted transport: retry, deadline, progress
+//! and what the upstream is told when a call is given up.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::jsonrpc::{Message, Notification, Request, Response};
+use crate::upstream::peer::PeerEvents;
+use crate::upstream::transport::{Inbox, Transport};
+
+/// How the scripted upstream answers a request.
+#[derive(Clone, Copy)]
+enum Script {
+    /// At once, echoing the method.
+    Answer,
+    /// Never (it reports progress when asked to, through `Fake::progress`).
+    Silent,
+    /// With HTTP 404: the session is gone.
+    Expired,
+}
+
+/// A transport whose upstream follows a script; it records what was sent.
+struct Fake {
+    script: Script,
+    sent: Arc<Mutex<Vec<Message>>>,
+    inbox: Weak<dyn Inbox>,
+}
+
+impl Transport for Fake {
+    fn request<'a>(
+        &'a self,
+        call: u64,
+        message: &'a Message,
+    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
+        self.sent.lock().push(message.clone());
+        let method = message.method().unwrap_or_default().to_owned();
+        let answer = match self.script {
+            Script::Answer => Ok(Some(Response::result(crate::jsonrpc::Id::number(call), json!({"method": method})))),
+            Script::Silent => Ok(None),
+            Script::Expired => {
+                if let Some(inbox) = self.inbox.upgrade() {
+                    inbox.close("the upstream ended the session (HTTP 404)");
+                }
+                Err(UpstreamError::SessionExpired { upstream: "fake".into() })
+            }
+        };
+        Box::pin(async move { answer })
+    }
+
+    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {
+        self.sent.lock().push(message.clone());
+        Box::pin(async { Ok(()) })
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+struct Quiet;
+
+impl PeerEvents for Quiet {
+    fn notification(&self, _: &Arc<Peer>, _: Notification) {}
+    fn request(&self, _: Arc<Peer>, _: Request, _: CancellationToken) {}
+    fn closed(&self, _: &Arc<Peer>, _: &str) {}
+}
+
+fn peer(script: Script, sent: &Arc<Mutex<Vec<Message>>>) -> Arc<Peer> {
+    let sent = sent.clone();
+    Peer::new("fake".into(), move |inbox| Box::new(Fake { script, sent, inbox }), Arc::new(Quiet), false)
+}
+
+/// Hands out peers following `scripts` in turn, counting the connections asked for.
+struct Scripted {
+    scripts: Mutex<Vec<Script>>,
+    peers: Mutex<Vec<Arc<Peer>>>,
+    sent: Arc<Mutex<Vec<Message>>>,
+    asked: AtomicUsize,
+    expire: bool,
+}
+
+impl Scripted {
+    fn new(scripts: &[Script], expire: bool) -> Arc<Self> {
+        Arc::new(Self {
+            scripts: Mutex::new(scripts.to_vec()),
+            peers: Mutex::default(),
+            sent: Arc::default(),
+            asked: AtomicUsize::new(0),
+            expire,
+        })
+    }
+
+    fn cancellations(&self) -> Vec<Value> {
+        let sent = self.sent.lock();
+        sent.iter()
+            .filter_map(|m| match m {
+                Message::Notification(n) if n.method == "notifications/cancelled" => n.params.clone(),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+impl Connections for Scripted {
+    fn connection(&self, _fresh: bool) -> BoxFuture<'_, Result<Arc<Peer>, UpstreamError>> {
+        self.asked.fetch_add(1, Ordering::Relaxed);
+        let script = self.scripts.lock().remove(0);
+        let peer = peer(script, &self.sent);
+        self.peers.lock().push(peer.clone());
+        Box::pin(async move { Ok(peer) })
+    }
+
+    fn sessions_expire(&self) -> bool {
+        self.expire
+    }
+}
+
+#[tokio::test]
+async fn a_forgotten_session_is_retried_once_on_a_new_connection() {
+    let up = Scripted::new(&[Script::Expired, Script::Answer], true);
+    let outcome = call(up.clone(), Duration::from_secs(5), Call::new("tools/call", Some(json!({"name": "x"})))).await;
+    assert_eq!(outcome.unwrap().result_value().unwrap()["method"], "tools/call");
+    assert_eq!(up.asked.load(Ordering::Relaxed), 2);
+    assert_eq!(up.sent.lock().len(), 2, "the same request, sent twice");
+
+    // Twice forgotten: the second failure is the answer.
+    let up = Scripted::new(&[Script::Expired, Script::Expired], true);
+    let e = call(up.clone(), Duration::from_secs(5), Call::new("tools/list", None)).await.unwrap_err();
+    assert!(matches!(e, UpstreamError::SessionExpired { .. }), "{e:?}");
+    assert_eq!(up.asked.load(Ordering::Relaxed), 2, "one retry, not more");
+
+    // Where sessions cannot expire nothing is kept for a retry.
+    let up = Scripted::new(&[Script::Expired, Script::Answer], false);
+    assert!(call(up.clone(), Duration::from_secs(5), Call::new("tools/list", None)).await.is_err());
+    assert_eq!(up.asked.load(Ordering::Relaxed), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_restarts_on_progress_and_the_upstream_hears_why_a_call_was_given_up() {
+    let up = Scripted::new(&[Script::Silent], true);
+    let started = tokio::time::Instant::now();
+    let task = {
+        let up = up.clone();
+        let params = json!({"_meta": {"progressToken": "t"}});
+        crate::spawn(async move { call(up, Duration::from_secs(10), Call::new("tools/call", Some(params))).await })
+    };
+    // Progress at 6 s and 12 s keeps the call alive past its 10 s timeout.
+    let peer_token = loop {
+        tokio::task::yield_now().await;
+        if let Some(Message::Request(r)) = up.sent.lock().first() {
+            break r.params.as_ref().unwrap()["_meta"]["progressToken"].clone();
+        }
+    };
+    for _ in 0..2 {
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        let note =
+            Notification::new("notifications/progress", Some(json!({"progressToken": peer_token, "progress": 1})));
+        let peer = up.peers.lock().last().cloned().expect("a connection");
+        Inbox::deliver(&*peer, Message::Notification(note), None);
+    }
+    let e = task.await.unwrap().unwrap_err();
+    assert!(matches!(e, UpstreamError::Timeout { .. }), "{e:?}");
+    assert_eq!(started.elapsed(), Duration::from_secs(22), "10 s after the last progress");
+    tokio::task::yield_now().await;
+    assert_eq!(up.cancellations()[0]["reason"], "timed out");
+
+    let up = Scripted::new(&[Script::Silent], true);
+    let cancel = CancellationToken::new();
+    let task = {
+        let (up, cancel) = (up.clone(), cancel.clone());
+        crate::spawn(async move {
+            call(up, Duration::from_secs(10), Call::new("tools/call", None).cancelled_by(cancel)).await
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    cancel.cancel();
+    assert!(matches!(task.await.unwrap(), Err(UpstreamError::Cancelled)));
+    tokio::task::yield_now().await;
+    let cancelled = up.cancellations();
+    assert_eq!(cancelled[0]["reason"], "cancelled by the client");
+    assert_eq!(cancelled[0]["requestId"], 1, "under the upstream leg's own id");
+}

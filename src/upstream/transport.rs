@@ -1,0 +1,56 @@
+//! The seam between a [`Peer`](super::Peer) and the wire: a [`Transport`]
+//! moves JSON-RPC messages to one upstream session, and hands what comes back
+//! to an [`Inbox`] (the peer). Transports never see the peer itself, and the
+//! peer never knows which transport it drives: stdio, Streamable HTTP,
+//! legacy HTTP+SSE, or an in-memory one for tests.
+
+use futures::future::BoxFuture;
+
+use super::error::UpstreamError;
+use crate::jsonrpc::{Message, Response};
+use crate::protocol::Version;
+
+/// Where a transport delivers what the upstream sends.
+pub trait Inbox: Send + Sync {
+    /// A message from the upstream. `call` is the request whose response
+    /// stream carried it, when the transport knows (Streamable HTTP).
+    fn deliver(&self, message: Message, call: Option<u64>);
+    /// Whether request `call` still waits for its response.
+    fn is_waiting(&self, call: u64) -> bool;
+    /// Request `call` cannot be answered (its response stream broke).
+    fn fail(&self, call: u64, error: UpstreamError);
+    /// The connection is over; every call in flight fails.
+    fn close(&self, reason: &str);
+}
+
+/// A connection to one upstream MCP session.
+pub trait Transport: Send + Sync {
+    /// Sends request `call` (the message carries that id). Resolves once it
+    /// is sent, with its response when the exchange itself brought it back
+    /// (a Streamable HTTP JSON answer, read in the caller's task); otherwise
+    /// the response arrives through the [`Inbox`].
+    fn request<'a>(&'a self, call: u64, message: &'a Message)
+    -> BoxFuture<'a, Result<Option<Response>, UpstreamError>>;
+
+    /// Sends a notification or a response.
+    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>>;
+
+    /// The handshake is done: the revision it negotiated. Streamable HTTP
+    /// sends it as a header from then on and opens its standalone stream.
+    fn established(&self, version: Version) -> BoxFuture<'_, ()> {
+        let _ = version;
+        Box::pin(async {})
+    }
+
+    /// Whether each call has its own response stream (Streamable HTTP), so
+    /// that what the upstream sends while serving a call can be attributed
+    /// to it, even on a connection that several clients share.
+    fn attributes_calls(&self) -> bool {
+        false
+    }
+
+    /// Ends the connection the polite way (stdio: close stdin, then SIGTERM,
+    /// then SIGKILL; Streamable HTTP: DELETE the session; legacy SSE: drop
+    /// the stream).
+    fn shutdown(&self) -> BoxFuture<'_, ()>;
+}
