@@ -186,8 +186,9 @@ fn summary_sentences(description: &str, window: usize, limit: usize) -> Option<S
 
 /// The cleaned first sentence of a description, looking at no more than
 /// `window` chars of its first paragraph; `None` when nothing meaningful is
-/// left.
-pub(crate) fn first_sentence(description: &str, window: usize) -> Option<String> {
+/// left. (The tests of sentence cutting use it.)
+#[cfg(test)]
+fn first_sentence(description: &str, window: usize) -> Option<String> {
     lead_sentence(description, window).map(|(sentence, _)| sentence)
 }
 
