@@ -64,6 +64,22 @@ enum Command {
     /// Count the tokens of tool catalogs: the upstreams' full definitions
     /// against the minimal forms toolgate serves (encoding o200k_base).
     Tokens(TokensArgs),
+    /// Print, as JSON, what a model reads of each tool of one catalog built
+    /// from stored catalog files: the full definition and the form toolgate
+    /// lists (input of the selection-fidelity evaluation, benches/fidelity).
+    Forms(FormsArgs),
+}
+
+#[derive(clap::Args)]
+struct FormsArgs {
+    /// Stored catalog files (as written by `tokens --save-dir`): the
+    /// upstreams of one catalog, in order (several: names get prefixes).
+    #[arg(long = "catalog", value_name = "FILE", num_args = 1.., required = true)]
+    catalogs: Vec<PathBuf>,
+    /// Use this configuration's [disclosure], and the [[upstream]] settings
+    /// (mode, prefix, tool overrides) of upstreams named like a file's server.
+    #[arg(short, long)]
+    config: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -108,6 +124,12 @@ fn main() -> anyhow::Result<()> {
         Command::DemoUpstream { http: None } => Ok(runtime.block_on(toolgate::demo::run_stdio())?),
         Command::DemoUpstream { http: Some(addr) } => Ok(runtime.block_on(toolgate::demo::run_http(addr))?),
         Command::Tokens(args) => runtime.block_on(tokens(args)),
+        Command::Forms(args) => {
+            let config = args.config.as_deref().map(load).transpose()?;
+            let forms = toolgate::tokens::forms_of_files(&args.catalogs, config.as_ref())?;
+            let text = serde_json::to_string_pretty(&forms)? + "\n";
+            std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()).context("writing the forms")
+        }
     }
 }
 

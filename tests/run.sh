@@ -7,6 +7,9 @@
 #    pinned tests/requirements.txt. pip runs only when the requirements (or the
 #    Python version) changed since the last install: a stamp file in the venv
 #    records their hash.
+#    Then the selection-fidelity evaluation's venv (benches/fidelity/venv.sh:
+#    target/fidelity-venv from benches/fidelity/requirements.txt, the same
+#    stamp logic), for tests/fidelity.rs.
 # 2. A self-test of the peers against each other, skipped when neither the
 #    peers nor the requirements changed since it last passed.
 # 3. Node peers for the conformance suite (tests/conformance/package-lock.json:
@@ -23,12 +26,14 @@
 #    package-lock.json, run only when the lockfile (or the Node version)
 #    changed since the last install: a stamp in node_modules records its hash.
 # 6. cargo test --locked --all-targets "$@", with TOOLGATE_TEST_PYTHON set to
-#    the venv's python and TOOLGATE_TEST_NODE_MODULES to tests/node/node_modules
-#    for the Rust integration tests.
+#    the venv's python, TOOLGATE_FIDELITY_PYTHON to the evaluation's and
+#    TOOLGATE_TEST_NODE_MODULES to tests/node/node_modules for the Rust
+#    integration tests.
 #
 # Environment:
 #   TOOLGATE_TEST_PYTHON  use this interpreter instead of the venv (no venv,
 #                         no pip; it must already have the requirements)
+#   TOOLGATE_FIDELITY_PYTHON  the same for the selection-fidelity venv
 #   PYTHON                interpreter that creates the venv (default python3)
 #   TOOLGATE_SKIP_PEER_SELFTEST=1   skip step 2
 #   TOOLGATE_SKIP_CONFORMANCE=1     skip steps 3 and 4's conformance run, for
@@ -83,6 +88,9 @@ else
 fi
 TOOLGATE_TEST_PYTHON="$(cd "$(dirname "$py")" && pwd)/$(basename "$py")"
 export TOOLGATE_TEST_PYTHON
+
+TOOLGATE_FIDELITY_PYTHON="$(benches/fidelity/venv.sh)" || die "preparing the selection-fidelity venv failed (see above)"
+export TOOLGATE_FIDELITY_PYTHON
 
 # --- 2. Peer self-test -------------------------------------------------------
 if [[ "${TOOLGATE_SKIP_PEER_SELFTEST:-}" == 1 ]]; then

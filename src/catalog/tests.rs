@@ -225,7 +225,7 @@ fn minimal_forms_keep_only_selection_fields() {
         json!({
             "name": "fs__read_text_file",
             "title": "Read Text File",
-            "description": "Read the complete contents of a file from the file system as text.",
+            "description": "Read the complete contents of a file from the file system as text. Handles various text encodings.",
             "inputSchema": {"type": "object"},
             "annotations": {"readOnlyHint": true},
             "_meta": {"vendor/id": 7}
@@ -379,7 +379,10 @@ fn builds_a_thousand_tools() {
     let catalog = build(&[(upstream(json!({"name": "big"})), tools, HashMap::new())], &disclosure());
     assert_eq!(catalog.len(), 1000);
     assert_eq!(catalog.list_result()["tools"].as_array().unwrap().len(), 1001);
-    assert_eq!(catalog.get("tool_999").unwrap().minimal["description"], "Do thing number 999 with the given input.");
+    assert_eq!(
+        catalog.get("tool_999").unwrap().minimal["description"],
+        "Do thing number 999 with the given input. Then report back."
+    );
     assert!(catalog.problems().is_empty());
 }
 

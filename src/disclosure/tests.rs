@@ -175,14 +175,13 @@ fn describe_tool_definition_shape() {
     assert_eq!(def["inputSchema"]["required"], json!(["tools"]));
     assert_eq!(def["inputSchema"]["properties"]["tools"]["type"], "array");
     assert_eq!(def["inputSchema"]["properties"]["tools"]["items"], json!({"type": "string"}));
-    assert_eq!(def["inputSchema"]["properties"]["tools"]["minItems"], 1);
-    assert_eq!(def["annotations"], json!({"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}));
+    assert_eq!(def["annotations"], json!({"readOnlyHint": true}));
     let d = def["description"].as_str().unwrap();
-    assert!(d.contains("parameters") && d.contains("REQUIRED before calling") && d.contains("authorizes"), "{d}");
+    assert!(d.contains("parameters") && d.contains("required before calling"), "{d}");
     // It is listed in every tools/list, so it must cost about as little as a
-    // minimal form with a real schema.
+    // minimal form with a real schema (87 tokens before it was cut to this).
     let tokens = crate::tokens::projection_tokens(&def);
-    assert!(tokens <= 100, "describe tool costs {tokens} tokens");
+    assert!(tokens <= 60, "describe tool costs {tokens} tokens");
     assert!(d.chars().count() <= 160, "as short as a minimal description: {d}");
 }
 

@@ -57,30 +57,26 @@ pub fn template_entry(describe_tool: Option<&str>) -> Value {
 }
 
 /// The synthesized describe tool, for clients that cannot read resources.
+///
+/// It is listed in every `tools/list`, so it is as short as a minimal form:
+/// what it does and that it is required (the description), how to call it
+/// (the schema: a required array of names). The `initialize` instructions,
+/// the resource entries and every refusal's hint tell the rest of the
+/// workflow. No `title` (clients show the name), and of the annotations only
+/// `readOnlyHint`, which clients use to run a tool without asking
+/// (`idempotentHint` means nothing for a read-only tool).
 pub fn describe_tool_definition(name: &str) -> Value {
     json!({
         "name": name,
-        "title": "Describe tools",
-        // Listed in every tools/list, so it stays as short as the minimal forms.
-        "description": "Get the parameters and examples of tools you picked from tools/list. \
-                        REQUIRED before calling them: it authorizes them for this session.",
+        "description": "Get the parameters of tools you picked from tools/list; required before calling them.",
         "inputSchema": {
             "type": "object",
             "properties": {
-                "tools": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "minItems": 1,
-                    "description": "Exact tool names from tools/list, e.g. [\"TOOL_NAME\"]."
-                }
+                "tools": {"type": "array", "items": {"type": "string"}, "description": "Exact tool names"}
             },
             "required": ["tools"]
         },
-        "annotations": {
-            "readOnlyHint": true,
-            "idempotentHint": true,
-            "openWorldHint": false
-        }
+        "annotations": {"readOnlyHint": true}
     })
 }
 

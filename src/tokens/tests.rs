@@ -243,3 +243,68 @@ fn saving_is_rounded_and_safe_on_empty_catalogs() {
     assert!(empty.sessions.is_empty());
     assert_eq!(Report::new(vec![empty]).total.ratio(), 0.0);
 }
+
+#[test]
+fn forms_are_what_the_catalog_serves_in_both_shapes() {
+    let fs = upstream(json!({"name": "fs"}));
+    let echo = upstream(json!({"name": "echo", "mode": "passthrough"}));
+    let inputs = [input(fs, vec![long_tool()]), input(echo, vec![short_tool()])];
+    let forms = forms(&DisclosureConfig::default(), &inputs);
+    assert_eq!(forms.upstreams, ["fs", "echo"]);
+    let names: Vec<&str> = forms.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["fs__read_text_file", "echo__echo"], "several upstreams: prefixed, as served");
+
+    let read = &forms.tools[0];
+    assert_eq!((read.upstream.as_str(), read.mode), ("fs", crate::config::Mode::Progressive));
+    let mut renamed = long_tool();
+    renamed["name"] = json!("fs__read_text_file");
+    assert_eq!(read.full, model_projection(&renamed), "the upstream definition, renamed, as a model reads it");
+    assert_eq!(
+        read.served,
+        json!({
+            "name": "fs__read_text_file",
+            "description": "Read the complete contents of a file from the file system as text.",
+            "input_schema": {"type": "object"}
+        })
+    );
+    assert_eq!(read.full_tokens, projection_tokens(&renamed));
+    assert_eq!(read.served_tokens, count_json(&read.served));
+
+    // A passthrough tool is served in full.
+    let echo = &forms.tools[1];
+    assert_eq!(echo.served, echo.full);
+    assert_eq!(echo.served_tokens, echo.full_tokens);
+
+    let describe = model_projection(&disclosure::describe_tool_definition("describe_tools"));
+    assert_eq!(forms.describe_tool_tokens, count_json(&describe));
+    assert_eq!(forms.describe_tool, Some(describe));
+    assert!(forms.problems.is_empty(), "{:?}", forms.problems);
+}
+
+#[test]
+fn forms_of_files_apply_a_configs_upstream_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fs.json");
+    let file = capture::CatalogFile {
+        server: "fs".into(),
+        package: None,
+        version: None,
+        captured: "2026-11-23".into(),
+        source: None,
+        server_info: json!({"name": "fs"}),
+        tools: vec![long_tool()],
+    };
+    std::fs::write(&path, file.to_pretty()).unwrap();
+    let plain = forms_of_files(&[&path], None).unwrap();
+    assert_eq!(plain.tools[0].name, "read_text_file", "one upstream: not prefixed");
+    let config = crate::config::load_str(
+        "[disclosure]\ndescribe_tool = false\n\n[[upstream]]\nname = \"fs\"\ncommand = \"x\"\nprefix = \"files\"\n\n\
+         [upstream.tools.read_text_file]\ndescription = \"Read a text file.\"\n",
+    )
+    .unwrap();
+    let configured = forms_of_files(&[&path], Some(&config)).unwrap();
+    assert_eq!(configured.tools[0].name, "files__read_text_file");
+    assert_eq!(configured.tools[0].served["description"], "Read a text file.", "the override is served");
+    assert_eq!((configured.describe_tool.as_ref(), configured.describe_tool_tokens), (None, 0));
+    assert!(forms_of_files(&[dir.path().join("missing.json")], None).is_err());
+}

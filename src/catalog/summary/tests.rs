@@ -7,9 +7,39 @@ fn tool(v: Value) -> Map<String, Value> {
     v.as_object().cloned().expect("test tools are objects")
 }
 
-/// The minimal description of a tool with only `description`, limit 160.
+/// The first sentence of a description, as `minimal_description` derives
+/// it with limit 160 (before a short one gets its second sentence, see
+/// `a_short_first_sentence_gets_the_next_one`).
 fn short(description: &str) -> String {
-    minimal_description(&tool(json!({"name": "t", "description": description})), 160)
+    match first_sentence(description, 160 + 256) {
+        Some(sentence) => shorten(&sentence, 160),
+        None => minimal_description(&tool(json!({"name": "t", "description": description})), 160),
+    }
+}
+
+#[test]
+fn a_short_first_sentence_gets_the_next_one() {
+    let with =
+        |description: &str, limit| minimal_description(&tool(json!({"name": "t", "description": description})), limit);
+    // Short first sentences: the next one of the same paragraph follows.
+    assert_eq!(
+        with("Search Sentry events and replays. Use for event counts/statistics. Query syntax: …", 160),
+        "Search Sentry events and replays. Use for event counts/statistics."
+    );
+    assert_eq!(
+        with("Make line-based edits to a text file. Each edit replaces exact lines.\n\nReturns a diff.", 160),
+        "Make line-based edits to a text file. Each edit replaces exact lines."
+    );
+    // Filler is stripped from it too.
+    assert_eq!(with("Read a file. This tool returns its text.", 160), "Read a file. Returns its text.");
+    // Not when the first sentence is half the budget or more.
+    assert_eq!(with("Read a file. Returns its text.", 24), "Read a file.");
+    // Not when both do not fit.
+    assert_eq!(with("Read a file. It returns the text of the file with its encoding.", 50), "Read a file.");
+    // Not from the next paragraph or a list, nor a sentence that opens a list.
+    assert_eq!(with("Read a file.\n\nReturns its text.", 160), "Read a file.");
+    assert_eq!(with("Get the configuration. Config includes fields for:\n- a", 160), "Get the configuration.");
+    assert_eq!(with("Read a file. Use this tool to:", 160), "Read a file.");
 }
 
 #[test]
@@ -188,7 +218,8 @@ fn counts_chars_not_bytes() {
     let out = minimal_description(&t, 20);
     assert_eq!(out, "Lit les fichiers…");
     let t = tool(json!({"name": "w", "description": "日本語のファイルを読みます。次に"}));
-    assert_eq!(minimal_description(&t, 160), "日本語のファイルを読みます。");
+    assert_eq!(minimal_description(&t, 160), "日本語のファイルを読みます。 次に.");
+    assert_eq!(minimal_description(&t, 20), "日本語のファイルを読みます。");
 }
 
 #[test]
@@ -384,8 +415,11 @@ proptest! {
         let limit = sentence.chars().count() + 1;
         let out = minimal_description(&tool(json!({"name": "x", "description": sentence.clone()})), limit);
         prop_assert_eq!(out, format!("{sentence}."));
-        let out = minimal_description(&tool(json!({"name": "x", "description": format!("{sentence}. More here.")})), 300);
+        let out = minimal_description(&tool(json!({"name": "x", "description": format!("{sentence}. More here.")})), limit);
         prop_assert_eq!(out, format!("{sentence}."));
+        // With room for more, a short sentence gets the next one.
+        let out = minimal_description(&tool(json!({"name": "x", "description": format!("{sentence}. More here.")})), 300);
+        prop_assert_eq!(out, format!("{sentence}. More here."));
     }
 
     #[test]
