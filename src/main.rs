@@ -64,6 +64,10 @@ enum Command {
     /// Count the tokens of tool catalogs: the upstreams' full definitions
     /// against the minimal forms toolgate serves (encoding o200k_base).
     Tokens(TokensArgs),
+    /// Print a toolgate configuration made from another client's MCP server
+    /// list (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Cline,
+    /// Gemini CLI); secrets become ${VAR} references.
+    Import(toolgate::import::cli::ImportArgs),
 }
 
 #[derive(clap::Args)]
@@ -108,6 +112,7 @@ fn main() -> anyhow::Result<()> {
         Command::DemoUpstream { http: None } => Ok(runtime.block_on(toolgate::demo::run_stdio())?),
         Command::DemoUpstream { http: Some(addr) } => Ok(runtime.block_on(toolgate::demo::run_http(addr))?),
         Command::Tokens(args) => runtime.block_on(tokens(args)),
+        Command::Import(args) => Ok(toolgate::import::cli::run(&args)?),
     }
 }
 
@@ -164,7 +169,9 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         keep_alive: server.sse_keep_alive,
         legacy_sse: server.legacy_sse,
     };
-    let app = toolgate::server::http::router(engine.clone(), options);
+    let readiness = toolgate::server::http::health::Readiness::of_gateway(&gateway);
+    let app = toolgate::server::http::router(engine.clone(), options)
+        .merge(toolgate::server::http::health::routes(readiness));
     let listener =
         tokio::net::TcpListener::bind(server.listen).await.with_context(|| format!("binding {}", server.listen))?;
     let addr = listener.local_addr()?;

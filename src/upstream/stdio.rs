@@ -33,9 +33,8 @@ const MAX_STDERR_LINE: usize = 8 * 1024;
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 const TERM_GRACE: Duration = Duration::from_secs(2);
 
-/// Environment passed to children unless `inherit_env` is set (what the
-/// official SDKs pass), so toolgate's own secrets do not leak into them.
-const DEFAULT_ENV: [&str; 10] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ"];
+/// The environment children get unless `inherit_env` is set.
+mod env;
 
 /// The writing half of a child and the means to stop it.
 pub(crate) struct StdioLink {
@@ -65,11 +64,7 @@ pub(crate) fn spawn(config: &UpstreamConfig, label: &Arc<str>) -> Result<Spawned
         .process_group(0);
     if !config.inherit_env {
         cmd.env_clear();
-        for key in DEFAULT_ENV {
-            if let Some(v) = std::env::var_os(key) {
-                cmd.env(key, v);
-            }
-        }
+        cmd.envs(env::inherited());
     }
     cmd.envs(&config.env);
     if let Some(cwd) = &config.cwd {
