@@ -67,9 +67,7 @@ cleanup() {
     local status=$?
     set +e
     if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
-        local ids
-        ids="$(docker ps -aq --filter "label=$label")"
-        [[ -n "$ids" ]] && docker rm -f $ids >/dev/null
+        docker ps -aq --filter "label=$label" | xargs -r docker rm -f >/dev/null
         docker volume rm -f "$volume" >/dev/null 2>&1
         [[ "${TOOLGATE_DOCKER_KEEP:-}" == 1 ]] || docker image rm -f "$image" >/dev/null 2>&1
     fi
@@ -95,6 +93,7 @@ ensure_engine() {
     command -v dockerd >/dev/null || missing+=(docker.io)
     command -v debootstrap >/dev/null || missing+=(debootstrap)
     command -v curl >/dev/null || missing+=(curl)
+    command -v ps >/dev/null || missing+=(procps)
     if ((${#missing[@]})); then
         say "installing ${missing[*]}"
         apt_install "${missing[@]}"
