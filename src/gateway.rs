@@ -36,6 +36,7 @@ mod tests;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt as _;
 use tokio_util::sync::CancellationToken;
 
 pub use catalogs::{CatalogView, Catalogs};
@@ -45,6 +46,7 @@ pub use upstreams::{UpstreamHandle, crawl, toolgate_info};
 use crate::catalog::{ToolEntry, load_extras_dir};
 use crate::config::{Config, Mode, Target};
 use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request};
+use crate::server::http::health::{Readiness, Ready};
 use crate::server::{Handler, InitContext, RequestCtx, ServerOffer, Session, SessionStore};
 use forward::Forwarder;
 use layer::{Exchange, Layer, Next};
@@ -220,6 +222,31 @@ impl Gateway {
         self.sessions.clear();
         let controls: Vec<_> = self.upstreams.iter().filter_map(|u| u.control()).collect();
         futures::future::join_all(controls.iter().map(|p| p.shutdown())).await;
+    }
+
+    /// What `/readyz` reports: ready once each upstream's first connection
+    /// attempt finished, either way (a failed upstream is restarted in the
+    /// background and reported `down`; the rest of the catalog is served).
+    pub fn readiness(&self) -> Readiness {
+        let upstreams = self.upstreams.clone();
+        Readiness::new(move || {
+            let mut ready = true;
+            let states = upstreams
+                .iter()
+                .map(|u| {
+                    let state = if u.wait_ready().now_or_never().is_none() {
+                        ready = false;
+                        "starting"
+                    } else if u.control().is_some() {
+                        "up"
+                    } else {
+                        "down"
+                    };
+                    (u.label.to_string(), serde_json::Value::from(state))
+                })
+                .collect();
+            Ready { ready, upstreams: states }
+        })
     }
 
     /// Sends a notification to every live session's standalone stream.

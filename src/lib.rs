@@ -11,6 +11,7 @@
 //!   the `describe_tools` fallback tool.
 //! - [`demo`]: the demo upstream shipped with toolgate.
 //! - [`tokens`]: token measurement of catalogs (`toolgate tokens`).
+//! - [`import`]: other clients' MCP server lists as toolgate TOML (`toolgate import`).
 
 #![forbid(unsafe_code)]
 
@@ -21,6 +22,7 @@ pub mod config;
 pub mod demo;
 pub mod disclosure;
 pub mod gateway;
+pub mod import;
 pub mod tokens;
 pub mod upstream;
 

@@ -68,6 +68,10 @@ enum Command {
     /// from stored catalog files: the full definition and the form toolgate
     /// lists (input of the selection-fidelity evaluation, benches/fidelity).
     Forms(FormsArgs),
+    /// Print a toolgate configuration made from another client's MCP server
+    /// list (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Cline,
+    /// Gemini CLI); secrets become ${VAR} references.
+    Import(toolgate::import::cli::ImportArgs),
 }
 
 #[derive(clap::Args)]
@@ -130,6 +134,7 @@ fn main() -> anyhow::Result<()> {
             let text = serde_json::to_string_pretty(&forms)? + "\n";
             std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()).context("writing the forms")
         }
+        Command::Import(args) => Ok(toolgate::import::cli::run(&args)?),
     }
 }
 
@@ -186,7 +191,9 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         keep_alive: server.sse_keep_alive,
         legacy_sse: server.legacy_sse,
     };
-    let app = toolgate::server::http::router(engine.clone(), options);
+    let readiness = gateway.readiness();
+    let app = toolgate::server::http::router(engine.clone(), options)
+        .merge(toolgate::server::http::health::routes(readiness));
     let listener =
         tokio::net::TcpListener::bind(server.listen).await.with_context(|| format!("binding {}", server.listen))?;
     let addr = listener.local_addr()?;

@@ -25,6 +25,9 @@
 #    the TypeScript SDK and server-everything): `npm ci` of the pinned
 #    package-lock.json, run only when the lockfile (or the Node version)
 #    changed since the last install: a stamp in node_modules records its hash.
+# 5b. tests/deploy/validate.sh: the Kubernetes manifests against their schemas
+#    (kubernetes-validate from PyPI in target/k8s-validate-venv; offline), and
+#    the ConfigMap's toolgate.toml through check-config.
 # 6. cargo test --locked --all-targets "$@", with TOOLGATE_TEST_PYTHON set to
 #    the venv's python, TOOLGATE_FIDELITY_PYTHON to the evaluation's and
 #    TOOLGATE_TEST_NODE_MODULES to tests/node/node_modules for the Rust
@@ -151,6 +154,9 @@ else
     say "Node peers up to date ($node_dir/node_modules)"
 fi
 export TOOLGATE_TEST_NODE_MODULES="$node_dir/node_modules"
+
+# --- 5b. Deployment manifests (offline schema validation, config check) -----
+tests/deploy/validate.sh || die "deploy/kubernetes is invalid (see above)"
 
 # --- 6. Rust tests -----------------------------------------------------------
 say "cargo test --locked --all-targets $*"

@@ -39,9 +39,8 @@ const TERM_GRACE: Duration = Duration::from_secs(2);
 /// growing memory.
 const QUEUE: usize = 64;
 
-/// Environment passed to children unless `inherit_env` is set (what the
-/// official SDKs pass), so toolgate's own secrets do not leak into them.
-const DEFAULT_ENV: [&str; 10] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ"];
+/// The environment children get unless `inherit_env` is set.
+mod env;
 
 /// A child process as a transport: lines to its stdin, lines from its stdout.
 pub(crate) struct StdioTransport {
@@ -88,11 +87,7 @@ pub(crate) fn spawn(target: &StdioTarget, label: &Arc<str>) -> Result<Spawned, U
         .process_group(0);
     if !target.inherit_env {
         cmd.env_clear();
-        for key in DEFAULT_ENV {
-            if let Some(v) = std::env::var_os(key) {
-                cmd.env(key, v);
-            }
-        }
+        cmd.envs(env::inherited());
     }
     cmd.envs(&target.env);
     if let Some(cwd) = &target.cwd {

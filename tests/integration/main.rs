@@ -15,6 +15,8 @@ mod conformance;
 mod disclosure;
 mod downstream;
 mod forwarding;
+mod health;
+mod import;
 mod interop;
 mod interop_matrix;
 mod legacy_upstream;

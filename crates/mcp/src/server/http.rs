@@ -9,6 +9,7 @@
 //! cancellation).
 
 mod guard;
+pub mod health;
 mod legacy;
 mod post;
 mod reply;

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Prints one hash of everything the Docker test depends on beyond the Rust
+# sources (which tests/run.sh covers): the Dockerfiles, .dockerignore, the
+# image's default config and the test itself. tests/docker/run.sh records it
+# in tests/docker/inputs.sha256 after a pass; tests/docker/ci.sh runs the
+# test when the recorded hash differs.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+files=(
+    .dockerignore
+    config/demo.toml
+    docker/Dockerfile
+    docker/Dockerfile.prebuilt
+    tests/docker/check.py
+    tests/docker/inputs.sh
+    tests/docker/run.sh
+)
+sha256sum "${files[@]}" | sha256sum | cut -d' ' -f1
