@@ -4,6 +4,8 @@
 //! The crate is laid out by responsibility:
 //! - [`jsonrpc`] and [`protocol`]: envelopes, ids, error codes, revisions.
 //! - [`config`]: the TOML model, loading and validation.
+//! - [`auth`]: client authentication (API keys, JWT), per-client tool policy
+//!   and limits.
 //! - [`catalog`]: the merged tool catalog (naming, minimal forms, extras).
 //! - [`disclosure`]: the `tool_descriptions` resource, the gate's refusals,
 //!   the `describe_tools` fallback tool.
@@ -12,6 +14,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod catalog;
 pub mod config;
 pub mod demo;
