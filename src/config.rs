@@ -1,6 +1,7 @@
 //! Configuration: the typed model, loading (TOML file, then `TOOLGATE_*`
 //! environment overrides, then `${VAR}` expansion) and validation.
 
+mod auth;
 mod expand;
 mod load;
 mod model;
@@ -8,6 +9,8 @@ mod path;
 mod target;
 mod validate;
 
+pub(crate) use auth::decode_sha256_hex;
+pub use auth::{AuthConfig, ClientConfig, DEFAULT_CLIENT, JwtConfig, Secret};
 pub use load::{ConfigError, load, load_str, load_str_in};
 pub use model::*;
 pub use target::{HttpTarget, StdioTarget, Target, TargetError};

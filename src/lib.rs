@@ -6,6 +6,8 @@
 //!   `toolgate-mcp` engine crate (envelopes, revisions, the server engine and
 //!   its downstream transports).
 //! - [`config`]: the TOML model, loading and validation.
+//! - [`auth`]: client authentication (API keys, JWT), per-client tool policy
+//!   and limits.
 //! - [`catalog`]: the merged tool catalog (naming, minimal forms, extras).
 //! - [`disclosure`]: the `tool_descriptions` resource, the gate's refusals,
 //!   the `describe_tools` fallback tool.
@@ -15,6 +17,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod catalog;
 pub mod config;
 // The demo still spawns plain tasks; it leaves the library for its own crate.

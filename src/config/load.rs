@@ -234,13 +234,15 @@ fn written_upstream_key(raw: &Value, index: usize, key: &str) -> bool {
     matches!(upstreams.get(index), Some(Value::Dict(_, dict)) if dict.contains_key(key))
 }
 
-/// Makes relative `cwd` and `descriptions_dir` absolute against `base`.
+/// Makes relative `cwd`, `descriptions_dir` and `auth.jwt.jwks_file`
+/// absolute against `base`.
 fn resolve_paths(config: &mut Config, base: &Path) {
-    for upstream in &mut config.upstreams {
-        for path in [upstream.cwd.as_mut(), upstream.descriptions_dir.as_mut()].into_iter().flatten() {
-            if path.is_relative() {
-                *path = join_clean(base, path);
-            }
+    let jwks_file = config.auth.jwt.as_mut().and_then(|jwt| jwt.jwks_file.as_mut());
+    let upstream_paths =
+        config.upstreams.iter_mut().flat_map(|u| [u.cwd.as_mut(), u.descriptions_dir.as_mut()]).flatten();
+    for path in upstream_paths.chain(jwks_file) {
+        if path.is_relative() {
+            *path = join_clean(base, path);
         }
     }
 }

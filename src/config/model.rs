@@ -27,6 +27,9 @@ pub struct Config {
     /// The upstream MCP servers, in the order their tools are listed.
     #[serde(default, rename = "upstream")]
     pub upstreams: Vec<UpstreamConfig>,
+    /// Client authentication and per-client policy (HTTP only).
+    #[serde(default)]
+    pub auth: super::AuthConfig,
 }
 
 /// `[server]`: the downstream listener.

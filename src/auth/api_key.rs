@@ -1,0 +1,71 @@
+//! API keys: find the `[[auth.clients]]` entry whose key a request presents.
+//!
+//! Keys are held only as SHA-256 digests (a raw `api_key` is hashed when the
+//! authenticator is built), and the presented token is hashed and compared
+//! with every digest in constant time, so neither timing nor memory shows
+//! the keys.
+
+use std::fmt;
+use std::sync::Arc;
+
+use subtle::ConstantTimeEq;
+
+use super::principal::ClientPolicy;
+use crate::config::{ClientConfig, decode_sha256_hex};
+
+/// The SHA-256 digest of `data`.
+pub fn sha256(data: &[u8]) -> [u8; 32] {
+    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, data);
+    let mut out = [0u8; 32];
+    out.copy_from_slice(digest.as_ref());
+    out
+}
+
+/// The digest of a client's key, from `api_key` or `api_key_sha256`; `None`
+/// for an entry without a key (or with a malformed digest).
+pub(crate) fn key_digest(client: &ClientConfig) -> Option<[u8; 32]> {
+    match (&client.api_key, &client.api_key_sha256) {
+        (Some(key), _) => Some(sha256(key.expose().as_bytes())),
+        (None, Some(hex)) => decode_sha256_hex(hex),
+        (None, None) => None,
+    }
+}
+
+/// One keyed client.
+struct Entry {
+    digest: [u8; 32],
+    name: Arc<str>,
+    policy: Arc<ClientPolicy>,
+}
+
+/// The keyed clients.
+#[derive(Default)]
+pub(crate) struct ApiKeys {
+    entries: Vec<Entry>,
+}
+
+impl ApiKeys {
+    /// Adds a client whose key has `digest`.
+    pub(crate) fn insert(&mut self, digest: [u8; 32], name: &str, policy: Arc<ClientPolicy>) {
+        self.entries.push(Entry { digest, name: name.into(), policy });
+    }
+
+    /// The client whose key is `token`. Every entry is compared, whether or
+    /// not an earlier one matched.
+    pub(crate) fn find(&self, token: &str) -> Option<(Arc<str>, Arc<ClientPolicy>)> {
+        let digest = sha256(token.as_bytes());
+        let mut found = None;
+        for entry in &self.entries {
+            if bool::from(entry.digest.ct_eq(&digest)) && found.is_none() {
+                found = Some((entry.name.clone(), entry.policy.clone()));
+            }
+        }
+        found
+    }
+}
+
+impl fmt::Debug for ApiKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.entries.iter().map(|e| &*e.name)).finish()
+    }
+}

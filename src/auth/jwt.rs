@@ -1,0 +1,138 @@
+//! JWT access tokens (OAuth 2.1 resource server, MCP authorization spec).
+//!
+//! A token is accepted when its `alg` is RS256, ES256 or EdDSA (never `none`
+//! or an HMAC algorithm), a key of the issuer with its `kid` verifies the
+//! signature, `iss` is the configured issuer, `aud` names one of the
+//! configured audiences, `exp` is not past and `nbf` (if any) not ahead, both
+//! with [`CLOCK_SKEW`] of tolerance, and the `client_claim` is a usable name.
+
+use std::time::Duration;
+
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, Validation, decode, decode_header};
+use serde_json::{Map, Value};
+
+use super::error::{AuthError, TokenError};
+use super::jwks::{ALGORITHMS, KeyLookupError, KeyStore};
+use crate::config::JwtConfig;
+
+/// Tolerance for `exp` and `nbf`, for clocks that disagree a little.
+pub const CLOCK_SKEW: Duration = Duration::from_secs(60);
+
+/// Longest client name taken from a claim (it appears in logs and metrics).
+const MAX_CLIENT_NAME: usize = 256;
+
+/// Verifies tokens of one issuer.
+#[derive(Debug)]
+pub(crate) struct JwtVerifier {
+    keys: KeyStore,
+    issuer: String,
+    audiences: Vec<String>,
+    client_claim: String,
+}
+
+impl JwtVerifier {
+    pub(crate) fn new(config: &JwtConfig, keys: KeyStore) -> Self {
+        Self {
+            keys,
+            issuer: config.issuer.clone(),
+            audiences: config.audiences.clone(),
+            client_claim: config.client_claim.clone(),
+        }
+    }
+
+    pub(crate) fn keys(&self) -> &KeyStore {
+        &self.keys
+    }
+
+    /// Verifies `token` and returns the value of its client claim.
+    pub(crate) async fn verify(&self, token: &str) -> Result<String, AuthError> {
+        let invalid = |e: TokenError| AuthError::InvalidToken(e);
+        let header = decode_header(token).map_err(|e| invalid(header_error(e.kind())))?;
+        if !ALGORITHMS.contains(&header.alg) {
+            return Err(invalid(TokenError::UnsupportedAlgorithm));
+        }
+        let keys = self.keys.find(header.kid.as_deref(), header.alg).await.map_err(|e| match e {
+            KeyLookupError::UnknownKey => invalid(TokenError::UnknownKey),
+            KeyLookupError::Unavailable => AuthError::KeysUnavailable,
+        })?;
+        let validation = self.validation(header.alg);
+        let mut outcome = Err(TokenError::UnknownKey);
+        for key in &keys {
+            match decode::<Map<String, Value>>(token, &key.key, &validation) {
+                Ok(data) => {
+                    outcome = Ok(data.claims);
+                    break;
+                }
+                // Without a `kid` several keys may be tried; a signature
+                // that does not verify under one may under the next.
+                Err(e) if is_key_mismatch(e.kind()) => outcome = Err(TokenError::BadSignature),
+                Err(e) => {
+                    outcome = Err(claims_error(e.kind()));
+                    break;
+                }
+            }
+        }
+        let claims = outcome.map_err(invalid)?;
+        client_name(&claims, &self.client_claim).ok_or(invalid(TokenError::BadClientClaim))
+    }
+
+    fn validation(&self, alg: Algorithm) -> Validation {
+        let mut validation = Validation::new(alg);
+        validation.leeway = CLOCK_SKEW.as_secs();
+        validation.validate_exp = true;
+        validation.validate_nbf = true;
+        validation.validate_aud = true;
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&self.audiences);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation
+    }
+}
+
+/// The claim's value when it is a usable client name.
+fn client_name(claims: &Map<String, Value>, claim: &str) -> Option<String> {
+    let name = claims.get(claim)?.as_str()?;
+    let usable = !name.is_empty() && name.len() <= MAX_CLIENT_NAME && !name.chars().any(char::is_control);
+    usable.then(|| name.to_owned())
+}
+
+/// Errors from parsing the header: an unknown `alg` (`none`, `HS999`) fails
+/// there, as does anything that is not three base64url JSON segments.
+fn header_error(kind: &ErrorKind) -> TokenError {
+    match kind {
+        ErrorKind::InvalidAlgorithmName | ErrorKind::UnsupportedAlgorithm | ErrorKind::InvalidAlgorithm => {
+            TokenError::UnsupportedAlgorithm
+        }
+        ErrorKind::Json(e) if e.to_string().contains("unknown variant") => TokenError::UnsupportedAlgorithm,
+        _ => TokenError::Malformed,
+    }
+}
+
+/// Errors that mean "not this key": try the next candidate.
+fn is_key_mismatch(kind: &ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::InvalidSignature
+            | ErrorKind::InvalidRsaKey(_)
+            | ErrorKind::InvalidEcdsaKey
+            | ErrorKind::InvalidEddsaKey
+            | ErrorKind::InvalidKeyFormat
+            | ErrorKind::Provider(_)
+    )
+}
+
+/// Errors after the signature verified (claims), or about the token's form.
+fn claims_error(kind: &ErrorKind) -> TokenError {
+    match kind {
+        ErrorKind::ExpiredSignature => TokenError::Expired,
+        ErrorKind::ImmatureSignature => TokenError::NotYetValid,
+        ErrorKind::InvalidIssuer => TokenError::WrongIssuer,
+        ErrorKind::InvalidAudience => TokenError::WrongAudience,
+        ErrorKind::MissingRequiredClaim(_) => TokenError::MissingClaim,
+        ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName | ErrorKind::UnsupportedAlgorithm => {
+            TokenError::UnsupportedAlgorithm
+        }
+        _ => TokenError::Malformed,
+    }
+}

@@ -1,0 +1,146 @@
+//! [`Principal`]: who made a request, and the [`ClientPolicy`] that applies.
+//!
+//! A principal is what the HTTP layer hands on to the engine once a request is
+//! authenticated: its identity (for logs, metrics, session ownership and rate
+//! buckets) and the policy of the `[[auth.clients]]` entry that covers it.
+
+use std::fmt;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+
+use super::policy::{PolicyError, ToolPolicy};
+use crate::config::ClientConfig;
+
+/// How a principal proved who it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PrincipalKind {
+    /// Authentication is off (no credentials configured, or `toolgate stdio`).
+    Anonymous,
+    /// An `[[auth.clients]]` API key.
+    ApiKey,
+    /// A JWT access token; the name is the value of `client_claim`.
+    Jwt,
+}
+
+/// A principal's identity. Two requests belong to the same client exactly
+/// when their ids are equal: the kind is part of it, so a JWT whose subject
+/// is `alice` is not the API-key client `alice`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct PrincipalId {
+    kind: PrincipalKind,
+    name: Arc<str>,
+}
+
+impl PrincipalId {
+    /// An identity of `kind` named `name`.
+    pub fn new(kind: PrincipalKind, name: impl Into<Arc<str>>) -> Self {
+        Self { kind, name: name.into() }
+    }
+
+    /// How it was authenticated.
+    pub fn kind(&self) -> PrincipalKind {
+        self.kind
+    }
+
+    /// The client name (API key entry, or JWT claim value; `anonymous`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// For logs: `alice`, `jwt:user-123`, `anonymous`.
+impl fmt::Display for PrincipalId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            PrincipalKind::Jwt => write!(f, "jwt:{}", self.name),
+            PrincipalKind::ApiKey | PrincipalKind::Anonymous => f.write_str(&self.name),
+        }
+    }
+}
+
+impl fmt::Debug for PrincipalId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PrincipalId({self})")
+    }
+}
+
+/// What one `[[auth.clients]]` entry allows (or everything, when no entry
+/// applies).
+#[derive(Debug)]
+pub struct ClientPolicy {
+    /// The entry it comes from (`default` for JWT clients without their own),
+    /// or `None` for the unrestricted policy.
+    pub entry: Option<String>,
+    /// Which upstreams and tools the client may see and call.
+    pub tools: ToolPolicy,
+    /// Most sessions at once; `None`: no per-client cap.
+    pub max_sessions: Option<NonZeroU32>,
+    /// Token bucket over calls and description fetches; `None`: no limit.
+    pub calls_per_minute: Option<NonZeroU32>,
+}
+
+impl ClientPolicy {
+    /// Everything allowed, no limits.
+    pub fn unrestricted() -> Self {
+        Self { entry: None, tools: ToolPolicy::allow_all(), max_sessions: None, calls_per_minute: None }
+    }
+
+    /// The policy of one `[[auth.clients]]` entry. Zero limits (refused by
+    /// validation) are taken as no limit.
+    pub fn from_config(client: &ClientConfig) -> Result<Self, PolicyError> {
+        Ok(Self {
+            entry: Some(client.name.clone()),
+            tools: ToolPolicy::new(client.upstreams.as_deref(), &client.tools, &client.deny_tools)?,
+            max_sessions: client.max_sessions.and_then(NonZeroU32::new),
+            calls_per_minute: client.calls_per_minute.and_then(NonZeroU32::new),
+        })
+    }
+}
+
+/// An authenticated client (or the anonymous one) and its policy. Cheap to
+/// clone; carries no credential.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    id: PrincipalId,
+    policy: Arc<ClientPolicy>,
+}
+
+/// The name of the anonymous principal.
+pub const ANONYMOUS: &str = "anonymous";
+
+impl Principal {
+    /// A principal with `id` under `policy`.
+    pub fn new(id: PrincipalId, policy: Arc<ClientPolicy>) -> Self {
+        Self { id, policy }
+    }
+
+    /// The principal used when authentication is off: no restriction.
+    pub fn anonymous() -> Self {
+        Self::new(PrincipalId::new(PrincipalKind::Anonymous, ANONYMOUS), Arc::new(ClientPolicy::unrestricted()))
+    }
+
+    /// Its identity (session ownership, rate buckets).
+    pub fn id(&self) -> &PrincipalId {
+        &self.id
+    }
+
+    /// Its name, for logs and metrics.
+    pub fn name(&self) -> &str {
+        self.id.name()
+    }
+
+    /// How it was authenticated.
+    pub fn kind(&self) -> PrincipalKind {
+        self.id.kind()
+    }
+
+    /// The policy that applies to it.
+    pub fn policy(&self) -> &ClientPolicy {
+        &self.policy
+    }
+
+    /// Shortcut for `policy().tools`.
+    pub fn tools(&self) -> &ToolPolicy {
+        &self.policy.tools
+    }
+}
