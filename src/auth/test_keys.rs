@@ -181,7 +181,7 @@ impl JwksServer {
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local addr");
-        let task = tokio::spawn(async move {
+        let task = crate::spawn(async move {
             axum::serve(listener, app).await.expect("serve");
         });
         Self { url: format!("http://{addr}/jwks.json"), state, task }

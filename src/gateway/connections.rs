@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tracing::Instrument as _;
 
@@ -15,50 +14,37 @@ use crate::protocol::method;
 use crate::upstream::{self, Call, ClientHello, ConnectOptions, Connections, Peer, UpstreamError};
 
 /// The connections a call of `session` to upstream `index` uses.
-pub(crate) fn for_call(gateway: &Arc<Gateway>, session: &Arc<GwSession>, index: usize) -> Arc<dyn Connections> {
+pub(crate) fn for_call<'a>(gateway: &'a Arc<Gateway>, session: &'a Arc<GwSession>, index: usize) -> CallConnections<'a> {
     let up = &gateway.upstreams()[index];
-    if up.is_shared() {
-        Arc::new(Shared(up.clone()))
-    } else {
-        Arc::new(PerSession { gateway: gateway.clone(), session: session.clone(), index })
-    }
+    if up.is_shared() { CallConnections::Shared(up) } else { CallConnections::PerSession { gateway, session, index } }
 }
 
-/// The upstream's one connection, shared by every session.
-struct Shared(Arc<UpstreamHandle>);
+/// Where one call's connection comes from.
+pub(crate) enum CallConnections<'a> {
+    /// The upstream's one connection, shared by every session.
+    Shared(&'a UpstreamHandle),
+    /// A downstream session's own upstream session.
+    PerSession { gateway: &'a Arc<Gateway>, session: &'a Arc<GwSession>, index: usize },
+}
 
-impl Connections for Shared {
-    fn connection(&self, fresh: bool) -> BoxFuture<'_, Result<Arc<Peer>, UpstreamError>> {
-        let up = &self.0;
-        Box::pin(async move {
-            match up.control() {
+impl Connections for CallConnections<'_> {
+    async fn connection(&self, fresh: bool) -> Result<Arc<Peer>, UpstreamError> {
+        match self {
+            CallConnections::Shared(up) => match up.control() {
                 Some(peer) => Ok(peer),
                 // The connection this call just used is being replaced.
                 None if fresh => up.fresh_control(up.config.timeout).await,
                 None => Err(up.unavailable()),
-            }
-        })
+            },
+            CallConnections::PerSession { gateway, session, index } => session_connection(gateway, session, *index).await,
+        }
     }
 
     fn sessions_expire(&self) -> bool {
-        self.0.target.sessions_expire()
-    }
-}
-
-/// A downstream session's own upstream session.
-struct PerSession {
-    gateway: Arc<Gateway>,
-    session: Arc<GwSession>,
-    index: usize,
-}
-
-impl Connections for PerSession {
-    fn connection(&self, _fresh: bool) -> BoxFuture<'_, Result<Arc<Peer>, UpstreamError>> {
-        Box::pin(session_connection(&self.gateway, &self.session, self.index))
-    }
-
-    fn sessions_expire(&self) -> bool {
-        self.gateway.upstreams()[self.index].target.sessions_expire()
+        match self {
+            CallConnections::Shared(up) => up.target.sessions_expire(),
+            CallConnections::PerSession { gateway, index, .. } => gateway.upstreams()[*index].target.sessions_expire(),
+        }
     }
 }
 

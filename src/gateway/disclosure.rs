@@ -98,7 +98,7 @@ impl Disclosure {
     async fn call_tool<'a>(&'a self, cx: Exchange<'a>, request: Request, next: Next<'a>) -> Outcome {
         let name = request.params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str);
         let Some(name) = name else { return next.run(cx, request).await };
-        tracing::Span::current().record("tool", name);
+        cx.ctx.span.record("tool", name);
         let mut view = cx.gateway.catalog_for(cx.session);
         if view.catalog.get(name).is_none() && view.catalog.describe_tool_name() != Some(name) {
             // Perhaps the catalog is still loading.

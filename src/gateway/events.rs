@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Gateway, GwSession};
 use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request, codes};
 use crate::protocol::method;
-use crate::server::{ClientRequestError, Downlink};
+use crate::server::{ClientRequestError, Downlink, RequestCtx};
 use crate::upstream::{Peer, PeerEvents, Route};
 
 /// Traffic about one forwarded call: onto that request's stream.
@@ -24,10 +24,10 @@ pub struct SessionRoute {
 }
 
 impl SessionRoute {
-    /// The route of a call made while serving the current request.
-    pub fn new(gateway: &Arc<Gateway>, session: &Arc<GwSession>, downlink: &Downlink) -> Self {
-        let span = tracing::Span::current();
-        Self { gateway: Arc::downgrade(gateway), session: session.clone(), downlink: downlink.clone(), span }
+    /// The route of a call made while serving a client request.
+    pub fn new(gateway: &Arc<Gateway>, session: &Arc<GwSession>, ctx: &RequestCtx) -> Self {
+        let (downlink, span) = (ctx.downlink.clone(), ctx.span.clone());
+        Self { gateway: Arc::downgrade(gateway), session: session.clone(), downlink, span }
     }
 }
 

@@ -142,8 +142,8 @@ impl Forwarder {
     /// of a forgotten session (see [`upstream::service`]).
     pub async fn forward(&self, cx: Exchange<'_>, index: usize, method: &str, params: Option<Value>) -> Outcome {
         let up = &cx.gateway.upstreams()[index];
-        tracing::Span::current().record("upstream", &*up.label);
-        let route = events::SessionRoute::new(cx.gateway, cx.session, &cx.ctx.downlink);
+        cx.ctx.span.record("upstream", &*up.label);
+        let route = events::SessionRoute::new(cx.gateway, cx.session, cx.ctx);
         let call = Call::new(method, params).routed(Arc::new(route)).cancelled_by(cx.ctx.cancel.clone());
         let connections = connections::for_call(cx.gateway, cx.session, index);
         match upstream::service::call(connections, up.config.timeout, call).await {
@@ -185,7 +185,7 @@ impl Forwarder {
         let Some(name) = params.get("name").and_then(Value::as_str) else {
             return invalid("tools/call needs a string \"name\"");
         };
-        tracing::Span::current().record("tool", name);
+        cx.ctx.span.record("tool", name);
         let Some(entry) = cx.gateway.tool(cx.session, name).await else {
             return invalid(format!("Unknown tool: {name}"));
         };

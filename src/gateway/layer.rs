@@ -49,10 +49,10 @@ impl<'a> Next<'a> {
     }
 
     /// Passes `request` on to the next layer (or the forwarder).
-    pub fn run(self, cx: Exchange<'a>, request: Request) -> BoxFuture<'a, Outcome> {
+    pub async fn run(self, cx: Exchange<'a>, request: Request) -> Outcome {
         match self.layers.split_first() {
-            Some((layer, rest)) => layer.serve(cx, request, Next { layers: rest, forwarder: self.forwarder }),
-            None => Box::pin(self.forwarder.serve(cx, request)),
+            Some((layer, rest)) => layer.serve(cx, request, Next { layers: rest, forwarder: self.forwarder }).await,
+            None => self.forwarder.serve(cx, request).await,
         }
     }
 }

@@ -149,7 +149,7 @@ async fn concurrent_lookups_share_one_fetch() {
     let lookups: Vec<_> = (0..20)
         .map(|_| {
             let keys = keys.clone();
-            tokio::spawn(async move { keys.find(Some("k"), Algorithm::EdDSA).await.map(|k| k.len()) })
+            crate::spawn(async move { keys.find(Some("k"), Algorithm::EdDSA).await.map(|k| k.len()) })
         })
         .collect();
     for lookup in lookups {

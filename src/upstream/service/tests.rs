@@ -108,13 +108,13 @@ impl Scripted {
     }
 }
 
-impl Connections for Scripted {
-    fn connection(&self, _fresh: bool) -> BoxFuture<'_, Result<Arc<Peer>, UpstreamError>> {
+impl Connections for Arc<Scripted> {
+    async fn connection(&self, _fresh: bool) -> Result<Arc<Peer>, UpstreamError> {
         self.asked.fetch_add(1, Ordering::Relaxed);
         let script = self.scripts.lock().remove(0);
         let peer = peer(script, &self.sent);
         self.peers.lock().push(peer.clone());
-        Box::pin(async move { Ok(peer) })
+        Ok(peer)
     }
 
     fn sessions_expire(&self) -> bool {

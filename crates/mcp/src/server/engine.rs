@@ -315,7 +315,10 @@ impl<H: Handler> Engine<H> {
         downlink: Downlink,
     ) -> Option<Response> {
         let id = request.id.clone();
-        let span = tracing::info_span!(
+        // At debug level: a span costs little when disabled, and the default
+        // `info` filter leaves the hot path without one (`TOOLGATE_LOG=debug`
+        // follows every request).
+        let span = tracing::debug_span!(
             "request",
             session = session.id(),
             method = %request.method,
@@ -324,7 +327,7 @@ impl<H: Handler> Engine<H> {
             tool = tracing::field::Empty,
         );
         let cancel = session.begin_request(&id);
-        let ctx = RequestCtx { downlink, cancel: cancel.clone() };
+        let ctx = RequestCtx { downlink, cancel: cancel.clone(), span: span.clone() };
         let outcome = self.handler.request(session, request, ctx).instrument(span).await;
         session.end_request(&id);
         if cancel.is_cancelled() {

@@ -38,6 +38,9 @@ pub struct RequestCtx {
     pub downlink: Downlink,
     /// Fires when the client cancels the request (`notifications/cancelled`).
     pub cancel: CancellationToken,
+    /// The request's span (disabled unless debug logging is on): what the
+    /// application handles later on the request's behalf belongs there.
+    pub span: tracing::Span,
 }
 
 /// The application served by the engine.
