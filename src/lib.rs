@@ -9,14 +9,12 @@
 //! - [`catalog`]: the merged tool catalog (naming, minimal forms, extras).
 //! - [`disclosure`]: the `tool_descriptions` resource, the gate's refusals,
 //!   the `describe_tools` fallback tool.
-//! - [`demo`]: the demo upstream shipped with toolgate.
 //! - [`tokens`]: token measurement of catalogs (`toolgate tokens`).
 
 #![forbid(unsafe_code)]
 
 pub mod catalog;
 pub mod config;
-pub mod demo;
 pub mod disclosure;
 pub mod gateway;
 pub mod tokens;

@@ -154,6 +154,9 @@ fn session_id(headers: &HeaderMap) -> Option<&str> {
 
 /// The live session a `GET` or `DELETE` names, or the answer refusing it
 /// (400 without the header, 404 for an unknown session).
+// The error is the finished HTTP answer, returned straight to axum: boxing
+// it would only add an allocation to the refusal path.
+#[allow(clippy::result_large_err)]
 fn session_of<H: Handler>(state: &HttpState<H>, headers: &HeaderMap) -> Result<Arc<Session<H::State>>, Response> {
     check_version_header(headers).map_err(Reject::into_response)?;
     state.engine.require_session(session_id(headers)).map_err(|(refusal, response)| {

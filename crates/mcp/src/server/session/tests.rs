@@ -11,7 +11,7 @@ async fn client_requests_are_matched_by_the_id_toolgate_allocated() {
     let cancel = CancellationToken::new();
     let s2 = s.clone();
     let dl = downlink.clone();
-    let task = tokio::spawn(async move {
+    let task = crate::spawn(async move {
         s2.request_client("sampling/createMessage", Some(json!({"maxTokens": 5})), Some(&dl), &CancellationToken::new())
             .await
     });
@@ -29,7 +29,7 @@ async fn cancelling_a_client_request_tells_the_client() {
     let (downlink, mut rx) = Downlink::channel();
     let cancel = CancellationToken::new();
     let (s2, dl, c2) = (s.clone(), downlink.clone(), cancel.clone());
-    let task = tokio::spawn(async move { s2.request_client("roots/list", None, Some(&dl), &c2).await });
+    let task = crate::spawn(async move { s2.request_client("roots/list", None, Some(&dl), &c2).await });
     let Some(Frame::Message(Message::Request(req))) = rx.recv().await else { panic!() };
     cancel.cancel();
     assert!(matches!(task.await.unwrap(), Err(ClientRequestError::Cancelled)));
@@ -61,7 +61,7 @@ async fn dropping_the_wait_withdraws_the_request() {
     let s = Arc::new(session());
     let (s2, dl) = (s.clone(), downlink.clone());
     let task =
-        tokio::spawn(async move { s2.request_client("roots/list", None, Some(&dl), &CancellationToken::new()).await });
+        crate::spawn(async move { s2.request_client("roots/list", None, Some(&dl), &CancellationToken::new()).await });
     let Some(Frame::Message(Message::Request(req))) = rx.recv().await else { panic!("no request") };
     assert!(s.resolve(&req.id, Outcome::Result(json!({}))).is_ok());
     assert!(task.await.unwrap().is_ok());
@@ -92,7 +92,7 @@ async fn closing_wakes_waiters_and_cancels_in_flight_work() {
     let token = s.begin_request(&Id::number(1));
     let s2 = s.clone();
     let waiter =
-        tokio::spawn(async move { s2.request_client("roots/list", None, None, &CancellationToken::new()).await });
+        crate::spawn(async move { s2.request_client("roots/list", None, None, &CancellationToken::new()).await });
     tokio::task::yield_now().await;
     s.close();
     assert!(token.is_cancelled());

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use proptest::prelude::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf};
 
@@ -170,4 +171,28 @@ async fn requests_that_outlive_the_grace_are_dropped_at_eof() {
     let took = started.elapsed();
     assert!(took >= single::EOF_GRACE && took < single::EOF_GRACE * 2, "stopped after {took:?}");
     assert!(p.lines.next_line().await.unwrap().is_none(), "no answer, just the end of output");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// Whatever a peer writes, the server stays up and keeps answering.
+    #[test]
+    fn arbitrary_lines_never_break_the_session(lines in proptest::collection::vec("[^\n]{0,200}", 1..8)) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let mut p = Pipe::initialized("2025-11-25").await;
+            for line in &lines {
+                p.send(&format!("{line}\n")).await;
+            }
+            p.send("{\"jsonrpc\":\"2.0\",\"id\":\"last\",\"method\":\"ping\"}\n").await;
+            loop {
+                let m = p.recv().await;
+                if m["id"] == "last" {
+                    assert_eq!(m["result"], json!({}));
+                    break;
+                }
+            }
+        });
+    }
 }
