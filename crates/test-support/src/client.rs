@@ -20,7 +20,9 @@ pub const VERSION: &str = "2025-11-25";
 /// What one POST produced.
 #[derive(Debug)]
 pub struct Reply {
+    /// The HTTP status.
     pub status: StatusCode,
+    /// The response headers.
     pub headers: HeaderMap,
     /// `application/json`, `text/event-stream` or empty.
     pub content_type: String,
@@ -47,13 +49,18 @@ impl Reply {
 #[derive(Clone)]
 pub struct Client {
     http: reqwest::Client,
+    /// The MCP endpoint.
     pub url: String,
+    /// The `Mcp-Session-Id` once initialized.
     pub session: Option<String>,
+    /// The revision sent as `MCP-Protocol-Version` (the negotiated one once
+    /// initialized).
     pub version: String,
     next_id: Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl Client {
+    /// A client for `url`, not initialized yet.
     pub fn new(url: &str) -> Client {
         Client {
             http: reqwest::Client::new(),
@@ -158,6 +165,7 @@ impl Client {
         response.get("result").cloned().ok_or_else(|| anyhow!("{method} failed: {response}"))
     }
 
+    /// Sends a notification; returns the HTTP status (202 when accepted).
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<StatusCode> {
         let mut body = json!({"jsonrpc": "2.0", "method": method});
         if let Some(p) = params {
@@ -209,6 +217,7 @@ impl Client {
         MessageStream::new(b.send().await?).await
     }
 
+    /// `DELETE`: ends the session.
     pub async fn delete(&self) -> Result<StatusCode> {
         let mut b = self.http.delete(&self.url);
         if let Some(s) = &self.session {
@@ -221,19 +230,24 @@ impl Client {
 /// One SSE event as sent: its id (if any), `retry` (if any) and data.
 #[derive(Debug, Clone)]
 pub struct RawEvent {
+    /// The `id` field.
     pub id: Option<String>,
+    /// The `retry` field, in milliseconds.
     pub retry: Option<u64>,
+    /// The `data` field (empty when absent).
     pub data: String,
 }
 
 /// Raw SSE events of a response, with their ids (for resumption tests).
 pub struct EventStream {
+    /// The HTTP status.
     pub status: StatusCode,
     rx: tokio::sync::mpsc::UnboundedReceiver<RawEvent>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl EventStream {
+    /// Reads the events of `response` as they arrive.
     pub async fn new(response: reqwest::Response) -> EventStream {
         let status = response.status();
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -265,7 +279,9 @@ impl EventStream {
 
 /// Messages arriving on an open response (JSON or SSE).
 pub struct MessageStream {
+    /// The HTTP status.
     pub status: StatusCode,
+    /// The `Content-Type`, lowercased.
     pub content_type: String,
     rx: tokio::sync::mpsc::UnboundedReceiver<Value>,
 }

@@ -16,15 +16,19 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A process whose stderr is collected (and whose stdout may be read).
 pub struct Proc {
+    /// The process (killed on drop).
     pub child: Child,
+    /// Its stderr so far.
     pub logs: Arc<Mutex<String>>,
 }
 
 impl Proc {
+    /// Its stderr so far.
     pub fn logs(&self) -> String {
         self.logs.lock().clone()
     }
 
+    /// Its process id (0 once it exited).
     pub fn pid(&self) -> u32 {
         self.child.id().unwrap_or(0)
     }
