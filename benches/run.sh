@@ -3,9 +3,10 @@
 #
 #   benches/run.sh [section...]        sections: calls memory catalog startup (default: all)
 #
-# 1. Builds the release binaries (`cargo build --release --bins`) and copies
-#    them aside, so the benchmark measures exactly what a release build ships
-#    (cargo bench would otherwise build them with dev-dependency features).
+# 1. Builds the release binaries, toolgate and the fixture (`cargo build
+#    --release --workspace --bins`), and copies them aside, so the benchmark
+#    measures exactly what a release build ships (cargo bench would otherwise
+#    build them with dev-dependency features).
 # 2. Builds the benchmark (`cargo bench --bench overhead`, release profile)
 #    and runs it against those binaries. The benchmark pins every process to
 #    one CPU (taskset) for the concurrency-1 rows itself.
@@ -25,7 +26,7 @@ say() { printf 'benches/run.sh: %s\n' "$*" >&2; }
 command -v taskset >/dev/null || say "warning: taskset (util-linux) not found; the pinned rows will fail"
 
 say "building release binaries"
-cargo build --locked --release --bins
+cargo build --locked --release --workspace --bins
 bin_dir="$target/bench/bin"
 mkdir -p "$bin_dir"
 cp -f "$target/release/toolgate" "$target/release/toolgate-fixture" "$bin_dir/"

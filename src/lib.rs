@@ -11,7 +11,6 @@
 //! - [`catalog`]: the merged tool catalog (naming, minimal forms, extras).
 //! - [`disclosure`]: the `tool_descriptions` resource, the gate's refusals,
 //!   the `describe_tools` fallback tool.
-//! - [`demo`]: the demo upstream shipped with toolgate.
 //! - [`tokens`]: token measurement of catalogs (`toolgate tokens`).
 //! - [`import`]: other clients' MCP server lists as toolgate TOML (`toolgate import`).
 
@@ -20,9 +19,6 @@
 pub mod auth;
 pub mod catalog;
 pub mod config;
-// The demo still spawns plain tasks; it leaves the library for its own crate.
-#[allow(clippy::disallowed_methods)]
-pub mod demo;
 pub mod disclosure;
 pub mod gateway;
 pub mod import;

@@ -125,8 +125,8 @@ fn main() -> anyhow::Result<()> {
                 _ => Ok(()),
             }
         }
-        Command::DemoUpstream { http: None } => Ok(runtime.block_on(toolgate::demo::run_stdio())?),
-        Command::DemoUpstream { http: Some(addr) } => Ok(runtime.block_on(toolgate::demo::run_http(addr))?),
+        Command::DemoUpstream { http: None } => Ok(runtime.block_on(toolgate_demo::run_stdio())?),
+        Command::DemoUpstream { http: Some(addr) } => Ok(runtime.block_on(toolgate_demo::run_http(addr))?),
         Command::Tokens(args) => runtime.block_on(tokens(args)),
         Command::Forms(args) => {
             let config = args.config.as_deref().map(load).transpose()?;

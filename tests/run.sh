@@ -17,10 +17,11 @@
 #    binary): `npm ci` into tests/conformance/node_modules, skipped when the
 #    lock file is unchanged since the last install (a stamp file records its
 #    hash).
-# 4. cargo build --locked --bins, then tests/conformance/run.sh: the
-#    conformance suite against toolgate in front of the fixture (server side,
-#    passthrough and progressive, stdio and HTTP upstreams; client side through
-#    toolgate's upstream leg). Fails on any unexpected scenario failure.
+# 4. cargo build --locked --workspace --bins (toolgate and the fixture), then
+#    tests/conformance/run.sh: the conformance suite against toolgate in
+#    front of the fixture (server side, passthrough and progressive, stdio and
+#    HTTP upstreams; client side through toolgate's upstream leg). Fails on
+#    any unexpected scenario failure.
 # 5. Node peers for the interop tests (tests/node/: the MCP Inspector CLI,
 #    the TypeScript SDK and server-everything): `npm ci` of the pinned
 #    package-lock.json, run only when the lockfile (or the Node version)
@@ -28,8 +29,10 @@
 # 5b. tests/deploy/validate.sh: the Kubernetes manifests against their schemas
 #    (kubernetes-validate from PyPI in target/k8s-validate-venv; offline), and
 #    the ConfigMap's toolgate.toml through check-config.
-# 6. cargo test --locked --all-targets "$@", with TOOLGATE_TEST_PYTHON set to
-#    the venv's python, TOOLGATE_FIDELITY_PYTHON to the evaluation's and
+# 6. cargo test --locked --workspace --all-targets "$@" (every crate of the
+#    workspace; cargo builds the fixture binary the gateway's tests start
+#    before running any test), with TOOLGATE_TEST_PYTHON set to the venv's
+#    python, TOOLGATE_FIDELITY_PYTHON to the evaluation's and
 #    TOOLGATE_TEST_NODE_MODULES to tests/node/node_modules for the Rust
 #    integration tests.
 #
@@ -133,8 +136,8 @@ fi
 
 # --- 4. Conformance suite ----------------------------------------------------
 if [[ "${TOOLGATE_SKIP_CONFORMANCE:-}" != 1 ]]; then
-    say "cargo build --locked --bins"
-    cargo build --locked --bins
+    say "cargo build --locked --workspace --bins"
+    cargo build --locked --workspace --bins
     started=$SECONDS
     tests/conformance/run.sh || die "the conformance suite found unexpected results (see above; logs in target/conformance)"
     say "conformance suite passed in $((SECONDS - started)) s"
@@ -159,5 +162,5 @@ export TOOLGATE_TEST_NODE_MODULES="$node_dir/node_modules"
 tests/deploy/validate.sh || die "deploy/kubernetes is invalid (see above)"
 
 # --- 6. Rust tests -----------------------------------------------------------
-say "cargo test --locked --all-targets $*"
-exec cargo test --locked --all-targets "$@"
+say "cargo test --locked --workspace --all-targets $*"
+exec cargo test --locked --workspace --all-targets "$@"

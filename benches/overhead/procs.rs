@@ -38,15 +38,17 @@ impl Bins {
                 let dir = PathBuf::from(dir);
                 Bins { toolgate: dir.join("toolgate"), fixture: dir.join("toolgate-fixture"), pin: None }
             }
+            // The fixture is another package's binary: it sits beside this
+            // bench's own, once the workspace's binaries are built.
             None => Bins {
                 toolgate: PathBuf::from(env!("CARGO_BIN_EXE_toolgate")),
-                fixture: PathBuf::from(env!("CARGO_BIN_EXE_toolgate-fixture")),
+                fixture: toolgate_test_support::workspace_exe("toolgate-fixture")?,
                 pin: None,
             },
         };
         for exe in [&bins.toolgate, &bins.fixture] {
             if !exe.is_file() {
-                bail!("{} not found (build with `cargo build --release --bins`)", exe.display());
+                bail!("{} not found (build with `cargo build --release --workspace --bins`)", exe.display());
             }
         }
         Ok(bins)

@@ -14,7 +14,11 @@ use crate::protocol::method;
 use crate::upstream::{self, Call, ClientHello, ConnectOptions, Connections, Peer, UpstreamError};
 
 /// The connections a call of `session` to upstream `index` uses.
-pub(crate) fn for_call<'a>(gateway: &'a Arc<Gateway>, session: &'a Arc<GwSession>, index: usize) -> CallConnections<'a> {
+pub(crate) fn for_call<'a>(
+    gateway: &'a Arc<Gateway>,
+    session: &'a Arc<GwSession>,
+    index: usize,
+) -> CallConnections<'a> {
     let up = &gateway.upstreams()[index];
     if up.is_shared() { CallConnections::Shared(up) } else { CallConnections::PerSession { gateway, session, index } }
 }
@@ -36,7 +40,9 @@ impl Connections for CallConnections<'_> {
                 None if fresh => up.fresh_control(up.config.timeout).await,
                 None => Err(up.unavailable()),
             },
-            CallConnections::PerSession { gateway, session, index } => session_connection(gateway, session, *index).await,
+            CallConnections::PerSession { gateway, session, index } => {
+                session_connection(gateway, session, *index).await
+            }
         }
     }
 

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use serde_json::{Value, json};
+use toolgate_mcp::uri_template::UriTemplate;
 
 use super::GwSession;
 use super::upstreams::{UpstreamHandle, crawl};
@@ -187,41 +188,10 @@ impl RouteMaps {
     }
 }
 
-/// Whether `uri` could be an expansion of RFC 6570 `template`: the literal
-/// parts appear in order and the expressions cover the rest.
+/// Whether `uri` could be an expansion of RFC 6570 `template` (see
+/// [`UriTemplate`]); a template that does not parse matches only itself.
 pub fn template_matches(template: &str, uri: &str) -> bool {
-    let mut literals = Vec::new();
-    let mut rest = template;
-    let mut starts_with_expr = false;
-    while let Some(open) = rest.find('{') {
-        if open == 0 && literals.is_empty() {
-            starts_with_expr = true;
-        }
-        literals.push(&rest[..open]);
-        match rest[open..].find('}') {
-            Some(close) => rest = &rest[open + close + 1..],
-            None => return template == uri,
-        }
-    }
-    let trailing = rest;
-    if literals.is_empty() {
-        return template == uri;
-    }
-    let mut pos = 0;
-    for (n, lit) in literals.iter().enumerate() {
-        if n == 0 && !starts_with_expr {
-            if !uri.starts_with(lit) {
-                return false;
-            }
-            pos = lit.len();
-            continue;
-        }
-        match uri[pos..].find(lit) {
-            Some(at) => pos += at + lit.len(),
-            None => return false,
-        }
-    }
-    uri.len() >= pos + trailing.len() && uri[pos..].ends_with(trailing)
+    UriTemplate::parse(template).map_or(template == uri, |t| t.is_match(uri))
 }
 
 #[cfg(test)]

@@ -20,7 +20,8 @@
 # now passes (stale baseline), after printing a table of every run.
 #
 # Needs: `npm ci` done in tests/conformance (tests/run.sh does it), and the
-# debug binaries built (`cargo build --bins`); it builds nothing itself.
+# debug binaries built (`cargo build --workspace --bins`); it builds nothing
+# itself.
 #
 # Environment:
 #   TOOLGATE_BIN_DIR   where toolgate and toolgate-fixture are
@@ -43,7 +44,7 @@ suite="$here/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 results="${TOOLGATE_CONFORMANCE_RESULTS:-$repo/target/conformance}"
 expected="$here/progressive-expected-failures.yml"
 
-[[ -x "$toolgate" && -x "$fixture" ]] || die "no toolgate / toolgate-fixture in $bin_dir; run 'cargo build --bins' first"
+[[ -x "$toolgate" && -x "$fixture" ]] || die "no toolgate / toolgate-fixture in $bin_dir; run 'cargo build --workspace --bins' first"
 [[ -x "$node" && -f "$suite" ]] || die "the suite is not installed; run 'npm ci' in tests/conformance (tests/run.sh does it)"
 # The suite splits `conformance client --command` on spaces.
 [[ "$here$node" != *" "* ]] || die "the repository path must not contain spaces: $here"

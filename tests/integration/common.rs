@@ -1,6 +1,8 @@
-//! The test harness: the real `toolgate` binary on a free loopback port,
-//! real upstream processes, and a raw Streamable HTTP client that shows
-//! exactly what went over the wire.
+//! The gateway's test harness: the real `toolgate` binary on a free
+//! loopback port, configuration snippets for its upstreams, and the Python
+//! SDK peers. The raw Streamable HTTP client, process helpers and the
+//! workspace's other binaries come from `toolgate-test-support`, re-exported
+//! here.
 
 #![allow(dead_code)]
 
@@ -10,27 +12,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use futures::StreamExt;
 use parking_lot::Mutex;
-use reqwest::StatusCode;
-use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
-use sse_stream::SseByteStream;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
-
-/// Protocol revision the raw client speaks unless told otherwise.
-pub const VERSION: &str = "2025-11-25";
-
-/// How long to wait for a process to come up.
-const START_TIMEOUT: Duration = Duration::from_secs(60);
+use tokio::process::Command;
+pub use toolgate_test_support::*;
 
 pub fn toolgate_exe() -> &'static str {
     env!("CARGO_BIN_EXE_toolgate")
-}
-
-pub fn fixture_exe() -> &'static str {
-    env!("CARGO_BIN_EXE_toolgate-fixture")
 }
 
 pub fn repo_path(rel: &str) -> PathBuf {
@@ -63,54 +51,6 @@ pub fn fixture_upstream(name: &str, args: &[&str], extra: &str) -> String {
 /// TOML for a Streamable HTTP upstream.
 pub fn http_upstream(name: &str, url: &str, extra: &str) -> String {
     format!("[[upstream]]\nname = {name:?}\nurl = {url:?}\n{extra}\n")
-}
-
-/// A process whose stderr is collected (and whose stdout may be read).
-pub struct Proc {
-    pub child: Child,
-    pub logs: Arc<Mutex<String>>,
-}
-
-impl Proc {
-    pub fn logs(&self) -> String {
-        self.logs.lock().clone()
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id().unwrap_or(0)
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Some(pid) = self.child.id() {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGTERM);
-        }
-        let _ = self.child.start_kill();
-    }
-}
-
-/// Appends a child's stderr lines to `logs` (echoed with
-/// `TOOLGATE_TEST_ECHO`) and, if given, sends each line to `notify`.
-pub fn collect_stderr(
-    child: &mut Child,
-    logs: Arc<Mutex<String>>,
-    notify: Option<tokio::sync::mpsc::UnboundedSender<String>>,
-) {
-    let stderr = child.stderr.take().expect("stderr piped");
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            if std::env::var_os("TOOLGATE_TEST_ECHO").is_some() {
-                eprintln!("[proc] {line}");
-            }
-            logs.lock().push_str(&line);
-            logs.lock().push('\n');
-            if let Some(tx) = &notify {
-                let _ = tx.send(line);
-            }
-        }
-    });
 }
 
 /// A running toolgate.
@@ -200,36 +140,6 @@ impl Toolgate {
     }
 }
 
-/// Starts a Streamable HTTP server process that prints `LISTENING <url>` on
-/// stdout, and returns it with that URL.
-pub async fn start_http_server(program: &str, args: &[&str]) -> Result<(Proc, String)> {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| format!("starting {program}"))?;
-    let logs = Arc::new(Mutex::new(String::new()));
-    collect_stderr(&mut child, logs.clone(), None);
-    let stdout = child.stdout.take().expect("stdout piped");
-    let proc = Proc { child, logs };
-    let mut lines = BufReader::new(stdout).lines();
-    let url = tokio::time::timeout(START_TIMEOUT, async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(url) = line.strip_prefix("LISTENING ") {
-                return Some(url.trim().to_owned());
-            }
-        }
-        None
-    })
-    .await
-    .map_err(|_| anyhow!("{program} did not report LISTENING; logs:\n{}", proc.logs()))?
-    .ok_or_else(|| anyhow!("{program} exited early; logs:\n{}", proc.logs()))?;
-    Ok((proc, url))
-}
-
 /// The Python SDK upstream over Streamable HTTP.
 pub async fn python_http_upstream() -> Result<(Proc, String)> {
     let script = repo_path("tests/python/upstream_server.py").display().to_string();
@@ -258,168 +168,14 @@ pub async fn client_probe(url: &str, args: &[&str], steps: &Value) -> Result<Val
         .with_context(|| format!("client_probe.py printed no report; stderr:\n{stderr}"))
 }
 
-/// What one POST produced.
-#[derive(Debug)]
-pub struct Reply {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    /// `application/json`, `text/event-stream` or empty.
-    pub content_type: String,
-    /// Every JSON-RPC message in the body, in order (one for JSON, the events
-    /// for SSE; an array body is flattened).
-    pub messages: Vec<Value>,
-}
-
-impl Reply {
-    /// The response with `id` (the final one of a request).
-    pub fn response(&self, id: &Value) -> Option<&Value> {
-        self.messages
-            .iter()
-            .find(|m| m.get("id") == Some(id) && (m.get("result").is_some() || m.get("error").is_some()))
-    }
-
-    /// Messages other than responses (notifications, server requests).
-    pub fn related(&self) -> Vec<&Value> {
-        self.messages.iter().filter(|m| m.get("method").is_some()).collect()
-    }
-}
-
-/// A raw Streamable HTTP client.
-#[derive(Clone)]
-pub struct Client {
-    http: reqwest::Client,
-    pub url: String,
-    pub session: Option<String>,
-    pub version: String,
-    next_id: Arc<std::sync::atomic::AtomicI64>,
-}
-
-impl Client {
-    pub fn new(url: &str) -> Client {
-        Client {
-            http: reqwest::Client::new(),
-            url: url.to_owned(),
-            session: None,
-            version: VERSION.to_owned(),
-            next_id: Arc::new(std::sync::atomic::AtomicI64::new(1)),
-        }
-    }
-
-    fn id(&self) -> Value {
-        json!(self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-    }
-
-    /// `initialize` + `notifications/initialized`; returns the result.
-    pub async fn initialize(&mut self, capabilities: Value) -> Result<Value> {
-        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": self.version,
-            "capabilities": capabilities,
-            "clientInfo": {"name": "toolgate-tests", "version": "1.0"},
-        }});
-        let reply = self.post(&body).await?;
-        if reply.status != StatusCode::OK {
-            bail!("initialize answered {}: {:?}", reply.status, reply.messages);
-        }
-        self.session =
-            Some(reply.headers.get("mcp-session-id").ok_or_else(|| anyhow!("no Mcp-Session-Id"))?.to_str()?.to_owned());
-        let result = reply
-            .response(&json!(0))
-            .and_then(|r| r.get("result"))
-            .cloned()
-            .ok_or_else(|| anyhow!("no result: {:?}", reply.messages))?;
-        if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
-            self.version = v.to_owned();
-        }
-        self.notify("notifications/initialized", None).await?;
-        Ok(result)
-    }
-
-    /// A client that has initialized with the given capabilities.
-    pub async fn connected(url: &str, capabilities: Value) -> Result<Client> {
-        let mut c = Client::new(url);
-        c.initialize(capabilities).await?;
-        Ok(c)
-    }
-
-    fn builder(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
-        let mut b = self
-            .http
-            .request(method, &self.url)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json");
-        if let Some(s) = &self.session {
-            b = b.header("mcp-session-id", s);
-            b = b.header("mcp-protocol-version", &self.version);
-        }
-        b
-    }
-
-    /// POSTs a raw body and reads the whole answer.
-    pub async fn post(&self, body: &Value) -> Result<Reply> {
-        self.send(self.builder(reqwest::Method::POST).body(body.to_string())).await
-    }
-
-    /// Sends a prepared request and reads the whole answer.
-    pub async fn send(&self, request: reqwest::RequestBuilder) -> Result<Reply> {
-        let response = request.send().await?;
-        read_reply(response).await
-    }
-
-    /// A request builder with this client's headers, to tweak in tests.
-    pub fn raw(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
-        self.builder(method)
-    }
-
-    /// A request builder with only the session headers.
-    pub fn bare(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
-        let mut b = self.http.request(method, &self.url);
-        if let Some(s) = &self.session {
-            b = b.header("mcp-session-id", s).header("mcp-protocol-version", &self.version);
-        }
-        b
-    }
-
-    /// Sends a request and returns its response message (panicking tests
-    /// get the whole reply in the error).
-    pub async fn request(&self, method: &str, params: Value) -> Result<Value> {
-        Ok(self.exchange(method, params).await?.0)
-    }
-
-    /// Sends a request; returns its response and the related messages.
-    pub async fn exchange(&self, method: &str, params: Value) -> Result<(Value, Vec<Value>)> {
-        let id = self.id();
-        let reply = self.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await?;
-        let response = reply.response(&id).cloned().ok_or_else(|| anyhow!("no response to {method}: {reply:?}"))?;
-        Ok((response, reply.related().into_iter().cloned().collect()))
-    }
-
-    /// The `result` of a request (an error response is an Err).
-    pub async fn result(&self, method: &str, params: Value) -> Result<Value> {
-        let response = self.request(method, params).await?;
-        response.get("result").cloned().ok_or_else(|| anyhow!("{method} failed: {response}"))
-    }
-
-    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<StatusCode> {
-        let mut body = json!({"jsonrpc": "2.0", "method": method});
-        if let Some(p) = params {
-            body["params"] = p;
-        }
-        Ok(self.post(&body).await?.status)
-    }
-
-    /// Answers a server-to-client request.
-    pub async fn respond(&self, id: &Value, result: Value) -> Result<StatusCode> {
-        Ok(self.post(&json!({"jsonrpc": "2.0", "id": id, "result": result})).await?.status)
-    }
-
-    /// Calls a tool; returns the `tools/call` result (or the error response).
-    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value> {
-        let response = self.request("tools/call", json!({"name": name, "arguments": arguments})).await?;
-        Ok(response.get("result").cloned().unwrap_or(response))
-    }
-
+/// What a client of the gateway reads besides plain MCP.
+pub trait GatewayClient {
     /// Reads the descriptions resource; returns the parsed JSON body.
-    pub async fn read_descriptions(&self, tools: &str) -> Result<Value> {
+    async fn read_descriptions(&self, tools: &str) -> Result<Value>;
+}
+
+impl GatewayClient for Client {
+    async fn read_descriptions(&self, tools: &str) -> Result<Value> {
         let uri = if tools.is_empty() {
             "resource:///tool_descriptions".to_owned()
         } else {
@@ -429,186 +185,4 @@ impl Client {
         let text = result["contents"][0]["text"].as_str().ok_or_else(|| anyhow!("no text content: {result}"))?;
         Ok(serde_json::from_str(text)?)
     }
-
-    /// POSTs a request and returns its SSE/JSON messages as a live stream,
-    /// for exchanges where the client must answer mid-request.
-    pub async fn open(&self, body: &Value) -> Result<MessageStream> {
-        let response = self.builder(reqwest::Method::POST).body(body.to_string()).send().await?;
-        MessageStream::new(response).await
-    }
-
-    /// POSTs a body and returns the raw SSE events of the answer.
-    pub async fn open_events(&self, body: &Value) -> Result<EventStream> {
-        let response = self.builder(reqwest::Method::POST).body(body.to_string()).send().await?;
-        Ok(EventStream::new(response).await)
-    }
-
-    /// `GET` with `Last-Event-ID`: resumes a stream.
-    pub async fn resume(&self, last_event_id: &str) -> Result<EventStream> {
-        let mut b =
-            self.http.get(&self.url).header("accept", "text/event-stream").header("last-event-id", last_event_id);
-        if let Some(s) = &self.session {
-            b = b.header("mcp-session-id", s).header("mcp-protocol-version", &self.version);
-        }
-        Ok(EventStream::new(b.send().await?).await)
-    }
-
-    /// Opens the standalone GET stream.
-    pub async fn listen(&self) -> Result<MessageStream> {
-        let mut b = self.http.get(&self.url).header("accept", "text/event-stream");
-        if let Some(s) = &self.session {
-            b = b.header("mcp-session-id", s).header("mcp-protocol-version", &self.version);
-        }
-        MessageStream::new(b.send().await?).await
-    }
-
-    pub async fn delete(&self) -> Result<StatusCode> {
-        let mut b = self.http.delete(&self.url);
-        if let Some(s) = &self.session {
-            b = b.header("mcp-session-id", s);
-        }
-        Ok(b.send().await?.status())
-    }
-}
-
-/// One SSE event as sent: its id (if any), `retry` (if any) and data.
-#[derive(Debug, Clone)]
-pub struct RawEvent {
-    pub id: Option<String>,
-    pub retry: Option<u64>,
-    pub data: String,
-}
-
-/// Raw SSE events of a response, with their ids (for resumption tests).
-pub struct EventStream {
-    pub status: StatusCode,
-    rx: tokio::sync::mpsc::UnboundedReceiver<RawEvent>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl EventStream {
-    pub async fn new(response: reqwest::Response) -> EventStream {
-        let status = response.status();
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let task = tokio::spawn(async move {
-            let mut events = SseByteStream::new(response.bytes_stream());
-            while let Some(Ok(e)) = events.next().await {
-                if e.id.is_none() && e.data.is_none() && e.retry.is_none() {
-                    continue;
-                }
-                let event = RawEvent { id: e.id, retry: e.retry, data: e.data.unwrap_or_default() };
-                if tx.send(event).is_err() {
-                    return;
-                }
-            }
-        });
-        EventStream { status, rx, task }
-    }
-
-    /// The next event, waiting up to 20 s; None when the stream ended.
-    pub async fn next(&mut self) -> Option<RawEvent> {
-        tokio::time::timeout(Duration::from_secs(20), self.rx.recv()).await.ok().flatten()
-    }
-
-    /// Drops the connection, as a client whose network failed would.
-    pub fn disconnect(self) {
-        self.task.abort();
-    }
-}
-
-/// Messages arriving on an open response (JSON or SSE).
-pub struct MessageStream {
-    pub status: StatusCode,
-    pub content_type: String,
-    rx: tokio::sync::mpsc::UnboundedReceiver<Value>,
-}
-
-impl MessageStream {
-    async fn new(response: reqwest::Response) -> Result<MessageStream> {
-        let status = response.status();
-        let content_type = content_type(response.headers());
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        if content_type.starts_with("text/event-stream") {
-            tokio::spawn(async move {
-                let mut events = SseByteStream::new(response.bytes_stream());
-                while let Some(Ok(event)) = events.next().await {
-                    if let Some(data) = event.data.filter(|d| !d.is_empty()) {
-                        match serde_json::from_str::<Value>(&data) {
-                            Ok(v) => {
-                                if tx.send(v).is_err() {
-                                    return;
-                                }
-                            }
-                            Err(e) => eprintln!("bad SSE data {data:?}: {e}"),
-                        }
-                    }
-                }
-            });
-        } else {
-            let bytes = response.bytes().await?;
-            for m in body_messages(&bytes) {
-                let _ = tx.send(m);
-            }
-        }
-        Ok(MessageStream { status, content_type, rx })
-    }
-
-    /// The next message, waiting up to 20 s.
-    pub async fn next(&mut self) -> Result<Value> {
-        tokio::time::timeout(Duration::from_secs(20), self.rx.recv())
-            .await
-            .map_err(|_| anyhow!("no message within 20 s"))?
-            .ok_or_else(|| anyhow!("the stream ended"))
-    }
-
-    /// The next message within `d`, or None.
-    pub async fn next_within(&mut self, d: Duration) -> Option<Value> {
-        tokio::time::timeout(d, self.rx.recv()).await.ok().flatten()
-    }
-}
-
-fn content_type(headers: &HeaderMap) -> String {
-    headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase()
-}
-
-fn body_messages(bytes: &[u8]) -> Vec<Value> {
-    match serde_json::from_slice::<Value>(bytes) {
-        Ok(Value::Array(items)) => items,
-        Ok(v) => vec![v],
-        Err(_) => Vec::new(),
-    }
-}
-
-async fn read_reply(response: reqwest::Response) -> Result<Reply> {
-    let status = response.status();
-    let headers = response.headers().clone();
-    let content_type = content_type(&headers);
-    let mut messages = Vec::new();
-    if content_type.starts_with("text/event-stream") {
-        let mut events = SseByteStream::new(response.bytes_stream());
-        let read = async {
-            while let Some(event) = events.next().await {
-                let event = event?;
-                if let Some(data) = event.data.filter(|d| !d.is_empty()) {
-                    messages.push(serde_json::from_str(&data).with_context(|| format!("bad SSE data {data:?}"))?);
-                }
-            }
-            anyhow::Ok(())
-        };
-        tokio::time::timeout(Duration::from_secs(60), read).await.map_err(|_| anyhow!("SSE answer did not end"))??;
-    } else {
-        let bytes = response.bytes().await?;
-        messages = body_messages(&bytes);
-    }
-    Ok(Reply { status, headers, content_type, messages })
-}
-
-/// The text of the first content block of a tool result.
-pub fn text_of(result: &Value) -> &str {
-    result["content"][0]["text"].as_str().unwrap_or("")
-}
-
-/// The JSON inside the first text block of a tool result.
-pub fn json_of(result: &Value) -> Value {
-    serde_json::from_str(text_of(result)).unwrap_or(Value::Null)
 }

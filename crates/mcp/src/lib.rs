@@ -7,12 +7,14 @@
 //! - [`server`]: the server engine (the MCP lifecycle, sessions, the batch
 //!   policy) and the downstream transports that move its frames
 //!   (Streamable HTTP, legacy HTTP+SSE, stdio).
+//! - [`uri_template`]: matching URIs against resource templates (RFC 6570).
 
 #![forbid(unsafe_code)]
 
 pub mod jsonrpc;
 pub mod protocol;
 pub mod server;
+pub mod uri_template;
 
 /// Spawns a task that carries the caller's tracing span, so what the task
 /// logs can be followed back to the request that started it. Use it instead

@@ -206,7 +206,9 @@ impl<S> Session<S> {
     /// Sends a request to the client and waits for its answer. The request
     /// goes on `via` (the stream of the client request it belongs to) when
     /// that is still open, otherwise on the standalone stream. If `cancel`
-    /// fires first, the client is told with `notifications/cancelled`.
+    /// fires first, or the returned future is dropped before the answer
+    /// (the work that asked was itself cancelled), the client is told with
+    /// `notifications/cancelled` and a late answer is ignored.
     pub async fn request_client(
         &self,
         method: &str,
@@ -217,21 +219,16 @@ impl<S> Session<S> {
         let id = Id::number(self.next_request_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         self.awaiting.lock().insert(id.clone(), tx);
-        let request = Message::Request(Request { id: id.clone(), method: method.to_owned(), params });
+        let waiting = Awaiting { session: self, id: id.clone(), via: via.cloned() };
+        let request = Message::Request(Request { id, method: method.to_owned(), params });
         self.send_related(request, via);
-        tokio::select! {
+        let answer = tokio::select! {
             answer = rx => answer.map_err(|_| ClientRequestError::SessionClosed),
-            _ = cancel.cancelled() => {
-                self.awaiting.lock().remove(&id);
-                let note = Notification::new(
-                    method::CANCELLED,
-                    Some(json!({"requestId": id.to_value(), "reason": "cancelled by the upstream server"})),
-                );
-                self.send_related(note.into(), via);
-                Err(ClientRequestError::Cancelled)
-            }
+            _ = cancel.cancelled() => Err(ClientRequestError::Cancelled),
             _ = self.closed.cancelled() => Err(ClientRequestError::SessionClosed),
-        }
+        };
+        drop(waiting);
+        answer
     }
 
     /// Routes the client's response to the request that awaits it. Hands
@@ -247,7 +244,9 @@ impl<S> Session<S> {
         }
     }
 
-    fn send_related(&self, message: Message, via: Option<&Downlink>) {
+    /// Sends a message related to a client request on `via` (its stream)
+    /// while that is open, else on the standalone stream (see [`notify`](Self::notify)).
+    pub fn send_related(&self, message: Message, via: Option<&Downlink>) {
         let message = match via {
             Some(downlink) if !downlink.is_closed() => match downlink.tx.send(Frame::Message(message)) {
                 Ok(()) => return,
@@ -271,6 +270,27 @@ impl<S> Session<S> {
     /// The session's resumable streams.
     pub(crate) fn replay(&self) -> parking_lot::MutexGuard<'_, Replay> {
         self.replay.lock()
+    }
+}
+
+/// A server-to-client request still waiting for its answer. Dropped when the
+/// wait ends, however it ends: if the answer has not arrived (cancelled,
+/// or the waiting future itself dropped), the request is forgotten and the
+/// client told it is withdrawn.
+struct Awaiting<'a, S> {
+    session: &'a Session<S>,
+    id: Id,
+    via: Option<Downlink>,
+}
+
+impl<S> Drop for Awaiting<'_, S> {
+    fn drop(&mut self) {
+        if self.session.awaiting.lock().remove(&self.id).is_none() || self.session.closed.is_cancelled() {
+            return;
+        }
+        let params = json!({"requestId": self.id.to_value(), "reason": "cancelled by the server"});
+        let note = Notification::new(method::CANCELLED, Some(params));
+        self.session.send_related(note.into(), self.via.as_ref());
     }
 }
 

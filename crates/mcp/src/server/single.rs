@@ -6,15 +6,20 @@
 //! [`drive`] is the whole connection: it hands each decoded body to the
 //! engine, runs the requests concurrently on the connection's own task (in
 //! arrival order up to their first wait, so a `logging/setLevel` applies to
-//! the calls after it), and writes what comes out.
+//! the calls after it), and writes what comes out. When the client's input
+//! ends while requests are still running, they get [`EOF_GRACE`] to finish
+//! and be answered, as long as someone is still reading the output (a stdio
+//! client that closed only its end of the pipe).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::stream::FuturesUnordered;
 use futures::{Stream, StreamExt};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use super::engine::{Accepted, Engine, SessionRef};
 use super::handler::Handler;
@@ -23,6 +28,9 @@ use crate::jsonrpc::{Body, DecodeError, Message, Response};
 
 /// Where a single-channel transport's messages go out, encoded.
 pub type Outbox = mpsc::UnboundedSender<Arc<str>>;
+
+/// How long requests still running when the input ends may take to finish.
+pub const EOF_GRACE: Duration = Duration::from_secs(2);
 
 /// The answers one body's requests produce: one response, or a batch's.
 type Running = Pin<Box<dyn Future<Output = Answer> + Send>>;
@@ -45,6 +53,8 @@ where
     let (downlink, mut frames) = Downlink::channel();
     let (standalone_tx, mut standalone) = mpsc::unbounded_channel::<super::replay::Event>();
     let mut running: FuturesUnordered<Running> = FuturesUnordered::new();
+    // Set when the input ended with requests still running.
+    let mut ending: Option<Instant> = None;
     loop {
         tokio::select! {
             biased;
@@ -61,8 +71,16 @@ where
                     Answer::Batch(responses) => send_batch(outbox, responses),
                 }
             }
-            body = inbound.next() => {
-                let Some(body) = body else { break };
+            () = tokio::time::sleep_until(ending.unwrap_or_else(Instant::now)), if ending.is_some() => break,
+            () = outbox.closed(), if ending.is_some() => break,
+            body = inbound.next(), if ending.is_none() => {
+                let Some(body) = body else {
+                    if running.is_empty() || outbox.is_closed() {
+                        break;
+                    }
+                    ending = Some(Instant::now() + EOF_GRACE);
+                    continue;
+                };
                 let reference = match &session {
                     Some(s) => {
                         // Any traffic keeps the session alive.
@@ -99,6 +117,9 @@ where
                     }
                 }
             }
+        }
+        if ending.is_some() && running.is_empty() {
+            break;
         }
     }
     session

@@ -5,10 +5,11 @@
 use std::io;
 use std::sync::Arc;
 
-use futures::{Stream, StreamExt, stream};
+use bytes::{Bytes, BytesMut};
+use futures::{Stream, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder, FramedRead};
 
 use super::engine::Engine;
 use super::handler::Handler;
@@ -57,30 +58,61 @@ where
     }
 }
 
-/// The bodies on `reader`, one per line (blank lines skipped). A line over
-/// [`MAX_LINE`] is an invalid message; reading goes on after it. The stream
-/// ends at EOF, or after yielding a read error.
+/// The bodies on `reader`, one per line (blank lines skipped). A line that
+/// is not UTF-8 is a parse error; one over [`MAX_LINE`] is an invalid
+/// message and is skipped to its end without being held. Reading goes on
+/// after either. The stream ends at EOF, or after yielding a read error.
 pub fn read_bodies<R: AsyncRead + Unpin>(reader: R) -> impl Stream<Item = io::Result<Result<Body, DecodeError>>> {
-    let lines = FramedRead::new(reader, LinesCodec::new_with_max_length(MAX_LINE));
-    stream::unfold(Some(lines), |lines| async move {
-        let mut lines = lines?;
-        loop {
-            return match lines.next().await {
-                None => None,
-                Some(Ok(line)) if line.trim().is_empty() => continue,
-                Some(Ok(line)) => Some((Ok(Body::decode(line.as_bytes())), Some(lines))),
-                Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
-                    // The codec stops after an error; go on with a fresh one
-                    // (the rest of the long line then fails to parse and is
-                    // answered too).
-                    let lines = FramedRead::new(lines.into_inner(), LinesCodec::new_with_max_length(MAX_LINE));
-                    let e = DecodeError::Invalid { id: None, reason: format!("message longer than {MAX_LINE} bytes") };
-                    Some((Ok(Err(e)), Some(lines)))
-                }
-                Some(Err(LinesCodecError::Io(e))) => Some((Err(e), None)),
-            };
-        }
+    FramedRead::new(reader, LineCodec::default()).filter_map(|line| {
+        std::future::ready(match line {
+            Ok(Line::Text(bytes)) if bytes.trim_ascii().is_empty() => None,
+            Ok(Line::Text(bytes)) => Some(Ok(Body::decode(&bytes))),
+            Ok(Line::TooLong) => {
+                let reason = format!("message longer than {MAX_LINE} bytes");
+                Some(Ok(Err(DecodeError::Invalid { id: None, reason })))
+            }
+            Err(e) => Some(Err(e)),
+        })
     })
+}
+
+/// One line off the reader.
+enum Line {
+    /// The line's bytes, without the newline (UTF-8 is checked by the decoder).
+    Text(Bytes),
+    /// A line over [`MAX_LINE`]; the codec discards the rest of it.
+    TooLong,
+}
+
+/// Newline-delimited frames as bytes, a long line reported as an item rather
+/// than an error (an error would end the stream).
+struct LineCodec(AnyDelimiterCodec);
+
+impl Default for LineCodec {
+    fn default() -> Self {
+        Self(AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), MAX_LINE))
+    }
+}
+
+impl Decoder for LineCodec {
+    type Item = Line;
+    type Error = io::Error;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> io::Result<Option<Line>> {
+        lift(self.0.decode(buf))
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> io::Result<Option<Line>> {
+        lift(self.0.decode_eof(buf))
+    }
+}
+
+fn lift(frame: Result<Option<Bytes>, AnyDelimiterCodecError>) -> io::Result<Option<Line>> {
+    match frame {
+        Ok(frame) => Ok(frame.map(Line::Text)),
+        Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => Ok(Some(Line::TooLong)),
+        Err(AnyDelimiterCodecError::Io(e)) => Err(e),
+    }
 }
 
 async fn write_lines<W: AsyncWrite + Unpin>(
@@ -97,3 +129,6 @@ async fn write_lines<W: AsyncWrite + Unpin>(
     }
     writer.flush().await
 }
+
+#[cfg(test)]
+mod tests;

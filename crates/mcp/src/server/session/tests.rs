@@ -39,6 +39,36 @@ async fn cancelling_a_client_request_tells_the_client() {
 }
 
 #[tokio::test]
+async fn dropping_the_wait_withdraws_the_request() {
+    let s = session();
+    let (downlink, mut rx) = Downlink::channel();
+    // The waiting future is dropped (as when the tool call that asked is
+    // cancelled): the client is told, and a late answer is not routed.
+    let waited = tokio::time::timeout(std::time::Duration::from_millis(20), async {
+        s.request_client("roots/list", None, Some(&downlink), &CancellationToken::new()).await
+    })
+    .await;
+    assert!(waited.is_err(), "nobody answered");
+    let Some(Frame::Message(Message::Request(req))) = rx.recv().await else { panic!("no request") };
+    let Some(Frame::Message(Message::Notification(n))) = rx.recv().await else { panic!("no cancellation") };
+    assert_eq!(n.method, method::CANCELLED);
+    assert_eq!(n.params.unwrap()["requestId"], req.id.to_value());
+    assert!(s.awaiting.lock().is_empty(), "the pending entry is removed");
+    assert!(s.resolve(&req.id, Outcome::Result(json!({"roots": []}))).is_err());
+    assert!(rx.try_recv().is_err(), "exactly one cancellation");
+
+    // An answered request is not withdrawn when its future ends.
+    let s = Arc::new(session());
+    let (s2, dl) = (s.clone(), downlink.clone());
+    let task =
+        crate::spawn(async move { s2.request_client("roots/list", None, Some(&dl), &CancellationToken::new()).await });
+    let Some(Frame::Message(Message::Request(req))) = rx.recv().await else { panic!("no request") };
+    assert!(s.resolve(&req.id, Outcome::Result(json!({}))).is_ok());
+    assert!(task.await.unwrap().is_ok());
+    assert!(rx.try_recv().is_err(), "no cancellation after an answer");
+}
+
+#[tokio::test]
 async fn unrelated_messages_go_to_the_standalone_stream() {
     let s = session();
     s.notify(Message::Notification(Notification::new("early", None)));

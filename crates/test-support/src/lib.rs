@@ -1,0 +1,23 @@
+//! What toolgate's tests share, used as a dev-dependency by the gateway's
+//! integration tests and by the workspace's crates.
+//!
+//! - [`client`]: a raw Streamable HTTP client that shows exactly what went
+//!   over the wire ([`Client`], [`Reply`], [`MessageStream`], [`EventStream`]).
+//! - [`process`]: child processes with their stderr collected ([`Proc`]),
+//!   and starting a server that prints `LISTENING <url>`.
+//! - [`bins`]: the workspace's built binaries (the conformance fixture), for
+//!   tests of another package than the one that builds them.
+//! - [`pipe`]: an in-process client that drives an [`Engine`] through its
+//!   real stdio transport over an in-memory pipe, for handler tests.
+//!
+//! [`Engine`]: toolgate_mcp::server::Engine
+
+pub mod bins;
+pub mod client;
+pub mod pipe;
+pub mod process;
+
+pub use bins::{fixture_exe, workspace_exe};
+pub use client::{Client, EventStream, MessageStream, RawEvent, Reply, VERSION, json_of, text_of};
+pub use pipe::{PipeClient, first_text};
+pub use process::{Proc, START_TIMEOUT, collect_stderr, start_http_server};
