@@ -32,7 +32,8 @@ struct Upstream {
 }
 
 const ECHO_DESCRIPTION: &str = "Echoes the given text back. It takes one argument, `text`, and returns it \
-    unchanged as a text content block; useful to check that calls get through.";
+    unchanged as a text content block. Useful to check that calls get through: the upstream sees exactly what \
+    the client sent, and nothing is added on the way.";
 
 impl Upstream {
     fn seen(&self, method: &str) -> Vec<Seen> {
