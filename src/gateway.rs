@@ -62,7 +62,7 @@ use crate::server::http::health::{Readiness, Ready};
 use crate::server::http::Admit;
 use crate::server::{Handler, InitContext, RequestCtx, ServerOffer, Session, SessionStore};
 use forward::Forwarder;
-use layer::{Exchange, Layer, Next};
+use layer::{Exchange, Layer, Next, Then};
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -97,8 +97,10 @@ pub struct Gateway {
     sessions: Arc<SessionStore<GatewaySession>>,
     /// Who may connect, and each client's session count.
     clients: clients::Clients,
-    /// The layers over the forwarder, outermost first.
-    layers: Vec<Box<dyn Layer>>,
+    /// The policy layer, when `[auth]` configures credentials (outermost).
+    policy: Option<policy::Policy>,
+    /// The disclosure layer, when any upstream is progressive.
+    disclosure: Option<disclosure::Disclosure>,
     forwarder: Forwarder,
     http: reqwest::Client,
     shutdown: CancellationToken,
@@ -150,13 +152,8 @@ impl Gateway {
             })
             .collect();
         let clients = clients::Clients::new(&config)?;
-        let mut layers: Vec<Box<dyn Layer>> = Vec::new();
-        if clients.is_enabled() {
-            layers.push(Box::new(policy::Policy::new()));
-        }
-        if config.upstreams.iter().any(|u| u.mode == Mode::Progressive) {
-            layers.push(Box::new(disclosure::Disclosure::new()));
-        }
+        let policy = clients.is_enabled().then(policy::Policy::new);
+        let disclosure = config.upstreams.iter().any(|u| u.mode == Mode::Progressive).then(disclosure::Disclosure::new);
         let gateway = Arc::new(Self {
             catalogs: Catalogs::new(config.disclosure.clone()),
             forwarder: Forwarder::new(config.server.page_size),
@@ -164,7 +161,8 @@ impl Gateway {
             upstreams,
             sessions,
             clients,
-            layers,
+            policy,
+            disclosure,
             http,
             shutdown: CancellationToken::new(),
         });
@@ -302,12 +300,11 @@ impl Gateway {
     }
 
     /// What toolgate offers a client that may use the upstreams `uses`
-    /// allows: the forwarder's, as each layer adds to it.
+    /// allows: the forwarder's, as the layers add to it.
     fn offer_for(&self, version: crate::protocol::Version, uses: impl Fn(usize) -> bool) -> ServerOffer {
         let mut offer = self.forwarder.offer(self, version, uses);
-        for layer in &self.layers {
-            layer.offer(self, &mut offer);
-        }
+        self.policy.offer(self, &mut offer);
+        self.disclosure.offer(self, &mut offer);
         offer
     }
 }
@@ -327,7 +324,8 @@ impl Handler for Gateway {
 
     async fn request(self: &Arc<Self>, session: &Arc<GwSession>, request: Request, ctx: RequestCtx) -> Outcome {
         let cx = Exchange { gateway: self, session, ctx: &ctx };
-        Next::new(&self.layers, &self.forwarder).run(cx, request).await
+        let chain = Then { layer: &self.disclosure, next: &self.forwarder };
+        Then { layer: &self.policy, next: chain }.run(cx, request).await
     }
 
     async fn notification(self: &Arc<Self>, session: &Arc<GwSession>, notification: Notification) {

@@ -17,7 +17,8 @@
 //! reaches the client the same way on every transport (a JSON answer, an
 //! SSE stream, legacy SSE, stdio).
 
-use futures::future::BoxFuture;
+use std::future::Future;
+
 use serde_json::{Value, json};
 
 use super::layer::{Exchange, Layer, Next};
@@ -39,8 +40,13 @@ impl Policy {
 }
 
 impl Layer for Policy {
-    fn serve<'a>(&'a self, cx: Exchange<'a>, request: Request, next: Next<'a>) -> BoxFuture<'a, Outcome> {
-        Box::pin(async move {
+    fn serve<'a, N: Next<'a>>(
+        &'a self,
+        cx: Exchange<'a>,
+        request: Request,
+        next: N,
+    ) -> impl Future<Output = Outcome> + Send + 'a {
+        async move {
             if counts(&request) {
                 let principal = cx.session.state.principal();
                 if let Err(wait) = self.calls.check(principal) {
@@ -49,7 +55,7 @@ impl Layer for Policy {
                 }
             }
             next.run(cx, request).await
-        })
+        }
     }
 }
 
