@@ -108,7 +108,12 @@ impl Catalogs {
 
     /// `view` as a client with a restricted policy sees it (cached per
     /// gateway-wide epoch and policy).
-    fn visible_view(&self, global: &Arc<CatalogView>, upstreams: &[Arc<UpstreamHandle>], principal: &Principal) -> Arc<CatalogView> {
+    fn visible_view(
+        &self,
+        global: &Arc<CatalogView>,
+        upstreams: &[Arc<UpstreamHandle>],
+        principal: &Principal,
+    ) -> Arc<CatalogView> {
         let mut visible = self.visible.lock();
         if visible.0 != global.epoch {
             *visible = (global.epoch, HashMap::new());
