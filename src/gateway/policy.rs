@@ -17,8 +17,6 @@
 //! reaches the client the same way on every transport (a JSON answer, an
 //! SSE stream, legacy SSE, stdio).
 
-use std::future::Future;
-
 use serde_json::{Value, json};
 
 use super::layer::{Exchange, Layer, Next};
@@ -40,22 +38,15 @@ impl Policy {
 }
 
 impl Layer for Policy {
-    fn serve<'a, N: Next<'a>>(
-        &'a self,
-        cx: Exchange<'a>,
-        request: Request,
-        next: N,
-    ) -> impl Future<Output = Outcome> + Send + 'a {
-        async move {
-            if counts(&request) {
-                let principal = cx.session.state.principal();
-                if let Err(wait) = self.calls.check(principal) {
-                    tracing::info!(client = %principal.id(), retry_after = ?wait.0, "request refused: calls_per_minute");
-                    return Outcome::error(rate_limited(principal, wait));
-                }
+    async fn serve<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
+        if counts(&request) {
+            let principal = cx.session.state.principal();
+            if let Err(wait) = self.calls.check(principal) {
+                tracing::info!(client = %principal.id(), retry_after = ?wait.0, "request refused: calls_per_minute");
+                return Outcome::error(rate_limited(principal, wait));
             }
-            next.run(cx, request).await
         }
+        next.run(cx, request).await
     }
 }
 

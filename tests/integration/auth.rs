@@ -534,3 +534,55 @@ async fn jwts_from_the_configured_issuer_are_accepted_and_map_to_client_policies
     assert!(!logs.contains(&carol_token) && !logs.contains(signature), "a token was logged:\n{logs}");
     Ok(())
 }
+
+/// Every page of `tools/list`.
+async fn all_tool_names(c: &Client) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    let mut params = json!({});
+    for _ in 0..100 {
+        let page = c.result("tools/list", params).await?;
+        names.extend(tool_names(&page));
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(cursor) => params = json!({"cursor": cursor}),
+            None => return Ok(names),
+        }
+    }
+    Err(anyhow!("tools/list never ended"))
+}
+
+#[tokio::test]
+async fn a_client_pages_through_and_hears_changes_of_only_what_it_may_see() -> Result<()> {
+    let gw = Toolgate::start_with(
+        &fixture_upstream("fx", &[], "sharing = \"shared\""),
+        &format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\npage_size = 1\n\n{}",
+            key_clients("tools = [\"echo\", \"fixture_added_2\"]", "")
+        ),
+    )
+    .await?;
+    let mut alice = Client::with_bearer(&gw.url, ALICE_KEY)?;
+    alice.initialize(json!({})).await?;
+    let mut bob = Client::with_bearer(&gw.url, BOB_KEY)?;
+    bob.initialize(json!({})).await?;
+    assert_eq!(all_tool_names(&alice).await?, ["echo", "describe_tools"], "one visible tool a page");
+    let mut alice_hears = alice.listen().await?;
+    let mut bob_hears = bob.listen().await?;
+    assert_eq!(alice_hears.status, StatusCode::OK);
+
+    // A tool alice may not see appears: only bob hears of it.
+    bob.read_descriptions("fixture_notify_list_changed").await?;
+    let added = bob.call_tool("fixture_notify_list_changed", json!({})).await?;
+    assert_eq!(added["structuredContent"]["added"], "fixture_added_1", "{added}");
+    let note = bob_hears.next().await?;
+    assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
+    assert!(all_tool_names(&bob).await?.iter().any(|n| n == "fixture_added_1"));
+    assert!(alice_hears.next_within(Duration::from_millis(800)).await.is_none(), "alice's list did not change");
+    assert_eq!(all_tool_names(&alice).await?, ["echo", "describe_tools"]);
+
+    // One she may see: she hears of it, and it is listed.
+    bob.call_tool("fixture_notify_list_changed", json!({})).await?;
+    let note = alice_hears.next().await?;
+    assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
+    assert_eq!(all_tool_names(&alice).await?, ["echo", "fixture_added_2", "describe_tools"]);
+    Ok(())
+}
