@@ -586,3 +586,83 @@ async fn a_client_pages_through_and_hears_changes_of_only_what_it_may_see() -> R
     assert_eq!(all_tool_names(&alice).await?, ["echo", "fixture_added_2", "describe_tools"]);
     Ok(())
 }
+
+#[tokio::test]
+async fn stdio_serves_the_local_user_without_auth() -> Result<()> {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("toolgate.toml");
+    let text =
+        format!("{}\n{}", key_clients("tools = [\"echo\"]\ncalls_per_minute = 1", ""), fixture_upstream("fx", &[], ""));
+    std::fs::write(&config, text)?;
+    let mut child = tokio::process::Command::new(toolgate_exe())
+        .args(["stdio", "--config"])
+        .arg(&config)
+        .env("TOOLGATE_LOG", "info")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut stdin = child.stdin.take().context("stdin")?;
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().context("stdout")?).lines();
+    let mut ask = async |id: i64, method: &str, params: Value| -> Result<Value> {
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string() + "\n";
+        stdin.write_all(line.as_bytes()).await?;
+        stdin.flush().await?;
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+                .await??
+                .ok_or_else(|| anyhow!("stdout closed"))?;
+            let message: Value = serde_json::from_str(&line)?;
+            if message["id"] == id {
+                return Ok(message);
+            }
+        }
+    };
+    let init = ask(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                                          "clientInfo": {"name": "t", "version": "1"}}),
+    )
+    .await?;
+    assert!(init["result"].is_object(), "{init}");
+    // No credential, and neither the tool policy nor the rate limit applies.
+    let list = ask(2, "tools/list", json!({})).await?;
+    assert!(tool_names(&list["result"]).iter().any(|n| n == "fixture_whoami"), "{list}");
+    ask(3, "resources/read", json!({"uri": "resource:///tool_descriptions?tools=echo"})).await?;
+    for id in 4..7 {
+        let echo = ask(id, "tools/call", json!({"name": "echo", "arguments": {"text": "local"}})).await?;
+        assert!(echo["result"].to_string().contains("local"), "{echo}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_docker_configs_start_as_documented() -> Result<()> {
+    let check = |file: &str, key: Option<&str>| {
+        let mut command = tokio::process::Command::new(toolgate_exe());
+        command
+            .args(["check-config", "--config"])
+            .arg(repo_path(file))
+            .env_clear()
+            .env("TOOLGATE_SERVER__LISTEN", "0.0.0.0:8080");
+        if let Some(key) = key {
+            command.env("TOOLGATE_API_KEY", key);
+        }
+        command.output()
+    };
+    // The image's demo opts in to serving without credentials.
+    let demo = check("config/demo.toml", None).await?;
+    assert!(demo.status.success(), "{}", String::from_utf8_lossy(&demo.stderr));
+    // The compose example needs the key from toolgate.env.
+    let without = check("docker/compose.toml", None).await?;
+    assert!(!without.status.success());
+    assert!(String::from_utf8_lossy(&without.stderr).contains("TOOLGATE_API_KEY"));
+    let with = check("docker/compose.toml", Some("0123456789abcdef0123456789abcdef")).await?;
+    assert!(with.status.success(), "{}", String::from_utf8_lossy(&with.stderr));
+    let printed = String::from_utf8_lossy(&with.stdout);
+    assert!(!printed.contains("0123456789abcdef0123456789abcdef"), "the key is redacted: {printed}");
+    Ok(())
+}
