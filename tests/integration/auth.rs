@@ -216,7 +216,7 @@ async fn policy_hides_tools_everywhere_a_client_could_see_or_reach_them() -> Res
     let mut alice = Client::with_bearer(&gw.url, ALICE_KEY)?;
     let init = alice.initialize(json!({})).await?;
     let mut bob = Client::with_bearer(&gw.url, BOB_KEY)?;
-    bob.initialize(json!({})).await?;
+    let bob_init = bob.initialize(json!({})).await?;
 
     // tools/list.
     let all = tool_names(&bob.result("tools/list", json!({})).await?);
@@ -296,7 +296,8 @@ async fn policy_hides_tools_everywhere_a_client_could_see_or_reach_them() -> Res
         )
         .await?;
     assert!(complete.get("error").is_some(), "{complete}");
-    // The offer names only what alice may use.
+    // The offer names only what alice may use (the demo has instructions).
+    assert!(bob_init["instructions"].as_str().is_some_and(|i| i.contains("## demo")), "{bob_init}");
     assert!(!init.to_string().contains("## demo"), "{init}");
     Ok(())
 }
