@@ -667,3 +667,25 @@ async fn the_docker_configs_start_as_documented() -> Result<()> {
     assert!(!printed.contains("0123456789abcdef0123456789abcdef"), "the key is redacted: {printed}");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_clients_credential_never_reaches_the_upstream() -> Result<()> {
+    let (url, seen) = crate::security::recording_upstream().await?;
+    let gw = Toolgate::start_with(
+        &http_upstream("rec", &url, "headers = { Authorization = \"Bearer upstream-secret\" }"),
+        &key_clients("", ""),
+    )
+    .await?;
+    let mut alice = Client::with_bearer(&gw.url, ALICE_KEY)?;
+    alice.initialize(json!({})).await?;
+    alice.read_descriptions("whoami").await?;
+    alice.call_tool("whoami", json!({})).await?;
+    let seen = seen.lock().clone();
+    assert!(seen.len() >= 4, "initialize, initialized, tools/list, tools/call at least: {}", seen.len());
+    for headers in &seen {
+        assert_eq!(headers["authorization"], "Bearer upstream-secret", "only the configured credential");
+        assert!(!format!("{headers:?}").contains(ALICE_KEY), "{headers:?}");
+    }
+    assert!(!gw.logs().contains(ALICE_KEY));
+    Ok(())
+}
