@@ -37,3 +37,6 @@ impl Catalog {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
