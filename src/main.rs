@@ -43,7 +43,8 @@ enum Command {
         config: PathBuf,
     },
     /// Run the gateway over stdio, for clients that launch their servers as
-    /// child processes (logs go to stderr).
+    /// child processes (logs go to stderr). It serves the local user who
+    /// launched it: `[auth]` (credentials, policy, limits) does not apply.
     Stdio {
         /// Configuration file (TOML).
         #[arg(short, long, env = "TOOLGATE_CONFIG")]
