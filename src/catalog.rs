@@ -17,6 +17,7 @@ use crate::config::{DisclosureConfig, Mode, UpstreamConfig};
 use crate::disclosure;
 
 mod extras;
+mod filter;
 mod forms;
 mod naming;
 mod summary;

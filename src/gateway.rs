@@ -4,9 +4,17 @@
 //! [`forward`]er, which routes it to the upstream that owns it:
 //!
 //! ```text
-//! engine → Disclosure (progressive upstreams only) → Forwarder → upstream stack
+//! engine → Policy ([auth] only) → Disclosure (progressive upstreams only) → Forwarder → upstream stack
 //! ```
 //!
+//! Each session belongs to a client ([`GatewaySession::principal`]): the
+//! anonymous one without `[auth]` and on stdio. What a client may see is
+//! decided by its catalog view and the forwarder's routes, which every layer
+//! uses; the [`policy`] layer applies its call rate.
+//!
+//! - [`clients`] and [`admission`]: authentication of HTTP requests, the
+//!   protected resource metadata, per-client session counts;
+//! - [`policy`]: the per-client layer (call rate);
 //! - [`upstreams`]: each configured upstream, its control connection and
 //!   the supervisor that keeps it up;
 //! - [`catalogs`]: the merged tool catalog, gateway-wide and per session;
@@ -18,7 +26,9 @@
 //! - [`events`]: where upstream traffic goes back to;
 //! - [`state`]: what the gateway keeps per downstream session.
 
+mod admission;
 mod catalogs;
+mod clients;
 mod connections;
 mod disclosure;
 mod events;
@@ -26,6 +36,7 @@ mod forward;
 mod layer;
 mod lists;
 mod pages;
+mod policy;
 mod state;
 mod translate;
 mod upstreams;
@@ -43,9 +54,11 @@ pub use catalogs::{CatalogView, Catalogs};
 pub use state::GatewaySession;
 pub use upstreams::{UpstreamHandle, crawl, toolgate_info};
 
+use crate::auth::Principal;
 use crate::catalog::{ToolEntry, load_extras_dir};
 use crate::config::{Config, Mode, Target};
-use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request};
+use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request};
+use crate::server::http::Admit;
 use crate::server::http::health::{Readiness, Ready};
 use crate::server::{Handler, InitContext, RequestCtx, ServerOffer, Session, SessionStore};
 use forward::Forwarder;
@@ -65,6 +78,9 @@ pub enum StartError {
         #[source]
         source: crate::config::TargetError,
     },
+    /// `[auth]` could not be set up (e.g. an unreadable JWKS file).
+    #[error("cannot set up authentication")]
+    Auth(#[from] crate::auth::BuildError),
 }
 
 /// A downstream session of the gateway.
@@ -79,6 +95,10 @@ pub struct Gateway {
     upstreams: Vec<Arc<UpstreamHandle>>,
     catalogs: Catalogs,
     sessions: Arc<SessionStore<GatewaySession>>,
+    /// Who may connect, and each client's session count.
+    clients: clients::Clients,
+    /// The policy layer, when `[auth]` configures credentials (outermost).
+    policy: Option<policy::Policy>,
     /// The disclosure layer, when any upstream is progressive.
     disclosure: Option<disclosure::Disclosure>,
     forwarder: Forwarder,
@@ -131,6 +151,8 @@ impl Gateway {
                 Arc::new(UpstreamHandle::new(i, cfg, target, extras))
             })
             .collect();
+        let clients = clients::Clients::new(&config)?;
+        let policy = clients.is_enabled().then(policy::Policy::new);
         let disclosure = config.upstreams.iter().any(|u| u.mode == Mode::Progressive).then(disclosure::Disclosure::new);
         let gateway = Arc::new(Self {
             catalogs: Catalogs::new(config.disclosure.clone()),
@@ -138,10 +160,21 @@ impl Gateway {
             config: Arc::new(config),
             upstreams,
             sessions,
+            clients,
+            policy,
             disclosure,
             http,
             shutdown: CancellationToken::new(),
         });
+        if let Some(authenticator) = gateway.clients.authenticator().filter(|a| a.has_jwt()).cloned() {
+            // Load the issuer's keys now rather than on the first request.
+            crate::spawn(async move {
+                match authenticator.prefetch_keys().await {
+                    Ok(keys) => tracing::info!(keys, "JWT signing keys loaded"),
+                    Err(e) => tracing::warn!(error = %e, "cannot load the JWT signing keys yet; retrying on use"),
+                }
+            });
+        }
         gateway.catalogs.rebuild(&gateway);
         upstreams::supervise_all(&gateway);
         Ok(gateway)
@@ -175,6 +208,20 @@ impl Gateway {
     /// The live downstream sessions.
     pub fn sessions(&self) -> &Arc<SessionStore<GatewaySession>> {
         &self.sessions
+    }
+
+    /// The hook that authenticates HTTP requests (`None` when `[auth]`
+    /// configures no credentials: everyone is anonymous). For
+    /// [`HttpOptions::admit`](crate::server::http::HttpOptions).
+    pub fn admission(&self) -> Option<Arc<dyn Admit>> {
+        self.clients.admission()
+    }
+
+    /// The routes of the RFC 9728 Protected Resource Metadata (with
+    /// `[auth.jwt]`), to merge beside the MCP routes: they need no
+    /// credentials.
+    pub fn metadata_routes(&self) -> Option<axum::Router> {
+        self.clients.metadata_routes()
     }
 
     pub(crate) fn forwarder(&self) -> &Forwarder {
@@ -246,16 +293,17 @@ impl Gateway {
         })
     }
 
-    /// Sends a notification to every live session's standalone stream.
-    pub(crate) fn broadcast(&self, notification: Notification) {
-        for s in self.sessions.sessions() {
-            s.notify(Message::Notification(notification.clone()));
-        }
+    /// What toolgate offers a client that may use every upstream.
+    #[cfg(test)]
+    fn offer(&self, version: crate::protocol::Version) -> ServerOffer {
+        self.offer_for(version, |_| true)
     }
 
-    /// What toolgate offers a client: the forwarder's, as the layers add to it.
-    fn offer(&self, version: crate::protocol::Version) -> ServerOffer {
-        let mut offer = self.forwarder.offer(self, version);
+    /// What toolgate offers a client that may use the upstreams `uses`
+    /// allows: the forwarder's, as the layers add to it.
+    fn offer_for(&self, version: crate::protocol::Version, uses: impl Fn(usize) -> bool) -> ServerOffer {
+        let mut offer = self.forwarder.offer(self, version, uses);
+        self.policy.offer(self, &mut offer);
         self.disclosure.offer(self, &mut offer);
         offer
     }
@@ -265,13 +313,19 @@ impl Handler for Gateway {
     type State = GatewaySession;
 
     async fn initialize(self: &Arc<Self>, ctx: &InitContext) -> Result<(ServerOffer, GatewaySession), ErrorObject> {
+        let principal = ctx.caller.principal::<Principal>().cloned().unwrap_or_else(Principal::anonymous);
+        // Counted before waiting for upstreams, so a burst over the limit is
+        // refused at once.
+        let slot = self.clients.open_session(&principal)?;
         self.wait_ready().await;
-        Ok((self.offer(ctx.version), GatewaySession::new(self.upstreams.len())))
+        let state = GatewaySession::for_client(&self.upstreams, principal, slot);
+        Ok((self.offer_for(ctx.version, |i| state.uses(i)), state))
     }
 
     async fn request(self: &Arc<Self>, session: &Arc<GwSession>, request: Request, ctx: RequestCtx) -> Outcome {
         let cx = Exchange { gateway: self, session, ctx: &ctx };
-        Then { layer: &self.disclosure, next: &self.forwarder }.run(cx, request).await
+        let chain = Then { layer: &self.disclosure, next: &self.forwarder };
+        Then { layer: &self.policy, next: chain }.run(cx, request).await
     }
 
     async fn notification(self: &Arc<Self>, session: &Arc<GwSession>, notification: Notification) {
@@ -283,6 +337,7 @@ impl Handler for Gateway {
     }
 
     async fn closed(self: &Arc<Self>, session: Arc<GwSession>) {
+        session.state.release_slot();
         let peers = session.state.take_connections().await;
         futures::future::join_all(peers.iter().map(|p| p.shutdown())).await;
         self.forwarder.release_subscriptions(self, &session).await;

@@ -43,7 +43,8 @@ enum Command {
         config: PathBuf,
     },
     /// Run the gateway over stdio, for clients that launch their servers as
-    /// child processes (logs go to stderr).
+    /// child processes (logs go to stderr). It serves the local user who
+    /// launched it: `[auth]` (credentials, policy, limits) does not apply.
     Stdio {
         /// Configuration file (TOML).
         #[arg(short, long, env = "TOOLGATE_CONFIG")]
@@ -190,10 +191,15 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         max_body_bytes: server.max_body_bytes,
         keep_alive: server.sse_keep_alive,
         legacy_sse: server.legacy_sse,
+        // `[auth]`: every request is authenticated before its body is read.
+        admit: gateway.admission(),
     };
     let readiness = gateway.readiness();
-    let app = toolgate::server::http::router(engine.clone(), options)
+    let mut app = toolgate::server::http::router(engine.clone(), options)
         .merge(toolgate::server::http::health::routes(readiness));
+    if let Some(metadata) = gateway.metadata_routes() {
+        app = app.merge(metadata);
+    }
     let listener =
         tokio::net::TcpListener::bind(server.listen).await.with_context(|| format!("binding {}", server.listen))?;
     let addr = listener.local_addr()?;
@@ -220,7 +226,14 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn stdio(config: Config) -> anyhow::Result<()> {
+async fn stdio(mut config: Config) -> anyhow::Result<()> {
+    // stdio serves the local user who launched toolgate, through a pipe no
+    // one else can reach: `[auth]` (credentials, tool policy, limits) is for
+    // HTTP clients only.
+    if config.auth.is_enabled() || !config.auth.clients.is_empty() {
+        tracing::info!("[auth] applies to HTTP clients only; on stdio toolgate serves the user who launched it");
+    }
+    config.auth = Default::default();
     let (gateway, engine) = start(config)?;
     tracing::info!("serving MCP on stdio");
     let served = toolgate::server::stdio::serve(engine.clone(), tokio::io::stdin(), tokio::io::stdout());

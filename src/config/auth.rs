@@ -418,4 +418,6 @@ pub(crate) fn decode_sha256_hex(text: &str) -> Option<[u8; 32]> {
 }
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;

@@ -1,7 +1,14 @@
 //! The tool catalog as served: the gateway-wide one, rebuilt whenever an
-//! upstream's tools change, and the catalogs of sessions whose own upstream
+//! upstream's tools change, the views of clients whose `[[auth.clients]]`
+//! policy hides some tools, and the catalogs of sessions whose own upstream
 //! sessions list different tools (servers with per-session toolsets).
+//!
+//! Every view has an epoch of its own (the gateway-wide catalog, each
+//! client policy's view of it, each session's own catalog): caches of what a
+//! view answers (the disclosure layer's rendered descriptions) are keyed by
+//! it, so one client's answer is never served to a client whose view differs.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -11,6 +18,7 @@ use serde_json::Value;
 
 use super::upstreams::{UpstreamHandle, crawl};
 use super::{Gateway, GwSession};
+use crate::auth::Principal;
 use crate::catalog::{Catalog, UpstreamTools};
 use crate::config::DisclosureConfig;
 use crate::jsonrpc::{Message, Notification};
@@ -30,9 +38,12 @@ pub struct Catalogs {
     current: ArcSwap<CatalogView>,
     /// Serializes rebuilds (several upstreams may change at once).
     rebuilding: Mutex<()>,
-    /// Source of epochs, gateway-wide and per-session alike.
+    /// Source of epochs, gateway-wide, per client policy and per session alike.
     epochs: AtomicU64,
     disclosure: DisclosureConfig,
+    /// The views of restricted client policies of the current catalog, by
+    /// `[[auth.clients]]` entry, and the gateway-wide epoch they were made from.
+    visible: Mutex<(u64, HashMap<String, Arc<CatalogView>>)>,
 }
 
 impl Catalogs {
@@ -43,6 +54,7 @@ impl Catalogs {
             rebuilding: Mutex::new(()),
             epochs: AtomicU64::new(1),
             disclosure,
+            visible: Mutex::new((0, HashMap::new())),
         }
     }
 
@@ -67,8 +79,53 @@ impl Catalogs {
         self.current.store(Arc::new(view));
         if changed && !gateway.sessions().is_empty() {
             tracing::info!(tools, "tool catalog changed; notifying sessions");
-            gateway.broadcast(Notification::new(method::TOOLS_LIST_CHANGED, None));
+            self.notify_changed(gateway, &old);
         }
+    }
+
+    /// Tells each session whose list differs from what it saw in `old` that
+    /// its tools changed: a client that cannot see the tools that changed
+    /// hears nothing.
+    fn notify_changed(&self, gateway: &Gateway, old: &CatalogView) {
+        let new = self.current();
+        // Whether a policy's view changed, by `[[auth.clients]]` entry.
+        let mut changed_for: HashMap<String, bool> = HashMap::new();
+        let upstreams = gateway.upstreams();
+        for session in gateway.sessions().sessions() {
+            let principal = session.state.principal();
+            let restricted = !principal.tools().is_unrestricted() && session.state.tools.lock().overrides.is_empty();
+            let sees = !restricted
+                || *changed_for.entry(policy_key(principal)).or_insert_with(|| {
+                    let before = visible_to(&old.catalog, upstreams, principal);
+                    let after = self.visible_view(&new, upstreams, principal);
+                    before.list_result_raw().get() != after.catalog.list_result_raw().get()
+                });
+            if sees {
+                session.notify(Message::Notification(Notification::new(method::TOOLS_LIST_CHANGED, None)));
+            }
+        }
+    }
+
+    /// `view` as a client with a restricted policy sees it (cached per
+    /// gateway-wide epoch and policy).
+    fn visible_view(
+        &self,
+        global: &Arc<CatalogView>,
+        upstreams: &[Arc<UpstreamHandle>],
+        principal: &Principal,
+    ) -> Arc<CatalogView> {
+        let mut visible = self.visible.lock();
+        if visible.0 != global.epoch {
+            *visible = (global.epoch, HashMap::new());
+        }
+        visible
+            .1
+            .entry(policy_key(principal))
+            .or_insert_with(|| {
+                let catalog = visible_to(&global.catalog, upstreams, principal);
+                Arc::new(CatalogView { catalog, epoch: self.epochs.fetch_add(1, Ordering::Relaxed) })
+            })
+            .clone()
     }
 
     /// Builds a catalog from every upstream's tools, or `replaced(i)` where
@@ -89,19 +146,26 @@ impl Catalogs {
     }
 
     /// The catalog as `session` sees it: the gateway-wide one, unless one of
-    /// its own upstream sessions reported a different tool list.
+    /// its own upstream sessions reported a different tool list; either way
+    /// without the tools its client's policy hides.
     pub(crate) fn for_session(&self, upstreams: &[Arc<UpstreamHandle>], session: &GwSession) -> Arc<CatalogView> {
         let global = self.current();
+        let principal = session.state.principal();
+        let restricted = !principal.tools().is_unrestricted();
         let mut tools = session.state.tools.lock();
         if tools.overrides.is_empty() {
-            return global;
+            return if restricted { self.visible_view(&global, upstreams, principal) } else { global };
         }
         if let Some((epoch, view)) = &tools.view
             && *epoch == global.epoch
         {
             return view.clone();
         }
-        let view = Arc::new(self.build(upstreams, |i| tools.overrides.get(&i).cloned()));
+        let mut view = self.build(upstreams, |i| tools.overrides.get(&i).cloned());
+        if restricted {
+            view.catalog = visible_to(&view.catalog, upstreams, principal);
+        }
+        let view = Arc::new(view);
         tools.view = Some((global.epoch, view.clone()));
         view
     }
@@ -142,4 +206,18 @@ impl Catalogs {
             session.notify(Message::Notification(Notification::new(method::TOOLS_LIST_CHANGED, None)));
         }
     }
+}
+
+/// `catalog` without the tools `principal`'s policy hides.
+fn visible_to(catalog: &Catalog, upstreams: &[Arc<UpstreamHandle>], principal: &Principal) -> Catalog {
+    let policy = principal.tools();
+    catalog.visible(|entry| {
+        upstreams.get(entry.upstream).is_some_and(|up| policy.allows_tool(&entry.exposed, &up.config.name))
+    })
+}
+
+/// What identifies a client's policy: its `[[auth.clients]]` entry (names
+/// are unique; JWT subjects without an entry of their own share `default`).
+fn policy_key(principal: &Principal) -> String {
+    principal.policy().entry.clone().unwrap_or_default()
 }

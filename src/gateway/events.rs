@@ -155,7 +155,12 @@ impl PeerEvents for ControlEvents {
         let Some(gw) = self.gateway.upgrade() else { return };
         match notification.method.as_str() {
             method::TOOLS_LIST_CHANGED => gw.upstreams()[self.index].request_refresh(),
-            method::RESOURCES_LIST_CHANGED | method::PROMPTS_LIST_CHANGED => gw.broadcast(notification),
+            // Only to the clients that may use this upstream.
+            method::RESOURCES_LIST_CHANGED | method::PROMPTS_LIST_CHANGED => {
+                for s in gw.sessions().sessions().into_iter().filter(|s| s.state.uses(self.index)) {
+                    s.notify(Message::Notification(notification.clone()));
+                }
+            }
             method::RESOURCES_UPDATED => {
                 let uri = notification.params.as_ref().and_then(|p| p.get("uri")).and_then(Value::as_str).unwrap_or("");
                 for s in gw.sessions().sessions() {

@@ -6,6 +6,11 @@
 //! names (a prefix per upstream when several are configured), ids (each
 //! upstream leg numbers its own requests) and content a client's revision
 //! predates.
+//!
+//! It routes only to upstreams the session's client may use
+//! ([`GatewaySession::uses`](super::GatewaySession::uses)): the others are
+//! left out of merged lists, and what names them (a resource, a template, a
+//! prompt) resolves as if they were not configured.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,7 +81,7 @@ impl Forwarder {
                 let Some(uri) = str_param(params.as_ref(), "uri").map(str::to_owned) else {
                     return invalid("resources/read needs a string \"uri\"");
                 };
-                let candidates = self.resource_candidates(cx.gateway, &uri);
+                let candidates = self.resource_candidates(cx.gateway, cx.session, &uri);
                 if candidates.is_empty() {
                     return Outcome::error(
                         ErrorObject::new(codes::RESOURCE_NOT_FOUND, "Resource not found")
@@ -91,15 +96,19 @@ impl Forwarder {
             method::LOGGING_SET_LEVEL => self.set_level(cx, params).await,
             // Anything else (vendor methods) belongs to the upstream when
             // there is only one; with several there is no owner to pick.
-            other if cx.gateway.upstreams().len() == 1 => self.forward(cx, 0, other, params).await,
+            other if cx.gateway.upstreams().len() == 1 && cx.session.state.uses(0) => {
+                self.forward(cx, 0, other, params).await
+            }
             other => Outcome::error(ErrorObject::method_not_found(other)),
         }
     }
 
     /// What the forwarder offers a client: toolgate's identity, the
-    /// capabilities its upstreams have, and their instructions.
-    pub fn offer(&self, gateway: &Gateway, version: Version) -> ServerOffer {
-        let upstreams = gateway.upstreams();
+    /// capabilities of the upstreams it may use (`uses`), and their
+    /// instructions.
+    pub fn offer(&self, gateway: &Gateway, version: Version, uses: impl Fn(usize) -> bool) -> ServerOffer {
+        let all = gateway.upstreams();
+        let upstreams: Vec<_> = all.iter().filter(|u| uses(u.index)).collect();
         let any = |cap: &str| upstreams.iter().any(|u| u.has(cap));
         let any_flag = |cap: &str, flag: &str| upstreams.iter().any(|u| u.hello().is_some_and(|h| h.flag(cap, flag)));
 
@@ -130,7 +139,7 @@ impl Forwarder {
             .iter()
             .filter_map(|up| {
                 let text = up.hello().and_then(|h| h.instructions.clone()).filter(|t| !t.trim().is_empty())?;
-                Some(if upstreams.len() == 1 { text } else { format!("## {}\n{text}", up.label) })
+                Some(if all.len() == 1 { text } else { format!("## {}\n{text}", up.label) })
             })
             .collect();
         let instructions = (!sections.is_empty()).then(|| sections.join("\n\n"));
@@ -141,6 +150,11 @@ impl Forwarder {
     /// with the upstream's timeout, the client's cancellation and the retry
     /// of a forgotten session (see [`upstream::service`]).
     pub async fn forward(&self, cx: Exchange<'_>, index: usize, method: &str, params: Option<Value>) -> Outcome {
+        // Every route above resolves only to upstreams the client may use;
+        // this keeps it so whatever a future route gets wrong.
+        if !cx.session.state.uses(index) {
+            return Outcome::error(ErrorObject::method_not_found(method));
+        }
         let up = &cx.gateway.upstreams()[index];
         cx.ctx.span.record("upstream", &*up.label);
         let route = events::SessionRoute::new(cx.gateway, cx.session, cx.ctx);
@@ -210,8 +224,9 @@ impl Forwarder {
         }
     }
 
-    fn resource_candidates(&self, gateway: &Gateway, uri: &str) -> Vec<usize> {
-        self.routes.resource_candidates(gateway.upstreams(), uri)
+    /// The upstreams `session` may use that may own resource `uri`.
+    fn resource_candidates(&self, gateway: &Gateway, session: &GwSession, uri: &str) -> Vec<usize> {
+        self.routes.resource_candidates(gateway.upstreams(), uri, |i| session.state.uses(i))
     }
 
     /// Forwards to each candidate in turn until one knows the resource.
@@ -242,7 +257,7 @@ impl Forwarder {
             return invalid(format!("{method} needs a string \"uri\""));
         };
         let subscribe = method == method::RESOURCES_SUBSCRIBE;
-        let candidates = self.resource_candidates(cx.gateway, &uri);
+        let candidates = self.resource_candidates(cx.gateway, cx.session, &uri);
         let shared = candidates.first().is_some_and(|&i| cx.gateway.upstreams()[i].is_shared());
         if !subscribe && shared {
             cx.session.state.unsubscribe(&uri);
@@ -268,7 +283,7 @@ impl Forwarder {
             if gateway.sessions().sessions().iter().any(|s| s.state.is_subscribed(&uri)) {
                 continue;
             }
-            let Some(&i) = self.resource_candidates(gateway, &uri).first() else { continue };
+            let Some(&i) = self.resource_candidates(gateway, session, &uri).first() else { continue };
             let up = &gateway.upstreams()[i];
             if up.is_shared()
                 && let Some(peer) = up.control()
@@ -286,7 +301,7 @@ impl Forwarder {
         let Some(name) = params.get("name").and_then(Value::as_str) else {
             return invalid("prompts/get needs a string \"name\"");
         };
-        let Some((index, original)) = self.routes.resolve_prompt(cx.gateway.upstreams(), name) else {
+        let Some((index, original)) = self.resolve_prompt(cx, name) else {
             return invalid(format!("Unknown prompt: {name}"));
         };
         params["name"] = json!(original);
@@ -301,7 +316,8 @@ impl Forwarder {
         match kind.as_str() {
             "ref/resource" => {
                 let uri = params.pointer("/ref/uri").and_then(Value::as_str).unwrap_or("");
-                let candidates = self.routes.template_candidates(cx.gateway.upstreams(), uri);
+                let candidates =
+                    self.routes.template_candidates(cx.gateway.upstreams(), uri, |i| cx.session.state.uses(i));
                 if candidates.is_empty() {
                     return invalid(format!("Unknown resource template: {uri}"));
                 }
@@ -309,7 +325,7 @@ impl Forwarder {
             }
             "ref/prompt" => {
                 let name = params.pointer("/ref/name").and_then(Value::as_str).unwrap_or("");
-                let Some((index, original)) = self.routes.resolve_prompt(cx.gateway.upstreams(), name) else {
+                let Some((index, original)) = self.resolve_prompt(cx, name) else {
                     return invalid(format!("Unknown prompt: {name}"));
                 };
                 params["ref"]["name"] = json!(original);
@@ -317,6 +333,12 @@ impl Forwarder {
             }
             other => invalid(format!("Unknown completion reference type: {other:?}")),
         }
+    }
+
+    /// The upstream and upstream name of an exposed prompt name, among the
+    /// upstreams the client may use.
+    fn resolve_prompt(&self, cx: Exchange<'_>, name: &str) -> Option<(usize, String)> {
+        self.routes.resolve_prompt(cx.gateway.upstreams(), name).filter(|(i, _)| cx.session.state.uses(*i))
     }
 
     /// `logging/setLevel`: remembered for the session and applied to every
@@ -328,7 +350,7 @@ impl Forwarder {
         cx.session.state.set_log_level(level.clone());
         let live = cx.session.state.live_connections();
         let mut targets = Vec::new();
-        for up in cx.gateway.upstreams().iter().filter(|u| u.has("logging")) {
+        for up in cx.gateway.upstreams().iter().filter(|u| u.has("logging") && cx.session.state.uses(u.index)) {
             let peer = match up.is_shared() {
                 true => up.control(),
                 false => live.iter().find(|(i, _)| *i == up.index).map(|(_, p)| p.clone()),

@@ -81,12 +81,12 @@ pub struct Crawled {
     pub items: Vec<Value>,
 }
 
-/// Crawls list `kind` of every upstream that has it, for `session`: over the
-/// session's own upstream session when it has one (lists may be per
-/// session), else the control connection. An upstream that fails is left
-/// out of the list (and logged).
+/// Crawls list `kind` of every upstream that has it and `session`'s client
+/// may use: over the session's own upstream session when it has one (lists
+/// may be per session), else the control connection. An upstream that fails
+/// is left out of the list (and logged).
 pub async fn crawl_all(upstreams: &[Arc<UpstreamHandle>], session: &GwSession, kind: ListKind) -> Vec<Crawled> {
-    let owners = upstreams.iter().filter(|u| u.has(kind.capability()));
+    let owners = upstreams.iter().filter(|u| u.has(kind.capability()) && session.state.uses(u.index));
     let crawls = owners.map(|up| async move {
         let Some(peer) = list_peer(up, session) else { return Crawled { upstream: up.index, items: Vec::new() } };
         match crawl(&peer, up.config.timeout, kind.method(), kind.key()).await {
@@ -146,25 +146,43 @@ impl RouteMaps {
         items
     }
 
-    /// The upstreams that may own resource `uri`, most likely first: the one
-    /// that listed it, one whose template matches it, else every upstream
-    /// with resources, in order.
-    pub fn resource_candidates(&self, upstreams: &[Arc<UpstreamHandle>], uri: &str) -> Vec<usize> {
-        if let Some(&i) = self.resources.read().get(uri) {
+    /// The upstreams among those `allowed` that may own resource `uri`,
+    /// most likely first: the one that listed it, one whose template matches
+    /// it, else every upstream with resources, in order. What only a
+    /// refused upstream listed resolves as if it were unknown.
+    pub fn resource_candidates(
+        &self,
+        upstreams: &[Arc<UpstreamHandle>],
+        uri: &str,
+        allowed: impl Fn(usize) -> bool,
+    ) -> Vec<usize> {
+        if let Some(&i) = self.resources.read().get(uri).filter(|&&i| allowed(i)) {
             return vec![i];
         }
-        let by_template: Vec<usize> =
-            self.templates.read().iter().filter(|(_, t)| template_matches(t, uri)).map(|(i, _)| *i).collect();
+        let by_template: Vec<usize> = self
+            .templates
+            .read()
+            .iter()
+            .filter(|(i, t)| allowed(*i) && template_matches(t, uri))
+            .map(|(i, _)| *i)
+            .collect();
         if !by_template.is_empty() {
             return by_template;
         }
-        upstreams.iter().filter(|u| u.has("resources")).map(|u| u.index).collect()
+        upstreams.iter().filter(|u| u.has("resources") && allowed(u.index)).map(|u| u.index).collect()
     }
 
-    /// The upstreams that may own resource template `template`.
-    pub fn template_candidates(&self, upstreams: &[Arc<UpstreamHandle>], template: &str) -> Vec<usize> {
-        let listed: Vec<usize> = self.templates.read().iter().filter(|(_, t)| t == template).map(|(i, _)| *i).collect();
-        if listed.is_empty() { self.resource_candidates(upstreams, template) } else { listed }
+    /// The upstreams among those `allowed` that may own resource template
+    /// `template`.
+    pub fn template_candidates(
+        &self,
+        upstreams: &[Arc<UpstreamHandle>],
+        template: &str,
+        allowed: impl Fn(usize) -> bool,
+    ) -> Vec<usize> {
+        let listed: Vec<usize> =
+            self.templates.read().iter().filter(|(i, t)| allowed(*i) && t == template).map(|(i, _)| *i).collect();
+        if listed.is_empty() { self.resource_candidates(upstreams, template, allowed) } else { listed }
     }
 
     /// The upstream and upstream name of an exposed prompt name.

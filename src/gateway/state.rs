@@ -7,6 +7,8 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::CatalogView;
+use super::upstreams::UpstreamHandle;
+use crate::auth::{Principal, SessionGuard};
 use crate::upstream::Peer;
 
 /// Tool lists this session's own upstream sessions reported that differ
@@ -38,9 +40,15 @@ impl Grants {
     }
 }
 
-/// Per-session gateway state: the tools this session may call, its own
-/// upstream sessions, and what it subscribed to.
+/// Per-session gateway state: the client it belongs to, the tools this
+/// session may call, its own upstream sessions, and what it subscribed to.
 pub struct GatewaySession {
+    /// The client (anonymous without `[auth]`, and on stdio) and its policy.
+    principal: Principal,
+    /// Upstream index → whether the client may use that upstream at all.
+    uses: Box<[bool]>,
+    /// The client's `max_sessions` slot, released when the session ends.
+    slot: Mutex<Option<SessionGuard>>,
     /// What the disclosure layer allows this session to call.
     pub grants: Grants,
     /// This session's own upstream sessions (`sharing = "per_session"`), by
@@ -57,15 +65,52 @@ pub struct GatewaySession {
 }
 
 impl GatewaySession {
-    /// State for a session of a gateway with `upstreams` upstreams.
+    /// State for an anonymous session of a gateway with `upstreams` upstreams.
     pub fn new(upstreams: usize) -> Self {
+        Self::build(Principal::anonymous(), vec![true; upstreams].into_boxed_slice(), None)
+    }
+
+    /// State for a session of `principal`, holding its `max_sessions` slot
+    /// (if it has a limit).
+    pub fn for_client(upstreams: &[Arc<UpstreamHandle>], principal: Principal, slot: Option<SessionGuard>) -> Self {
+        let uses = upstreams.iter().map(|u| principal.tools().allows_upstream(&u.config.name)).collect();
+        Self::build(principal, uses, slot)
+    }
+
+    fn build(principal: Principal, uses: Box<[bool]>, slot: Option<SessionGuard>) -> Self {
+        let upstreams = uses.len();
         Self {
+            principal,
+            uses,
+            slot: Mutex::new(slot),
             grants: Grants::default(),
             connections: (0..upstreams).map(|_| tokio::sync::Mutex::new(None)).collect(),
             subscriptions: Mutex::new(HashSet::new()),
             log_level: Mutex::new(None),
             tools: Mutex::new(SessionTools::default()),
         }
+    }
+
+    /// The client this session belongs to.
+    pub fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    /// The client's name, for logs and metrics labels: the `[[auth.clients]]`
+    /// name, the JWT's client claim, or `anonymous` without authentication.
+    pub fn client_name(&self) -> &str {
+        self.principal.name()
+    }
+
+    /// Whether the client may use upstream `index` at all (its tools,
+    /// resources, templates, prompts and completions).
+    pub fn uses(&self, index: usize) -> bool {
+        self.uses.get(index).copied().unwrap_or(false)
+    }
+
+    /// Frees the client's `max_sessions` slot (the session has ended).
+    pub fn release_slot(&self) {
+        self.slot.lock().take();
     }
 
     /// The slot of upstream `index`'s per-session connection.

@@ -10,6 +10,7 @@
 // Test and benchmark drivers have no request spans to carry into their tasks.
 #![allow(clippy::disallowed_methods)]
 
+mod auth;
 mod common;
 mod conformance;
 mod disclosure;

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::common::*;
 
 /// A minimal Streamable HTTP MCP server that records every request's headers.
-async fn recording_upstream() -> Result<(String, Arc<Mutex<Vec<HeaderMap>>>)> {
+pub(crate) async fn recording_upstream() -> Result<(String, Arc<Mutex<Vec<HeaderMap>>>)> {
     let seen: Arc<Mutex<Vec<HeaderMap>>> = Arc::default();
     let record = seen.clone();
     let app = Router::new().route(

@@ -8,6 +8,7 @@
 //! fixture. Transports (Streamable HTTP and legacy HTTP+SSE in [`http`],
 //! [`stdio`]) only move frames; they never interpret MCP methods.
 
+mod caller;
 mod engine;
 mod handler;
 pub mod http;
@@ -17,6 +18,7 @@ pub mod single;
 pub mod stdio;
 mod store;
 
+pub use caller::Caller;
 pub use engine::{Accepted, Engine, Refusal, SessionRef};
 pub use handler::{Handler, InitContext, RequestCtx, ServerOffer};
 pub use session::{ClientRequestError, Downlink, Frame, Session};

@@ -71,6 +71,18 @@ impl Client {
         }
     }
 
+    /// A client for `url` that sends `Authorization: Bearer <token>` on
+    /// every request (toolgate with `[auth]`).
+    pub fn with_bearer(url: &str, token: &str) -> Result<Client> {
+        let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))?;
+        value.set_sensitive(true);
+        let mut headers = HeaderMap::new();
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+        let mut client = Client::new(url);
+        client.http = reqwest::Client::builder().default_headers(headers).build()?;
+        Ok(client)
+    }
+
     fn id(&self) -> Value {
         json!(self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
     }

@@ -54,6 +54,7 @@ pub async fn serve_http(
         max_body_bytes: 4 * 1024 * 1024,
         keep_alive: Duration::from_secs(15),
         legacy_sse: true,
+        admit: None,
     };
     let app = http::router(engine(registry, HTTP_IDLE), options);
     let listener = tokio::net::TcpListener::bind(listen).await?;

@@ -28,6 +28,12 @@ pub mod codes {
     pub const UPSTREAM_TIMEOUT: i64 = -32011;
     /// toolgate: the upstream connection closed before answering.
     pub const UPSTREAM_CLOSED: i64 = -32012;
+    /// toolgate: `initialize` refused because the client already holds as
+    /// many sessions as it may (HTTP 429).
+    pub const TOO_MANY_SESSIONS: i64 = -32020;
+    /// toolgate: the client's call rate limit is exhausted; `data` says when
+    /// to retry.
+    pub const RATE_LIMITED: i64 = -32029;
     /// MCP 2025-11-25: URL-mode elicitation is required.
     pub const URL_ELICITATION_REQUIRED: i64 = -32042;
 }

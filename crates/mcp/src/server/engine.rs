@@ -19,6 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
+use super::caller::Caller;
 use super::handler::{Handler, InitContext, RequestCtx, ServerOffer};
 use super::session::{Downlink, Session};
 use super::store::SessionStore;
@@ -59,6 +60,9 @@ pub enum Refusal {
     NotInitialized,
     /// A JSON-RPC batch where the session's revision has none.
     BatchNotAllowed,
+    /// `initialize` refused because the caller holds as many sessions as it
+    /// may (the application answered [`codes::TOO_MANY_SESSIONS`]).
+    TooManySessions,
 }
 
 /// What the engine made of a body.
@@ -153,16 +157,38 @@ impl<H: Handler> Engine<H> {
 
     /// Looks up the session an `Mcp-Session-Id` names (counts as activity).
     pub fn session_ref(&self, id: Option<&str>) -> SessionRef<H::State> {
+        self.session_ref_as(id, &Caller::anonymous())
+    }
+
+    /// Looks up the session an `Mcp-Session-Id` names for `caller`: a
+    /// session that belongs to another caller is [`SessionRef::Unknown`],
+    /// exactly like one that does not exist.
+    pub fn session_ref_as(&self, id: Option<&str>, caller: &Caller) -> SessionRef<H::State> {
         match id {
             None => SessionRef::Missing,
-            Some(id) => self.store.get(id).map_or(SessionRef::Unknown, SessionRef::Live),
+            Some(id) => self.live_session(id, caller).map_or(SessionRef::Unknown, SessionRef::Live),
         }
+    }
+
+    /// The live session `id` if it belongs to `caller` (counts as activity).
+    pub fn live_session(&self, id: &str, caller: &Caller) -> Option<Arc<Session<H::State>>> {
+        self.store.get(id).filter(|s| s.belongs_to(caller))
     }
 
     /// The live session an `Mcp-Session-Id` names, for a transport request
     /// that is not a message (`GET`, `DELETE`), or the refusal.
     pub fn require_session(&self, id: Option<&str>) -> Result<Arc<Session<H::State>>, (Refusal, Response)> {
-        match self.session_ref(id) {
+        self.require_session_as(id, &Caller::anonymous())
+    }
+
+    /// [`Engine::require_session`] for `caller`: another caller's session is
+    /// refused as unknown.
+    pub fn require_session_as(
+        &self,
+        id: Option<&str>,
+        caller: &Caller,
+    ) -> Result<Arc<Session<H::State>>, (Refusal, Response)> {
+        match self.session_ref_as(id, caller) {
             SessionRef::Live(session) => Ok(session),
             other => {
                 let refusal = refusal_of(&other).unwrap_or(Refusal::SessionRequired);
@@ -171,15 +197,29 @@ impl<H: Handler> Engine<H> {
         }
     }
 
-    /// Takes one decoded body (or the reason it did not decode) from a client.
+    /// Takes one decoded body (or the reason it did not decode) from an
+    /// anonymous client (see [`Engine::accept_as`]).
     pub async fn accept(&self, session: SessionRef<H::State>, body: Result<Body, DecodeError>) -> Accepted<H::State> {
+        self.accept_as(session, body, &Caller::anonymous()).await
+    }
+
+    /// Takes one decoded body (or the reason it did not decode) from
+    /// `caller`; a session its `initialize` creates belongs to `caller`. The
+    /// transport has looked `session` up for this caller
+    /// ([`Engine::session_ref_as`]).
+    pub async fn accept_as(
+        &self,
+        session: SessionRef<H::State>,
+        body: Result<Body, DecodeError>,
+        caller: &Caller,
+    ) -> Accepted<H::State> {
         let body = match body {
             Ok(body) => body,
             Err(e) => return refused(Refusal::Malformed, e.to_response()),
         };
         let session = match session {
             SessionRef::Live(session) => session,
-            other => return self.sessionless(other, body).await,
+            other => return self.sessionless(other, body, caller).await,
         };
         let (items, batch) = match body {
             Body::Single(Message::Request(r)) if r.method == method::INITIALIZE => {
@@ -219,7 +259,7 @@ impl<H: Handler> Engine<H> {
     }
 
     /// A body without a live session: `initialize`, `ping`, or a refusal.
-    async fn sessionless(&self, session: SessionRef<H::State>, body: Body) -> Accepted<H::State> {
+    async fn sessionless(&self, session: SessionRef<H::State>, body: Body, caller: &Caller) -> Accepted<H::State> {
         let request = match body {
             Body::Single(Message::Request(r)) => r,
             // Notifications and responses before a session are dropped; a
@@ -236,7 +276,7 @@ impl<H: Handler> Engine<H> {
             }
         };
         match request.method.as_str() {
-            method::INITIALIZE => self.initialize(request).await,
+            method::INITIALIZE => self.initialize(request, caller).await,
             // `ping` is answered before initialization too; over HTTP it
             // still needs the session it would belong to.
             method::PING if matches!(session, SessionRef::Unbound) => answer(Response::result(request.id, json!({}))),
@@ -248,24 +288,27 @@ impl<H: Handler> Engine<H> {
     }
 
     /// Answers `initialize`, creating a session on success.
-    async fn initialize(&self, request: Request) -> Accepted<H::State> {
+    async fn initialize(&self, request: Request, caller: &Caller) -> Accepted<H::State> {
         let params = request.params.unwrap_or_else(|| json!({}));
         if !params.is_object() {
             let e = ErrorObject::invalid_params("initialize params must be an object");
             return answer(Response::error(Some(request.id), e));
         }
         let requested = params.get("protocolVersion").and_then(Value::as_str);
-        let ctx = InitContext { version: Version::negotiate(requested), params };
+        let ctx = InitContext { version: Version::negotiate(requested), params, caller: caller.clone() };
         match self.handler.initialize(&ctx).await {
             Ok((offer, state)) => {
-                let session =
-                    Arc::new(Session::new(SessionStore::<H::State>::new_id(), ctx.version, &ctx.params, state));
+                let id = SessionStore::<H::State>::new_id();
+                let session = Arc::new(Session::new(id, ctx.version, &ctx.params, state, ctx.caller));
                 self.store.insert(session.clone());
-                tracing::debug!(session = session.id(), version = %ctx.version, client = %session.client_info(), "session started");
+                tracing::debug!(session = session.id(), version = %ctx.version, client = %session.client_info(), caller = session.caller().id(), "session started");
                 Accepted::Initialized {
                     session,
                     response: Response::result(request.id, initialize_result(ctx.version, offer)),
                 }
+            }
+            Err(e) if e.code == codes::TOO_MANY_SESSIONS => {
+                refused(Refusal::TooManySessions, Response::error(Some(request.id), e))
             }
             Err(e) => answer(Response::error(Some(request.id), e)),
         }
@@ -321,6 +364,7 @@ impl<H: Handler> Engine<H> {
         let span = tracing::debug_span!(
             "request",
             session = session.id(),
+            caller = session.caller().id(),
             method = %request.method,
             id = %id,
             upstream = tracing::field::Empty,

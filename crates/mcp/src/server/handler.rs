@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::caller::Caller;
 use super::session::{Downlink, Session};
 use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request, Response};
 use crate::protocol::Version;
@@ -17,6 +18,8 @@ pub struct InitContext {
     pub version: Version,
     /// The `params` of the `initialize` request, as sent.
     pub params: Value,
+    /// Who is initializing: the session will belong to this caller.
+    pub caller: Caller,
 }
 
 /// What a server offers a client in its `initialize` result (the engine

@@ -8,6 +8,7 @@
 //! does not cancel the work upstream (the spec says a disconnect is not a
 //! cancellation).
 
+mod admit;
 mod guard;
 pub mod health;
 mod legacy;
@@ -25,8 +26,10 @@ use axum::response::Response;
 use axum::routing::any;
 use http::{HeaderMap, Method, StatusCode, header};
 
+pub use admit::Admit;
 pub use guard::{Guard, Refused};
 
+use super::caller::Caller;
 use super::engine::Engine;
 use super::handler::Handler;
 use super::session::Session;
@@ -62,6 +65,9 @@ pub struct HttpOptions {
     pub keep_alive: Duration,
     /// Also serve the legacy HTTP+SSE transport at `/sse` and `/messages`.
     pub legacy_sse: bool,
+    /// Decides who each request comes from, before its body is read
+    /// (authentication); `None`: everyone is [`Caller::anonymous`].
+    pub admit: Option<Arc<dyn Admit>>,
 }
 
 struct HttpState<H: Handler> {
@@ -104,14 +110,18 @@ async fn guard_layer<H: Handler>(State(state): State<Arc<HttpState<H>>>, request
     next.run(request).await
 }
 
-async fn endpoint<H: Handler>(State(state): State<Arc<HttpState<H>>>, request: Request) -> Response {
+async fn endpoint<H: Handler>(State(state): State<Arc<HttpState<H>>>, mut request: Request) -> Response {
     if let Some(response) = refused(&state, &request) {
         return response;
     }
+    let caller = match admit(&state, request.headers_mut()).await {
+        Ok(caller) => caller,
+        Err(refusal) => return refusal,
+    };
     match *request.method() {
-        Method::POST => post::handle(state, request).await,
-        Method::GET => stream::open(state, request.headers()),
-        Method::DELETE => delete(state, request.headers()),
+        Method::POST => post::handle(state, request, caller).await,
+        Method::GET => stream::open(state, request.headers(), &caller),
+        Method::DELETE => delete(state, request.headers(), &caller),
         _ => {
             let mut r = reply::error(StatusCode::METHOD_NOT_ALLOWED, codes::SERVER_ERROR, "Method not allowed");
             r.headers_mut().insert(header::ALLOW, http::HeaderValue::from_static("GET, POST, DELETE"));
@@ -120,8 +130,13 @@ async fn endpoint<H: Handler>(State(state): State<Arc<HttpState<H>>>, request: R
     }
 }
 
-fn delete<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap) -> Response {
-    let session = match session_of(&state, headers) {
+/// Who a request comes from, or the application's refusal (see [`Admit`]).
+async fn admit<H: Handler>(state: &HttpState<H>, headers: &mut HeaderMap) -> Result<Caller, Response> {
+    admit::admit(state.options.admit.as_deref(), headers).await
+}
+
+fn delete<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap, caller: &Caller) -> Response {
+    let session = match session_of(&state, headers, caller) {
         Ok(s) => s,
         Err(r) => return *r,
     };
@@ -153,11 +168,16 @@ fn session_id(headers: &HeaderMap) -> Option<&str> {
     headers.get(protocol::header::SESSION_ID).map(|v| v.to_str().unwrap_or_default())
 }
 
-/// The live session a `GET` or `DELETE` names, or the answer refusing it
-/// (400 without the header, 404 for an unknown session).
-fn session_of<H: Handler>(state: &HttpState<H>, headers: &HeaderMap) -> Result<Arc<Session<H::State>>, Box<Response>> {
+/// The live session of `caller` a `GET` or `DELETE` names, or the answer
+/// refusing it (400 without the header, 404 for an unknown session or
+/// another caller's).
+fn session_of<H: Handler>(
+    state: &HttpState<H>,
+    headers: &HeaderMap,
+    caller: &Caller,
+) -> Result<Arc<Session<H::State>>, Box<Response>> {
     check_version_header(headers).map_err(|r| Box::new(r.into_response()))?;
-    state.engine.require_session(session_id(headers)).map_err(|(refusal, response)| {
+    state.engine.require_session_as(session_id(headers), caller).map_err(|(refusal, response)| {
         Box::new(reply::json(post::refusal_status(Some(refusal)), &crate::jsonrpc::Message::Response(response)))
     })
 }

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::caller::Caller;
 use super::replay::{self, Replay};
 use crate::jsonrpc::{Id, Message, Notification, Outcome, Request, Response};
 use crate::protocol::{Version, method};
@@ -86,6 +87,8 @@ pub enum ClientRequestError {
 pub struct Session<S> {
     id: Arc<str>,
     version: Version,
+    /// Who initialized the session: only this caller may use it.
+    caller: Caller,
     client_capabilities: Value,
     client_info: Value,
     /// The application's state for this session.
@@ -102,10 +105,11 @@ pub struct Session<S> {
 }
 
 impl<S> Session<S> {
-    pub(crate) fn new(id: Arc<str>, version: Version, init_params: &Value, state: S) -> Self {
+    pub(crate) fn new(id: Arc<str>, version: Version, init_params: &Value, state: S, caller: Caller) -> Self {
         Self {
             id,
             version,
+            caller,
             client_capabilities: init_params.get("capabilities").cloned().unwrap_or_else(|| json!({})),
             client_info: init_params.get("clientInfo").cloned().unwrap_or(Value::Null),
             state,
@@ -126,6 +130,16 @@ impl<S> Session<S> {
     /// The session id, shared.
     pub fn id_arc(&self) -> Arc<str> {
         self.id.clone()
+    }
+
+    /// Who initialized the session (its owner).
+    pub fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
+    /// Whether `caller` may use this session: only the one that initialized it.
+    pub fn belongs_to(&self, caller: &Caller) -> bool {
+        self.caller.same_as(caller)
     }
 
     /// The revision negotiated with this client.

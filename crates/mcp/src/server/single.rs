@@ -21,6 +21,7 @@ use futures::{Stream, StreamExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::caller::Caller;
 use super::engine::{Accepted, Engine, SessionRef};
 use super::handler::Handler;
 use super::session::{Downlink, Frame, Session};
@@ -44,6 +45,21 @@ enum Answer {
 /// `outbox`. Returns the session the connection initialized, if any (the
 /// caller ends it).
 pub async fn drive<H, I>(engine: &Arc<Engine<H>>, inbound: I, outbox: &Outbox) -> Option<Arc<Session<H::State>>>
+where
+    H: Handler,
+    I: Stream<Item = Result<Body, DecodeError>>,
+{
+    drive_as(engine, inbound, outbox, Caller::anonymous()).await
+}
+
+/// [`drive`] for a connection opened by `caller` (legacy HTTP+SSE with
+/// authentication): the session it initializes belongs to `caller`.
+pub async fn drive_as<H, I>(
+    engine: &Arc<Engine<H>>,
+    inbound: I,
+    outbox: &Outbox,
+    caller: Caller,
+) -> Option<Arc<Session<H::State>>>
 where
     H: Handler,
     I: Stream<Item = Result<Body, DecodeError>>,
@@ -89,7 +105,7 @@ where
                     }
                     None => SessionRef::Unbound,
                 };
-                match engine.accept(reference, body).await {
+                match engine.accept_as(reference, body, &caller).await {
                     Accepted::Answered { responses, batch: true, .. } if !responses.is_empty() => {
                         send_batch(outbox, responses)
                     }

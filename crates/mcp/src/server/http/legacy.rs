@@ -4,6 +4,11 @@
 //! the server sends, responses included, goes down that one stream as a
 //! `message` event. The stream is the connection: when it closes, the
 //! session ends.
+//!
+//! Both endpoints admit each request (authentication, see
+//! [`Admit`](super::Admit)); the connection belongs to the caller that opened
+//! its stream, and a POST from another caller is answered as if the
+//! connection did not exist (404).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,8 +23,9 @@ use sse_stream::Sse;
 use tokio::sync::mpsc;
 
 use super::stream::{Item, sse};
-use super::{EmptyResponse, HttpState, accepts, reply};
+use super::{EmptyResponse, HttpState, accepts, admit, reply};
 use crate::jsonrpc::{Body, DecodeError, Message, codes};
+use crate::server::caller::Caller;
 use crate::server::handler::Handler;
 use crate::server::single;
 use crate::server::store::SessionStore;
@@ -30,9 +36,17 @@ pub const SSE_PATH: &str = "/sse";
 pub const MESSAGES_PATH: &str = "/messages";
 
 /// Open legacy connections, by the id in their endpoint URL: where their
-/// POSTed bodies go.
+/// POSTed bodies go, and who may post them.
 pub struct Connections {
-    open: Mutex<HashMap<String, mpsc::UnboundedSender<Result<Body, DecodeError>>>>,
+    open: Mutex<HashMap<String, Connection>>,
+}
+
+/// One open legacy connection.
+#[derive(Clone)]
+struct Connection {
+    inbound: mpsc::UnboundedSender<Result<Body, DecodeError>>,
+    /// The caller that opened the stream.
+    owner: Caller,
 }
 
 impl Default for Connections {
@@ -61,7 +75,11 @@ impl Drop for Closer {
 }
 
 /// `GET /sse`: opens a connection.
-pub async fn open<H: Handler>(State(state): State<Arc<HttpState<H>>>, request: Request) -> Response {
+pub async fn open<H: Handler>(State(state): State<Arc<HttpState<H>>>, mut request: Request) -> Response {
+    let caller = match admit(&state, request.headers_mut()).await {
+        Ok(caller) => caller,
+        Err(refusal) => return refusal,
+    };
     if !accepts(request.headers(), "text/event-stream") {
         return reply::error(
             StatusCode::NOT_ACCEPTABLE,
@@ -72,12 +90,12 @@ pub async fn open<H: Handler>(State(state): State<Arc<HttpState<H>>>, request: R
     let id = SessionStore::<H::State>::new_id().to_string();
     let (outbox, lines) = mpsc::unbounded_channel();
     let (inbound, bodies) = mpsc::unbounded_channel();
-    state.legacy.open.lock().insert(id.clone(), inbound);
+    state.legacy.open.lock().insert(id.clone(), Connection { inbound, owner: caller.clone() });
     let closer = Closer { id: id.clone(), connections: state.legacy.clone() };
     let engine = state.engine.clone();
     crate::spawn(async move {
         let bodies = tokio_stream::wrappers::UnboundedReceiverStream::new(bodies);
-        if let Some(session) = single::drive(&engine, bodies, &outbox).await {
+        if let Some(session) = single::drive_as(&engine, bodies, &outbox, caller).await {
             tracing::debug!(session = session.id(), "legacy SSE stream closed; ending its session");
             engine.store().remove(session.id());
         }
@@ -97,10 +115,15 @@ pub async fn open<H: Handler>(State(state): State<Arc<HttpState<H>>>, request: R
 pub async fn post<H: Handler>(
     State(state): State<Arc<HttpState<H>>>,
     Query(query): Query<MessagesQuery>,
-    request: Request,
+    mut request: Request,
 ) -> Response {
+    let caller = match admit(&state, request.headers_mut()).await {
+        Ok(caller) => caller,
+        Err(refusal) => return refusal,
+    };
     let conn = query.session_id.as_deref().and_then(|id| state.legacy.open.lock().get(id).cloned());
-    let Some(conn) = conn else {
+    // Another caller's connection is answered like one that does not exist.
+    let Some(conn) = conn.filter(|c| c.owner.same_as(&caller)) else {
         return reply::error(StatusCode::NOT_FOUND, codes::SESSION_NOT_FOUND, "Session not found");
     };
     let bytes = match axum::body::to_bytes(request.into_body(), state.options.max_body_bytes).await {
@@ -112,7 +135,7 @@ pub async fn post<H: Handler>(
         Ok(body) => body,
         Err(e) => return reply::json(StatusCode::BAD_REQUEST, &Message::Response(e.to_response())),
     };
-    if conn.send(Ok(body)).is_err() {
+    if conn.inbound.send(Ok(body)).is_err() {
         return reply::error(StatusCode::NOT_FOUND, codes::SESSION_NOT_FOUND, "Session not found");
     }
     StatusCode::ACCEPTED.into_response_empty()

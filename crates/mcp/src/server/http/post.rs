@@ -9,6 +9,7 @@ use http::{HeaderValue, StatusCode, header};
 use super::{EmptyResponse, HttpState, accepts, check_version_header, reply, session_id, stream};
 use crate::jsonrpc::{Body, Message, Response as RpcResponse, codes};
 use crate::protocol::{self, method};
+use crate::server::caller::Caller;
 use crate::server::engine::{Accepted, Refusal, SessionRef};
 use crate::server::handler::Handler;
 use crate::server::session::{Downlink, Frame, Session};
@@ -19,7 +20,7 @@ use crate::server::session::{Downlink, Frame, Session};
 /// resumable) from then on, its priming event this much later.
 const STREAM_GRACE: std::time::Duration = std::time::Duration::from_millis(50);
 
-pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request) -> Response {
+pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, caller: Caller) -> Response {
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
     if !(accepts(headers, "application/json") && accepts(headers, "text/event-stream")) {
@@ -55,7 +56,7 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request) -> R
         // `initialize` names no session (a stale id just gets a new one),
         // unless it names a live one: re-initializing is a client bug.
         Ok(Body::Single(Message::Request(ref r))) if r.method == method::INITIALIZE => {
-            match session_id(headers).and_then(|id| state.engine.store().get(id)) {
+            match session_id(headers).and_then(|id| state.engine.live_session(id, &caller)) {
                 Some(live) => SessionRef::Live(live),
                 None => SessionRef::Missing,
             }
@@ -72,10 +73,10 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request) -> R
             {
                 return r.into_response();
             }
-            state.engine.session_ref(id)
+            state.engine.session_ref_as(id, &caller)
         }
     };
-    match state.engine.accept(session, body).await {
+    match state.engine.accept_as(session, body, &caller).await {
         Accepted::Answered { responses, refusal, batch } => answered(responses, refusal, batch),
         Accepted::Initialized { session, response } => {
             let mut r = reply::json(StatusCode::OK, &Message::Response(response));
@@ -95,6 +96,7 @@ pub(super) fn refusal_status(refusal: Option<Refusal>) -> StatusCode {
     match refusal {
         None => StatusCode::OK,
         Some(Refusal::SessionUnknown) => StatusCode::NOT_FOUND,
+        Some(Refusal::TooManySessions) => StatusCode::TOO_MANY_REQUESTS,
         Some(
             Refusal::Malformed
             | Refusal::SessionRequired

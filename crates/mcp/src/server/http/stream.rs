@@ -25,6 +25,7 @@ use tokio::sync::mpsc;
 use super::{HttpState, accepts, reply, session_of};
 use crate::jsonrpc::{Message, codes};
 use crate::protocol::{self, Version};
+use crate::server::caller::Caller;
 use crate::server::handler::Handler;
 use crate::server::replay::{self, event_id};
 use crate::server::session::{Frame, Session};
@@ -132,7 +133,7 @@ impl<S: Send + Sync + 'static> Drop for RequestFrames<S> {
 /// `GET`: resumes the stream `Last-Event-ID` names, or opens the session's
 /// standalone stream (one at a time: 409 for a second, as the TypeScript
 /// SDK does).
-pub fn open<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap) -> Response {
+pub fn open<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap, caller: &Caller) -> Response {
     if !accepts(headers, "text/event-stream") {
         return reply::error(
             StatusCode::NOT_ACCEPTABLE,
@@ -140,7 +141,7 @@ pub fn open<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap) -> Respon
             "Not Acceptable: Accept must list text/event-stream",
         );
     }
-    let session = match session_of(&state, headers) {
+    let session = match session_of(&state, headers, caller) {
         Ok(s) => s,
         Err(r) => return *r,
     };

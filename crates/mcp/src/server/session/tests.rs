@@ -1,7 +1,13 @@
 use super::*;
 
 fn session() -> Session<()> {
-    Session::new(Arc::from("s1"), Version::LATEST, &json!({"capabilities": {"sampling": {}}}), ())
+    Session::new(
+        Arc::from("s1"),
+        Version::LATEST,
+        &json!({"capabilities": {"sampling": {}}}),
+        (),
+        crate::server::Caller::anonymous(),
+    )
 }
 
 #[tokio::test]

@@ -1,0 +1,87 @@
+//! The gateway's clients under `[auth]`: who may connect ([`Clients::admission`],
+//! the engine's admission hook), the Protected Resource Metadata served with
+//! `[auth.jwt]`, and each client's `max_sessions`.
+//!
+//! Without credentials configured there is no admission hook: every HTTP
+//! client is the anonymous principal, unrestricted, as on stdio.
+
+use std::sync::Arc;
+
+use axum::Router;
+use serde_json::json;
+
+use super::admission::{Admission, metadata_routes};
+use crate::auth::{Authenticator, BuildError, Principal, SessionGuard, SessionLimiter};
+use crate::config::Config;
+use crate::jsonrpc::{ErrorObject, codes};
+use crate::server::http::Admit;
+
+/// Authentication and per-client session counts.
+pub struct Clients {
+    /// `None` when no credentials are configured.
+    authenticator: Option<Arc<Authenticator>>,
+    sessions: SessionLimiter,
+    /// The metadata routes (with `[auth.jwt]`).
+    metadata: Option<Router>,
+}
+
+impl Clients {
+    /// The clients of `config.auth` (none when it configures no credentials).
+    pub fn new(config: &Config) -> Result<Self, BuildError> {
+        if !config.auth.is_enabled() {
+            return Ok(Self::anonymous());
+        }
+        let authenticator = Arc::new(Authenticator::new(&config.auth)?);
+        let metadata = config.auth.jwt.as_ref().map(|jwt| metadata_routes(jwt, &config.server.path));
+        Ok(Self { authenticator: Some(authenticator), sessions: SessionLimiter::new(), metadata })
+    }
+
+    /// Everyone is the anonymous principal.
+    pub fn anonymous() -> Self {
+        Self { authenticator: None, sessions: SessionLimiter::new(), metadata: None }
+    }
+
+    /// Whether requests need credentials.
+    pub fn is_enabled(&self) -> bool {
+        self.authenticator.is_some()
+    }
+
+    /// The authenticator, when credentials are configured.
+    pub fn authenticator(&self) -> Option<&Arc<Authenticator>> {
+        self.authenticator.as_ref()
+    }
+
+    /// The admission hook for the HTTP transports (`None`: everyone is
+    /// anonymous).
+    pub fn admission(&self) -> Option<Arc<dyn Admit>> {
+        let authenticator = self.authenticator.clone()?;
+        Some(Arc::new(Admission::new(authenticator)))
+    }
+
+    /// The RFC 9728 metadata routes, with `[auth.jwt]`.
+    pub fn metadata_routes(&self) -> Option<Router> {
+        self.metadata.clone()
+    }
+
+    /// Counts a new session of `principal` against its `max_sessions`, or
+    /// refuses it with [`codes::TOO_MANY_SESSIONS`] (which the engine answers
+    /// with HTTP 429). The guard holds the slot until the session ends.
+    pub fn open_session(&self, principal: &Principal) -> Result<Option<SessionGuard>, ErrorObject> {
+        if principal.policy().max_sessions.is_none() {
+            return Ok(None);
+        }
+        self.sessions.acquire(principal).map(Some).map_err(|refused| {
+            tracing::info!(client = %principal.id(), limit = refused.limit, "new session refused: the client's max_sessions");
+            ErrorObject::new(
+                codes::TOO_MANY_SESSIONS,
+                format!(
+                    "Too many sessions: client `{}` may hold at most {} at once; end one (HTTP DELETE) or let one \
+                     expire first",
+                    principal.name(),
+                    refused.limit
+                ),
+            )
+            .with_data(json!({"maxSessions": refused.limit}))
+        })
+    }
+}

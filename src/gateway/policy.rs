@@ -1,0 +1,85 @@
+//! The per-client policy layer, outermost, present when `[auth]` configures
+//! credentials: each client's `calls_per_minute`.
+//!
+//! What a client may see and reach is not decided here but by the catalog
+//! view and routes every layer below already uses: the session's catalog
+//! holds only the tools its client may see ([`Catalogs`](super::Catalogs)),
+//! and the forwarder routes only to the upstreams it may use. So a hidden
+//! tool is unknown to the disclosure layer, the describe tool, completions
+//! and the forwarder alike, without a check of its own in any of them.
+//!
+//! The rate limit counts `tools/call` (the describe tool and unknown names
+//! included: guessing costs like calling) and reads of the descriptions
+//! resource. A call over the limit is refused here, before any layer below
+//! and any upstream sees it, with [`codes::RATE_LIMITED`] and the wait in
+//! `data`: a JSON-RPC error rather than an HTTP 429, because the refusal
+//! concerns one request (a batch may mix refused and served ones) and
+//! reaches the client the same way on every transport (a JSON answer, an
+//! SSE stream, legacy SSE, stdio).
+
+use serde_json::{Value, json};
+
+use super::layer::{Exchange, Layer, Next};
+use crate::auth::{CallLimiter, Principal, RetryAfter};
+use crate::disclosure;
+use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
+use crate::protocol::method;
+
+/// The policy layer.
+#[derive(Default)]
+pub struct Policy {
+    calls: CallLimiter,
+}
+
+impl Policy {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl Layer for Policy {
+    async fn serve<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
+        if counts(&request) {
+            let principal = cx.session.state.principal();
+            if let Err(wait) = self.calls.check(principal) {
+                tracing::info!(client = %principal.id(), retry_after = ?wait.0, "request refused: calls_per_minute");
+                return Outcome::error(rate_limited(principal, wait));
+            }
+        }
+        next.run(cx, request).await
+    }
+}
+
+/// Whether `request` takes from the client's `calls_per_minute`: a tool
+/// call, or a fetch of tool descriptions.
+fn counts(request: &Request) -> bool {
+    match request.method.as_str() {
+        method::TOOLS_CALL => true,
+        method::RESOURCES_READ => request
+            .params
+            .as_ref()
+            .and_then(|p| p.get("uri"))
+            .and_then(Value::as_str)
+            .is_some_and(|uri| disclosure::parse_selection(uri).is_some()),
+        _ => false,
+    }
+}
+
+/// The refusal of a call over the limit: what the limit is and when to retry.
+fn rate_limited(principal: &Principal, wait: RetryAfter) -> ErrorObject {
+    let limit = principal.policy().calls_per_minute.map_or(0, |n| n.get());
+    let seconds = wait.header_secs();
+    ErrorObject::new(
+        codes::RATE_LIMITED,
+        format!(
+            "Rate limit exceeded: client `{}` may make {limit} tool calls and description fetches per minute; \
+             retry in {seconds} s",
+            principal.name()
+        ),
+    )
+    .with_data(json!({
+        "retryAfterSeconds": seconds,
+        "retryAfterMs": u64::try_from(wait.0.as_millis()).unwrap_or(u64::MAX),
+        "callsPerMinute": limit,
+    }))
+}
