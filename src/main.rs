@@ -188,6 +188,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         path: server.path.clone(),
         guard: Guard::new(&server.allowed_hosts, &server.allowed_origins),
         max_body_bytes: server.max_body_bytes,
+        body_read_timeout: server.body_read_timeout,
         keep_alive: server.sse_keep_alive,
         legacy_sse: server.legacy_sse,
     };

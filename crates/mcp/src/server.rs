@@ -11,6 +11,7 @@
 mod engine;
 mod handler;
 pub mod http;
+mod limits;
 mod replay;
 mod session;
 pub mod single;
@@ -19,5 +20,6 @@ mod store;
 
 pub use engine::{Accepted, Engine, Refusal, SessionRef};
 pub use handler::{Handler, InitContext, RequestCtx, ServerOffer};
-pub use session::{ClientRequestError, Downlink, Frame, Session};
-pub use store::SessionStore;
+pub use limits::{Limits, shutting_down, too_many_requests, too_many_sessions};
+pub use session::{ClientRequestError, Downlink, Frame, Frames, Session};
+pub use store::{Reservation, SessionStore};

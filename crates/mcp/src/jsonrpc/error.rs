@@ -28,6 +28,13 @@ pub mod codes {
     pub const UPSTREAM_TIMEOUT: i64 = -32011;
     /// toolgate: the upstream connection closed before answering.
     pub const UPSTREAM_CLOSED: i64 = -32012;
+    /// toolgate: every instance of a per-session stdio upstream is in use
+    /// (`max_instances`), and none came free within `instance_wait`.
+    pub const UPSTREAM_BUSY: i64 = -32013;
+    /// toolgate: a limit was reached (too many sessions, too many requests
+    /// in flight in one session). Like HTTP 429: the same request may
+    /// succeed later.
+    pub const LIMIT_EXCEEDED: i64 = -32029;
     /// MCP 2025-11-25: URL-mode elicitation is required.
     pub const URL_ELICITATION_REQUIRED: i64 = -32042;
 }
