@@ -49,7 +49,7 @@ use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request};
 use crate::server::http::health::{Readiness, Ready};
 use crate::server::{Handler, InitContext, RequestCtx, ServerOffer, Session, SessionStore};
 use forward::Forwarder;
-use layer::{Exchange, Layer, Next};
+use layer::{Exchange, Layer, Next, Then};
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -79,8 +79,8 @@ pub struct Gateway {
     upstreams: Vec<Arc<UpstreamHandle>>,
     catalogs: Catalogs,
     sessions: Arc<SessionStore<GatewaySession>>,
-    /// The layers over the forwarder, outermost first.
-    layers: Vec<Box<dyn Layer>>,
+    /// The disclosure layer, when any upstream is progressive.
+    disclosure: Option<disclosure::Disclosure>,
     forwarder: Forwarder,
     http: reqwest::Client,
     shutdown: CancellationToken,
@@ -131,17 +131,14 @@ impl Gateway {
                 Arc::new(UpstreamHandle::new(i, cfg, target, extras))
             })
             .collect();
-        let mut layers: Vec<Box<dyn Layer>> = Vec::new();
-        if config.upstreams.iter().any(|u| u.mode == Mode::Progressive) {
-            layers.push(Box::new(disclosure::Disclosure::new()));
-        }
+        let disclosure = config.upstreams.iter().any(|u| u.mode == Mode::Progressive).then(disclosure::Disclosure::new);
         let gateway = Arc::new(Self {
             catalogs: Catalogs::new(config.disclosure.clone()),
             forwarder: Forwarder::new(config.server.page_size),
             config: Arc::new(config),
             upstreams,
             sessions,
-            layers,
+            disclosure,
             http,
             shutdown: CancellationToken::new(),
         });
@@ -256,12 +253,10 @@ impl Gateway {
         }
     }
 
-    /// What toolgate offers a client: the forwarder's, as each layer adds to it.
+    /// What toolgate offers a client: the forwarder's, as the layers add to it.
     fn offer(&self, version: crate::protocol::Version) -> ServerOffer {
         let mut offer = self.forwarder.offer(self, version);
-        for layer in &self.layers {
-            layer.offer(self, &mut offer);
-        }
+        self.disclosure.offer(self, &mut offer);
         offer
     }
 }
@@ -276,7 +271,7 @@ impl Handler for Gateway {
 
     async fn request(self: &Arc<Self>, session: &Arc<GwSession>, request: Request, ctx: RequestCtx) -> Outcome {
         let cx = Exchange { gateway: self, session, ctx: &ctx };
-        Next::new(&self.layers, &self.forwarder).run(cx, request).await
+        Then { layer: &self.disclosure, next: &self.forwarder }.run(cx, request).await
     }
 
     async fn notification(self: &Arc<Self>, session: &Arc<GwSession>, notification: Notification) {
