@@ -219,6 +219,9 @@ impl<H: Handler> Writer<'_, H> {
     /// ends meanwhile: then no one waits for it).
     async fn line(&self, line: Arc<str>) {
         tokio::select! {
+            // A line that fits is queued even if the session just ended
+            // (the answer of a request that finished during shutdown).
+            biased;
             // A closed outbox means the client is gone; there is no one to tell.
             _ = self.outbox.send(line) => {}
             () = self.closed.cancelled() => return,
