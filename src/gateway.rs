@@ -131,7 +131,11 @@ impl Gateway {
                 Arc::new(UpstreamHandle::new(i, cfg, target, extras))
             })
             .collect();
-        let disclosure = config.upstreams.iter().any(|u| u.mode == Mode::Progressive).then(disclosure::Disclosure::new);
+        let disclosure = config
+            .upstreams
+            .iter()
+            .any(|u| u.mode == Mode::Progressive)
+            .then(|| disclosure::Disclosure::new(config.disclosure.cache_bytes));
         let gateway = Arc::new(Self {
             catalogs: Catalogs::new(config.disclosure.clone()),
             forwarder: Forwarder::new(config.server.page_size),

@@ -145,7 +145,7 @@ pub struct DisclosureConfig {
     pub max_tools_per_fetch: usize,
     /// Largest answer of a description fetch, in bytes: definitions that do
     /// not fit are left out (and not authorized), with an entry saying to
-    /// fetch them separately. Default 1 MiB; at least 16384.
+    /// fetch them separately. Default 1 MiB; at least 65536.
     pub max_answer_bytes: usize,
     /// Memory for rendered description answers kept for repeated fetches,
     /// in bytes. Default 16 MiB; `0` keeps none.

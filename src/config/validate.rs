@@ -32,7 +32,7 @@ impl fmt::Display for Problem {
 const MIN_BODY_BYTES: usize = 1024;
 /// Smallest accepted `disclosure.max_answer_bytes`: room for a few large
 /// tool definitions.
-const MIN_ANSWER_BYTES: usize = 16 * 1024;
+const MIN_ANSWER_BYTES: usize = 64 * 1024;
 /// Smallest accepted `upstream[].max_message_bytes`.
 const MIN_MESSAGE_BYTES: usize = 1024;
 /// Smallest accepted `disclosure.description_max_chars`.

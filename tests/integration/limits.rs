@@ -244,3 +244,44 @@ async fn sigterm_ends_a_call_that_outlasts_the_shutdown_grace() -> Result<()> {
     assert!(!outcome.as_ref().is_ok_and(|v| text_of(v).contains("completed")), "{outcome:?}");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_description_fetch_names_at_most_64_tools_and_unknown_names_stay_small() -> Result<()> {
+    let gw = Toolgate::start(&fixture_upstream("fx", &[], "")).await?;
+    let c = Client::connected(&gw.url, json!({})).await?;
+    let read = |uri: String| {
+        let c = c.clone();
+        async move {
+            let result = c.result("resources/read", json!({"uri": uri})).await?;
+            let text = result["contents"][0]["text"].as_str().context("no text")?.to_owned();
+            anyhow::Ok((text.len(), serde_json::from_str::<Value>(&text)?))
+        }
+    };
+    // 65 names, one of them real: refused as a whole, nothing authorized.
+    let mut names: Vec<String> = (0..64).map(|i| format!("nope_{i}")).collect();
+    names.push("test_simple_text".into());
+    let (_, body) = read(format!("resource:///tool_descriptions?tools={}", names.join(","))).await?;
+    assert_eq!(body["error"]["code"], "TOO_MANY_TOOLS", "{body}");
+    let refused = c.call_tool("test_simple_text", json!({})).await?;
+    assert_eq!(json_of(&refused)["error"]["code"], "TOOL_DESCRIPTION_REQUIRED", "{refused}");
+    // 20,000 unknown names: refused, in a few hundred bytes.
+    let many: Vec<String> = (0..20_000).map(|i| format!("u{i}")).collect();
+    let (size, body) = read(format!("resource:///tool_descriptions?tools={}", many.join(","))).await?;
+    assert_eq!(body["error"]["code"], "TOO_MANY_TOOLS");
+    assert!(size < 1024, "{size} bytes");
+    // 64: served; the catalog is listed once, not per unknown name.
+    names.truncate(63);
+    names.push("test_simple_text".into());
+    let (size, body) = read(format!("resource:///tool_descriptions?tools={}", names.join(","))).await?;
+    assert!(body["test_simple_text"]["inputSchema"].is_object(), "{body}");
+    assert!(body["nope_0"]["available_tools"].as_array().is_some_and(|a| a.len() > 5), "{body}");
+    assert!(body["nope_1"].get("available_tools").is_none(), "{body}");
+    assert!(size < 16 * 1024, "{size} bytes");
+    let called = c.call_tool("test_simple_text", json!({})).await?;
+    assert!(called.get("isError").is_none_or(|e| e == false), "{called}");
+    // `describe_tools` is held to the same limit.
+    let over = c.call_tool("describe_tools", json!({"tools": many[..65]})).await?;
+    assert_eq!(over["isError"], true, "{over}");
+    assert_eq!(json_of(&over)["error"]["code"], "TOO_MANY_TOOLS", "{over}");
+    Ok(())
+}
