@@ -23,7 +23,9 @@ mod connections;
 mod disclosure;
 mod events;
 mod forward;
+mod instances;
 mod layer;
+mod limits;
 mod lists;
 mod pages;
 mod state;
@@ -46,6 +48,7 @@ pub use upstreams::{UpstreamHandle, crawl, toolgate_info};
 use crate::catalog::{ToolEntry, load_extras_dir};
 use crate::config::{Config, Mode, Target};
 use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request};
+use crate::protocol::method;
 use crate::server::http::health::{Readiness, Ready};
 use crate::server::{Handler, InitContext, RequestCtx, ServerOffer, Session, SessionStore};
 use forward::Forwarder;
@@ -280,8 +283,16 @@ impl Handler for Gateway {
 
     async fn notification(self: &Arc<Self>, session: &Arc<GwSession>, notification: Notification) {
         // Client notifications (roots changes, vendor ones) concern the
-        // session's own upstream sessions.
-        for (_, peer) in session.state.live_connections() {
+        // session's own upstream sessions; one named like a request is a
+        // request without its id, which no upstream should act on.
+        if limits::is_request_method(&notification.method) {
+            tracing::debug!(method = %notification.method, "client notification named like a request dropped");
+            return;
+        }
+        for (index, peer) in session.state.live_connections() {
+            if notification.method == method::ROOTS_LIST_CHANGED && !self.upstreams[index].config.forward_roots {
+                continue;
+            }
             peer.notify(&notification.method, notification.params.clone()).await;
         }
     }

@@ -216,6 +216,12 @@ impl Peer {
     }
 
     /// Whether the connection has ended.
+    /// What tells an idle connection: how many requests it has sent so far
+    /// (changes with every call), and how many await their answer.
+    pub fn activity(&self) -> (u64, usize) {
+        (self.next_id.load(Ordering::Relaxed), self.pending.lock().len())
+    }
+
     pub fn is_closed(&self) -> bool {
         self.closed.is_cancelled()
     }

@@ -285,3 +285,50 @@ async fn a_description_fetch_names_at_most_64_tools_and_unknown_names_stay_small
     assert_eq!(json_of(&over)["error"]["code"], "TOO_MANY_TOOLS", "{over}");
     Ok(())
 }
+
+/// The children toolgate runs now (processes whose parent it is).
+fn children_of(pid: u32) -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return 0 };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| {
+            // The fields after the command name (which may hold spaces): state, ppid.
+            let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            after.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok()) == Some(pid)
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn per_session_children_are_capped_and_idle_ones_reclaimed() -> Result<()> {
+    let upstream = fixture_upstream(
+        "fx",
+        &[],
+        "mode = \"passthrough\"\nsharing = \"per_session\"\nmax_instances = 2\ninstance_wait = \"500ms\"\n\
+         instance_idle_timeout = \"1500ms\"",
+    );
+    let gw = Toolgate::start(&upstream).await?;
+    let pid = gw.proc.pid();
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        sessions.push(Client::connected(&gw.url, json!({})).await?);
+    }
+    for c in &sessions[..2] {
+        assert_eq!(text_of(&c.call_tool("test_tool_fast", json!({})).await?), "Fast tool completed");
+    }
+    // The control connection's child and two sessions' children.
+    assert_eq!(children_of(pid), 3);
+    let started = Instant::now();
+    let refused = sessions[2].request("tools/call", json!({"name": "test_tool_fast", "arguments": {}})).await?;
+    assert_eq!(refused["error"]["code"], -32013, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap_or("").contains("max_instances"), "{refused}");
+    assert!(started.elapsed() < Duration::from_secs(3), "refused after {:?}", started.elapsed());
+    assert_eq!(children_of(pid), 3, "an extra child was started");
+    // Idle children are stopped, which frees their places.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(children_of(pid), 1, "idle children still run");
+    assert_eq!(text_of(&sessions[2].call_tool("test_tool_fast", json!({})).await?), "Fast tool completed");
+    assert_eq!(text_of(&sessions[0].call_tool("test_tool_fast", json!({})).await?), "Fast tool completed");
+    assert_eq!(children_of(pid), 3);
+    Ok(())
+}
