@@ -112,8 +112,11 @@ impl Gateway {
         targets: Vec<Target>,
         sessions: Arc<SessionStore<GatewaySession>>,
     ) -> Result<Arc<Self>, StartError> {
-        let http =
-            reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).build().map_err(StartError::HttpClient)?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .redirect(crate::upstream::same_origin_redirects())
+            .build()
+            .map_err(StartError::HttpClient)?;
         let upstreams = config
             .upstreams
             .iter()

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::response::Response;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use http_body_util::BodyExt as _;
 
@@ -49,18 +49,49 @@ impl BodyError {
     }
 }
 
+/// Most bytes of a refused body read and discarded before answering, and
+/// for how long at most: a client that sends a large body before reading
+/// the answer gets the 413 instead of a reset connection.
+const DISCARD_BYTES: usize = 16 * 1024 * 1024;
+const DISCARD_TIME: Duration = Duration::from_secs(2);
+
 /// Reads a whole body of at most `limit` bytes within `within`.
 pub async fn read(body: Body, headers: &HeaderMap, limit: usize, within: Duration) -> Result<Bytes, BodyError> {
     let declared =
         headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    let mut body = body;
     if declared.is_some_and(|n| n > limit as u64) {
+        discard(&mut body, within).await;
         return Err(BodyError::TooLarge { limit });
     }
-    let collect = http_body_util::Limited::new(body, limit).collect();
-    match tokio::time::timeout(within, collect).await {
-        Err(_) => Err(BodyError::TimedOut { after: within }),
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge { limit }),
-        Ok(Err(_)) => Err(BodyError::Broken),
+    let started = tokio::time::Instant::now();
+    let mut collected = BytesMut::new();
+    loop {
+        let frame = match tokio::time::timeout_at(started + within, body.frame()).await {
+            Err(_) => return Err(BodyError::TimedOut { after: within }),
+            Ok(None) => return Ok(collected.freeze()),
+            Ok(Some(Err(_))) => return Err(BodyError::Broken),
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let Ok(data) = frame.into_data() else { continue };
+        if collected.len() + data.len() > limit {
+            discard(&mut body, within.saturating_sub(started.elapsed())).await;
+            return Err(BodyError::TooLarge { limit });
+        }
+        collected.extend_from_slice(&data);
     }
+}
+
+/// Reads and drops what is left of a refused body (bounded in bytes and time).
+async fn discard(body: &mut Body, within: Duration) {
+    let drain = async {
+        let mut seen = 0;
+        while let Some(Ok(frame)) = body.frame().await {
+            seen += frame.data_ref().map_or(0, Bytes::len);
+            if seen > DISCARD_BYTES {
+                return;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(within.min(DISCARD_TIME), drain).await;
 }
