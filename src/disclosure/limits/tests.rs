@@ -122,3 +122,52 @@ fn escaped_length_counts_what_a_json_string_adds() {
         assert_eq!(escaped_len(text), encoded.len() - 2, "{text:?}");
     }
 }
+
+mod properties {
+    use std::sync::OnceLock;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const ANSWER: usize = 64 * 1024;
+
+    /// Catalogs of 50 tools whose descriptions are small, medium and large
+    /// against a 64 KiB answer.
+    fn catalogs() -> &'static [Catalog; 3] {
+        static CATALOGS: OnceLock<[Catalog; 3]> = OnceLock::new();
+        CATALOGS.get_or_init(|| {
+            let config = DisclosureConfig { max_answer_bytes: ANSWER, ..DisclosureConfig::default() };
+            [catalog(50, 10, &config), catalog(50, 5_000, &config), catalog(50, 40_000, &config)]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn any_selection_stays_within_the_limits(
+            names in prop::collection::vec("tool_[0-9]{1,2}|[a-z_0-9\"\\\\]{0,140}", 0..90),
+            which in 0usize..3,
+        ) {
+            let catalog = &catalogs()[which];
+            let mut unique: Vec<String> = Vec::new();
+            for n in names {
+                if !n.is_empty() && !unique.contains(&n) {
+                    unique.push(n);
+                }
+            }
+            let uri = selection_uri(&unique);
+            let echoed = if uri.len() <= 4096 { uri } else { crate::disclosure::RESOURCE_URI.to_owned() };
+            let budget = catalog.fetch_limits().body_budget(escaped_len(&echoed));
+            let described = describe_within(catalog, &unique, budget);
+            let answer = json!({"jsonrpc": "2.0", "id": 1, "result": read_result(&echoed, &described.body)});
+            prop_assert!(answer.to_string().len() <= ANSWER, "{} bytes", answer.to_string().len());
+            prop_assert!(described.authorized.len() <= 64);
+            for name in &described.authorized {
+                // Only what the answer carries in full is authorized.
+                prop_assert!(described.body[name].get("inputSchema").is_some(), "{name}");
+            }
+        }
+    }
+}
