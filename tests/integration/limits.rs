@@ -332,3 +332,18 @@ async fn per_session_children_are_capped_and_idle_ones_reclaimed() -> Result<()>
     assert_eq!(children_of(pid), 3);
     Ok(())
 }
+
+#[tokio::test]
+async fn client_roots_reach_no_upstream_without_forward_roots() -> Result<()> {
+    let gw = Toolgate::start(&fixture_upstream("fx", &[], "mode = \"passthrough\"")).await?;
+    let c = Client::connected(&gw.url, json!({"roots": {"listChanged": true}})).await?;
+    let started = Instant::now();
+    let result = c.call_tool("fixture_roots", json!({})).await?;
+    // The upstream was not told of the capability, and asking anyway is
+    // refused by toolgate at once (the client is never asked).
+    let text = text_of(&result);
+    assert!(text.contains("declared: false"), "{result}");
+    assert!(text.contains("forward_roots"), "{result}");
+    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+    Ok(())
+}
