@@ -347,3 +347,26 @@ async fn client_roots_reach_no_upstream_without_forward_roots() -> Result<()> {
     assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
     Ok(())
 }
+
+#[tokio::test]
+async fn upstream_messages_over_max_message_bytes_fail_the_call_not_toolgate() -> Result<()> {
+    let (_fixture, url) = start_http_server(fixture_exe(), &["--http", "127.0.0.1:0"]).await?;
+    let stdio = fixture_upstream("st", &[], "mode = \"passthrough\"\nmax_message_bytes = 65536");
+    let http = http_upstream("ht", &url, "mode = \"passthrough\"\nmax_message_bytes = 65536");
+    let gw = Toolgate::start(&format!("{stdio}\n{http}")).await?;
+    let c = Client::connected(&gw.url, json!({})).await?;
+    let big = "x".repeat(100_000);
+    // HTTP: the answer is too large; the call fails with a clear error.
+    let failed = c.request("tools/call", json!({"name": "ht__echo", "arguments": {"text": big}})).await?;
+    let message = failed["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("max_message_bytes"), "{failed}");
+    // Within the limit, both work.
+    for tool in ["ht__echo", "st__echo"] {
+        let ok = c.call_tool(tool, json!({"text": "small"})).await?;
+        assert_eq!(text_of(&ok), "small", "{ok}");
+    }
+    // stdio: a line over the limit ends that connection; the call fails.
+    let failed = c.request("tools/call", json!({"name": "st__echo", "arguments": {"text": big}})).await?;
+    assert!(failed.get("error").is_some(), "{failed}");
+    Ok(())
+}
