@@ -67,30 +67,7 @@ if [[ -n "${TOOLGATE_TEST_PYTHON:-}" ]]; then
     [[ -x "$TOOLGATE_TEST_PYTHON" ]] || die "TOOLGATE_TEST_PYTHON is not an executable: $TOOLGATE_TEST_PYTHON"
     py="$TOOLGATE_TEST_PYTHON"
 else
-    base="${PYTHON:-python3}"
-    command -v "$base" >/dev/null || die "$base not found; install Python 3.10 or newer"
-    py="$venv/bin/python"
-    # A venv whose interpreter no longer runs (base Python moved or upgraded) is rebuilt.
-    if [[ -x "$py" ]] && ! "$py" -c 'import sys' 2>/dev/null; then
-        say "venv at $venv is broken; recreating it"
-        rm -rf "$venv"
-    fi
-    if [[ ! -x "$py" ]]; then
-        say "creating venv at $venv"
-        mkdir -p "$repo/target"
-        "$base" -m venv "$venv" \
-            || die "'$base -m venv' failed; on Debian/Ubuntu install the python3-venv package"
-    fi
-    stamp="$venv/.requirements.sha256"
-    want="$(stamp_key "$py" "$requirements")"
-    if [[ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]]; then
-        say "installing tests/requirements.txt into the venv"
-        "$py" -m pip install --quiet --disable-pip-version-check --no-input -r "$requirements" \
-            || die "pip install -r tests/requirements.txt failed"
-        echo "$want" >"$stamp"
-    else
-        say "Python peers up to date ($venv)"
-    fi
+    py="$(tests/venv.sh "$venv" "$requirements")" || die "preparing the test venv failed (see above)"
 fi
 TOOLGATE_TEST_PYTHON="$(cd "$(dirname "$py")" && pwd)/$(basename "$py")"
 export TOOLGATE_TEST_PYTHON

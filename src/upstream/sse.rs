@@ -26,7 +26,7 @@ use super::error::{Cause, UpstreamError, report};
 use super::http::decode_body;
 use super::transport::{Inbox, Transport};
 use crate::config::HttpTarget;
-use crate::jsonrpc::{Message, Response};
+use crate::jsonrpc::Message;
 
 /// Longest wait for the `endpoint` event (or the upstream's `timeout`, if shorter).
 const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -224,14 +224,6 @@ impl SseTransport {
 }
 
 impl Transport for SseTransport {
-    fn request<'a>(
-        &'a self,
-        _call: u64,
-        message: &'a Message,
-    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
-        Box::pin(async move { self.post(message).await.map(|()| None) })
-    }
-
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {
         Box::pin(self.post(message))
     }

@@ -24,7 +24,7 @@ use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use super::error::{Cause, UpstreamError};
 use super::transport::{Inbox, Transport};
 use crate::config::StdioTarget;
-use crate::jsonrpc::{Body, Message, Response};
+use crate::jsonrpc::{Body, Message};
 
 /// Longest stderr line logged (the rest is cut).
 const MAX_STDERR_LINE: usize = 8 * 1024;
@@ -163,14 +163,6 @@ impl StdioTransport {
 }
 
 impl Transport for StdioTransport {
-    fn request<'a>(
-        &'a self,
-        _call: u64,
-        message: &'a Message,
-    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
-        Box::pin(async move { self.queue(message).await.map(|()| None) })
-    }
-
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {
         Box::pin(self.queue(message))
     }

@@ -28,9 +28,16 @@ pub trait Transport: Send + Sync {
     /// Sends request `call` (the message carries that id). Resolves once it
     /// is sent, with its response when the exchange itself brought it back
     /// (a Streamable HTTP JSON answer, read in the caller's task); otherwise
-    /// the response arrives through the [`Inbox`].
-    fn request<'a>(&'a self, call: u64, message: &'a Message)
-    -> BoxFuture<'a, Result<Option<Response>, UpstreamError>>;
+    /// the response arrives through the [`Inbox`], as it always does on a
+    /// transport that only [`send`](Self::send)s (the default).
+    fn request<'a>(
+        &'a self,
+        call: u64,
+        message: &'a Message,
+    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
+        let _ = call;
+        Box::pin(async move { self.send(message).await.map(|()| None) })
+    }
 
     /// Sends a notification or a response.
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>>;

@@ -74,14 +74,23 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Waits until file $1 has a line matching sed expression $2 (which prints the
-# wanted part), and sets `found` to it. Fails after 60 s or if process $3 exits.
+# Waits until file $1 has a line matching bash regex $2 (whose first group is
+# the wanted part), and sets `found` to it. Fails after 60 s or if process $3
+# exits. Reads the file with builtins only: a command substitution here, under
+# load, once made bash lose track of a background child ("wait_for: No record
+# of process") and abort the run.
 found=""
 wait_for_line() {
-    local file="$1" expr="$2" pid="$3"
+    local file="$1" re="$2" pid="$3" line
     for _ in $(seq 600); do
-        found="$(sed -n "$expr" "$file" 2>/dev/null | head -n1)"
-        [[ -n "$found" ]] && return 0
+        if [[ -f "$file" ]]; then
+            while IFS= read -r line || [[ -n "$line" ]]; do
+                if [[ "$line" =~ $re ]]; then
+                    found="${BASH_REMATCH[1]}"
+                    return 0
+                fi
+            done <"$file"
+        fi
         kill -0 "$pid" 2>/dev/null || { say "process $pid exited early; its output:"; cat "$file" >&2; return 1; }
         sleep 0.1
     done
@@ -95,7 +104,7 @@ start_fixture() {
     local log="$1"
     "$fixture" --http 127.0.0.1:0 >"$log" 2>&1 &
     pids+=("$!")
-    wait_for_line "$log" 's/^LISTENING \(http[^[:space:]]*\).*/\1/p' "$!"
+    wait_for_line "$log" '^LISTENING (http[^[:space:]]*)' "$!"
 }
 
 # Starts toolgate with config file $1; sets `found` to its URL.
@@ -104,7 +113,7 @@ start_toolgate() {
     TOOLGATE_LOG="${TOOLGATE_LOG:-info,toolgate=debug}" "$toolgate" serve --config "$config" >"$log" 2>&1 &
     pids+=("$!")
     # toolgate logs `listening on http://ADDR/mcp` on stderr.
-    wait_for_line "$log" 's/.*listening on \(http[^[:space:][:cntrl:]]*\).*/\1/p' "$!"
+    wait_for_line "$log" 'listening on (http[^[:space:][:cntrl:]]*)' "$!"
 }
 
 # Writes a toolgate config: mode $2 and an upstream that is either the stdio
