@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::config::{DisclosureConfig, Mode, UpstreamConfig};
-use crate::disclosure;
+use crate::disclosure::{self, FetchLimits};
 
 mod extras;
 mod filter;
@@ -76,6 +76,8 @@ pub struct Catalog {
     problems: Vec<String>,
     has_progressive: bool,
     describe_tool: Option<String>,
+    /// Bounds on a description fetch from this catalog.
+    fetch_limits: FetchLimits,
 }
 
 impl Default for Catalog {
@@ -97,6 +99,7 @@ impl Catalog {
             problems: Vec::new(),
             has_progressive: false,
             describe_tool: None,
+            fetch_limits: FetchLimits::default(),
         }
     }
 
@@ -192,6 +195,7 @@ impl Catalog {
             problems,
             has_progressive,
             describe_tool,
+            fetch_limits: FetchLimits::from(disclosure),
         }
     }
 
@@ -269,6 +273,12 @@ impl Catalog {
     /// progressive.
     pub fn describe_tool_name(&self) -> Option<&str> {
         self.describe_tool.as_deref()
+    }
+
+    /// The bounds on a description fetch (`disclosure.max_tools_per_fetch`,
+    /// `disclosure.max_answer_bytes`).
+    pub fn fetch_limits(&self) -> &FetchLimits {
+        &self.fetch_limits
     }
 }
 

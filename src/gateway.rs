@@ -33,7 +33,9 @@ mod connections;
 mod disclosure;
 mod events;
 mod forward;
+mod instances;
 mod layer;
+mod limits;
 mod lists;
 mod pages;
 mod policy;
@@ -58,6 +60,7 @@ use crate::auth::Principal;
 use crate::catalog::{ToolEntry, load_extras_dir};
 use crate::config::{Config, Mode, Target};
 use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request};
+use crate::protocol::method;
 use crate::server::http::Admit;
 use crate::server::http::health::{Readiness, Ready};
 use crate::server::{Handler, InitContext, RequestCtx, ServerOffer, Session, SessionStore};
@@ -129,8 +132,11 @@ impl Gateway {
         targets: Vec<Target>,
         sessions: Arc<SessionStore<GatewaySession>>,
     ) -> Result<Arc<Self>, StartError> {
-        let http =
-            reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).build().map_err(StartError::HttpClient)?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .redirect(crate::upstream::same_origin_redirects())
+            .build()
+            .map_err(StartError::HttpClient)?;
         let upstreams = config
             .upstreams
             .iter()
@@ -153,7 +159,11 @@ impl Gateway {
             .collect();
         let clients = clients::Clients::new(&config)?;
         let policy = clients.is_enabled().then(policy::Policy::new);
-        let disclosure = config.upstreams.iter().any(|u| u.mode == Mode::Progressive).then(disclosure::Disclosure::new);
+        let disclosure = config
+            .upstreams
+            .iter()
+            .any(|u| u.mode == Mode::Progressive)
+            .then(|| disclosure::Disclosure::new(config.disclosure.cache_bytes));
         let gateway = Arc::new(Self {
             catalogs: Catalogs::new(config.disclosure.clone()),
             forwarder: Forwarder::new(config.server.page_size),
@@ -330,8 +340,16 @@ impl Handler for Gateway {
 
     async fn notification(self: &Arc<Self>, session: &Arc<GwSession>, notification: Notification) {
         // Client notifications (roots changes, vendor ones) concern the
-        // session's own upstream sessions.
-        for (_, peer) in session.state.live_connections() {
+        // session's own upstream sessions; one named like a request is a
+        // request without its id, which no upstream should act on.
+        if limits::is_request_method(&notification.method) {
+            tracing::debug!(method = %notification.method, "client notification named like a request dropped");
+            return;
+        }
+        for (index, peer) in session.state.live_connections() {
+            if notification.method == method::ROOTS_LIST_CHANGED && !self.upstreams[index].config.forward_roots {
+                continue;
+            }
             peer.notify(&notification.method, notification.params.clone()).await;
         }
     }

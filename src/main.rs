@@ -8,8 +8,8 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
 use toolgate::config::Config;
 use toolgate::gateway::Gateway;
-use toolgate::server::http::{Guard, HttpOptions};
-use toolgate::server::{Engine, SessionStore};
+use toolgate::server::http::{Guard, HttpOptions, ListenOptions, Server};
+use toolgate::server::{Engine, Limits, SessionStore};
 use tracing_subscriber::EnvFilter;
 
 /// Every proxied message allocates (and frees, often on another worker
@@ -175,12 +175,20 @@ fn init_logging(format: LogFormat) {
 
 /// The gateway and the server engine in front of it.
 fn start(config: Config) -> anyhow::Result<(Arc<Gateway>, Arc<Engine<Gateway>>)> {
-    let (store, ended) = SessionStore::new(config.server.session_idle_timeout);
+    let limits = Limits {
+        max_sessions: config.server.max_sessions,
+        max_requests_per_session: config.server.max_requests_per_session,
+        stream_buffer: config.server.stream_buffer,
+    };
+    let (store, ended) = SessionStore::with_limits(config.server.session_idle_timeout, limits);
     let store = Arc::new(store);
     let gateway = Gateway::start(config, store.clone())?;
     let engine = Engine::start(gateway.clone(), store, ended);
     Ok((gateway, engine))
 }
+
+/// How long connections may take to close once their sessions ended.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 async fn serve(config: Config) -> anyhow::Result<()> {
     let server = config.server.clone();
@@ -189,6 +197,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         path: server.path.clone(),
         guard: Guard::new(&server.allowed_hosts, &server.allowed_origins),
         max_body_bytes: server.max_body_bytes,
+        body_read_timeout: server.body_read_timeout,
         keep_alive: server.sse_keep_alive,
         legacy_sse: server.legacy_sse,
         // `[auth]`: every request is authenticated before its body is read.
@@ -203,27 +212,41 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let listener =
         tokio::net::TcpListener::bind(server.listen).await.with_context(|| format!("binding {}", server.listen))?;
     let addr = listener.local_addr()?;
+    let listen = ListenOptions {
+        max_connections: server.max_connections,
+        header_read_timeout: server.header_read_timeout,
+        keep_alive_timeout: server.keep_alive_timeout,
+    };
+    let http = Server::start(listener, app, listen);
     tracing::info!("listening on http://{addr}{}", server.path);
 
-    let store = engine.store().clone();
-    let stopping = async move {
-        shutdown_signal().await;
-        tracing::info!("shutting down");
-        // Ending the sessions ends their open streams, which lets the server drain.
-        store.clear();
-    };
-    let served =
-        axum::serve(toolgate::server::http::no_delay(listener), app).with_graceful_shutdown(stopping).into_future();
-    tokio::pin!(served);
-    tokio::select! {
-        r = &mut served => r.context("serving")?,
-        _ = async { shutdown_signal().await; tokio::time::sleep(Duration::from_secs(10)).await } => {
-            tracing::warn!("connections did not drain in time");
-        }
-    }
+    shutdown_signal().await;
+    tracing::info!(grace = ?server.shutdown_grace, "shutting down: no new connections or sessions; letting requests in progress finish");
+    // New connections, sessions and requests are refused from here on;
+    // requests already running go on, and their answers are delivered.
+    engine.begin_shutdown();
+    http.shutdown();
+    drain(&engine, server.shutdown_grace).await;
+    // Ending the sessions ends their open streams, which lets the
+    // connections close; then the upstreams stop.
     engine.shutdown().await;
+    if !http.wait(CLOSE_GRACE).await {
+        tracing::debug!(open = http.connections(), "connections still open at exit");
+    }
     gateway.shutdown().await;
     Ok(())
+}
+
+/// Waits (at most `grace`) for the requests in progress to finish.
+async fn drain(engine: &Engine<Gateway>, grace: Duration) {
+    let running = engine.running();
+    if running == 0 {
+        return;
+    }
+    tracing::info!(running, "waiting for requests in progress");
+    if !engine.drain(grace).await {
+        tracing::warn!(running = engine.running(), "requests still running after the shutdown grace; ending them");
+    }
 }
 
 async fn stdio(mut config: Config) -> anyhow::Result<()> {
@@ -234,14 +257,28 @@ async fn stdio(mut config: Config) -> anyhow::Result<()> {
         tracing::info!("[auth] applies to HTTP clients only; on stdio toolgate serves the user who launched it");
     }
     config.auth = Default::default();
+    let grace = config.server.shutdown_grace;
     let (gateway, engine) = start(config)?;
     tracing::info!("serving MCP on stdio");
     let served = toolgate::server::stdio::serve(engine.clone(), tokio::io::stdin(), tokio::io::stdout());
+    tokio::pin!(served);
     tokio::select! {
-        r = served => r.context("serving stdio")?,
+        r = &mut served => r.context("serving stdio")?,
         _ = shutdown_signal() => {
-            tracing::info!("shutting down");
-            engine.shutdown().await;
+            tracing::info!(?grace, "shutting down: letting requests in progress finish");
+            engine.begin_shutdown();
+            // The connection keeps being served (answers go out) while it drains.
+            tokio::select! {
+                r = &mut served => r.context("serving stdio")?,
+                () = drain(&engine, grace) => {
+                    // Ending the session ends the connection, which then
+                    // writes what is queued and returns.
+                    engine.shutdown().await;
+                    if let Ok(r) = tokio::time::timeout(CLOSE_GRACE, &mut served).await {
+                        r.context("serving stdio")?;
+                    }
+                }
+            }
         }
     }
     gateway.shutdown().await;

@@ -10,6 +10,7 @@
 //! [`PeerEvents`]. A call goes through the layers in [`service`]: retry of
 //! a forgotten session, the choice of connection, the deadline.
 
+mod capped;
 mod connect;
 mod error;
 mod http;
@@ -21,6 +22,7 @@ mod sse;
 mod stdio;
 mod transport;
 
+pub(crate) use capped::same_origin_redirects;
 pub use connect::{ConnectOptions, connect};
 pub use error::{Cause, Report, Retry, UpstreamError, report};
 #[cfg(any(test, feature = "test-util"))]

@@ -34,6 +34,7 @@ impl Catalog {
             problems: Vec::new(),
             has_progressive: self.has_progressive,
             describe_tool: self.describe_tool.clone(),
+            fetch_limits: self.fetch_limits,
         }
     }
 }

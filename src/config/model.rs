@@ -71,6 +71,36 @@ pub struct ServerConfig {
     /// and `prompts/list` answers. `0` (the default) serves each list whole,
     /// in one page, which suits clients that never follow `nextCursor`.
     pub page_size: usize,
+    /// How long a request head may take to arrive, from its first byte (from
+    /// the connection's opening for its first request). Default `10s`; > 0.
+    #[serde(with = "humantime_serde")]
+    pub header_read_timeout: Duration,
+    /// How long a request body may take to arrive, in total (408 after it).
+    /// Default `30s`; > 0.
+    #[serde(with = "humantime_serde")]
+    pub body_read_timeout: Duration,
+    /// How long a connection with no request in progress stays open (HTTP/1
+    /// keep-alive, HTTP/2 with no stream). Default `60s`; > 0.
+    #[serde(with = "humantime_serde")]
+    pub keep_alive_timeout: Duration,
+    /// Most HTTP connections open at once; more are closed as soon as they
+    /// are accepted. Default 4096; at least 1.
+    pub max_connections: usize,
+    /// Most client sessions alive at once, over every transport; the next
+    /// `initialize` gets HTTP 429 and a JSON-RPC error. Default 10000; at least 1.
+    pub max_sessions: usize,
+    /// Most requests one session may have in flight (each element of a batch
+    /// counts); more are answered at once with a JSON-RPC error. Default 64;
+    /// at least 1.
+    pub max_requests_per_session: usize,
+    /// Most notifications (progress, log messages) queued for one response
+    /// stream of a client that reads slowly; past it they are dropped.
+    /// Responses are never dropped. Default 256; at least 1.
+    pub stream_buffer: usize,
+    /// On SIGTERM or SIGINT, how long requests in progress may take to
+    /// finish before sessions end and upstreams are stopped. Default `10s`.
+    #[serde(with = "humantime_serde")]
+    pub shutdown_grace: Duration,
 }
 
 impl Default for ServerConfig {
@@ -86,6 +116,14 @@ impl Default for ServerConfig {
             legacy_sse: true,
             page_size: 0,
             sse_keep_alive: Duration::from_secs(15),
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+            keep_alive_timeout: Duration::from_secs(60),
+            max_connections: 4096,
+            max_sessions: 10_000,
+            max_requests_per_session: 64,
+            stream_buffer: 256,
+            shutdown_grace: Duration::from_secs(10),
         }
     }
 }
@@ -101,11 +139,29 @@ pub struct DisclosureConfig {
     pub describe_tool: bool,
     /// Name of that tool, `^[A-Za-z0-9_-]{1,64}$`. Default `describe_tools`.
     pub describe_tool_name: String,
+    /// Most tool names one description fetch (`resources/read` of the
+    /// descriptions resource, or a `describe_tools` call) may name; more get
+    /// an error. Default 64; at least 1.
+    pub max_tools_per_fetch: usize,
+    /// Largest answer of a description fetch, in bytes: definitions that do
+    /// not fit are left out (and not authorized), with an entry saying to
+    /// fetch them separately. Default 1 MiB; at least 65536.
+    pub max_answer_bytes: usize,
+    /// Memory for rendered description answers kept for repeated fetches,
+    /// in bytes. Default 16 MiB; `0` keeps none.
+    pub cache_bytes: u64,
 }
 
 impl Default for DisclosureConfig {
     fn default() -> Self {
-        Self { description_max_chars: 160, describe_tool: true, describe_tool_name: "describe_tools".into() }
+        Self {
+            description_max_chars: 160,
+            describe_tool: true,
+            describe_tool_name: "describe_tools".into(),
+            max_tools_per_fetch: 64,
+            max_answer_bytes: 1024 * 1024,
+            cache_bytes: 16 * 1024 * 1024,
+        }
     }
 }
 
@@ -171,10 +227,51 @@ pub struct UpstreamConfig {
     /// must exist. Absolute after [`load`](super::load()), like `cwd`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub descriptions_dir: Option<PathBuf>,
+    /// Largest message accepted from this upstream, in bytes (a stdout line,
+    /// an HTTP response body, one SSE event). A larger one fails the call
+    /// (stdio: ends the connection). Default 16 MiB; at least 1024.
+    #[serde(default = "default_max_message_bytes")]
+    pub max_message_bytes: usize,
+    /// Declare the client's `roots` capability to this upstream's
+    /// per-session sessions, so the upstream can ask the client for its
+    /// roots. Default `false`: some servers (e.g. the reference filesystem
+    /// server) let client roots replace their configured directories.
+    #[serde(default)]
+    pub forward_roots: bool,
+    /// stdio, `per_session`: most child processes serving sessions at once
+    /// (the control connection's child is not counted). Default 32; at least 1.
+    #[serde(default = "default_max_instances")]
+    pub max_instances: usize,
+    /// stdio, `per_session`: a session's child with no call for this long is
+    /// stopped, freeing its place (the session gets a new one on its next
+    /// call). Default `10m`; > 0.
+    #[serde(default = "default_instance_idle_timeout", with = "humantime_serde")]
+    pub instance_idle_timeout: Duration,
+    /// stdio, `per_session`: how long a call waits for a free place when
+    /// `max_instances` children run; then it fails with `-32013`. Default
+    /// `2s`; `0s` fails at once.
+    #[serde(default = "default_instance_wait", with = "humantime_serde")]
+    pub instance_wait: Duration,
 }
 
 fn default_timeout() -> Duration {
     Duration::from_secs(60)
+}
+
+fn default_max_message_bytes() -> usize {
+    16 * 1024 * 1024
+}
+
+fn default_max_instances() -> usize {
+    32
+}
+
+fn default_instance_idle_timeout() -> Duration {
+    Duration::from_secs(600)
+}
+
+fn default_instance_wait() -> Duration {
+    Duration::from_secs(2)
 }
 
 /// Which HTTP transport an `url` upstream speaks.

@@ -38,6 +38,8 @@ pub struct StdioTarget {
     pub inherit_env: bool,
     /// Working directory (absolute after loading).
     pub cwd: Option<PathBuf>,
+    /// Longest stdout line accepted (`max_message_bytes`).
+    pub max_message_bytes: usize,
 }
 
 /// An HTTP upstream's endpoint.
@@ -46,6 +48,8 @@ pub struct HttpTarget {
     pub url: url::Url,
     /// The configured headers, marked sensitive (they usually carry credentials).
     pub headers: HeaderMap,
+    /// Largest response body or SSE event accepted (`max_message_bytes`).
+    pub max_message_bytes: usize,
 }
 
 /// Why an upstream's configuration does not name a usable target.
@@ -104,6 +108,7 @@ impl UpstreamConfig {
                 env: self.env.clone(),
                 inherit_env: self.inherit_env,
                 cwd: self.cwd.clone(),
+                max_message_bytes: self.max_message_bytes,
             }))),
             (None, Some(url)) => {
                 let mut errors = Vec::new();
@@ -134,7 +139,7 @@ impl UpstreamConfig {
                 }
                 match parsed {
                     Some(url) if errors.is_empty() => {
-                        let target = Arc::new(HttpTarget { url, headers });
+                        let target = Arc::new(HttpTarget { url, headers, max_message_bytes: self.max_message_bytes });
                         Ok(match self.transport {
                             HttpTransport::StreamableHttp => Target::StreamableHttp(target),
                             HttpTransport::Sse => Target::Sse(target),

@@ -30,6 +30,11 @@ impl fmt::Display for Problem {
 /// Smallest accepted `server.max_body_bytes`: anything lower cannot hold an
 /// `initialize` request.
 const MIN_BODY_BYTES: usize = 1024;
+/// Smallest accepted `disclosure.max_answer_bytes`: room for a few large
+/// tool definitions.
+const MIN_ANSWER_BYTES: usize = 64 * 1024;
+/// Smallest accepted `upstream[].max_message_bytes`.
+const MIN_MESSAGE_BYTES: usize = 1024;
 /// Smallest accepted `disclosure.description_max_chars`.
 const MIN_DESCRIPTION_CHARS: usize = 20;
 
@@ -81,6 +86,12 @@ impl Problems {
         self.0.push(Problem { path: path.to_string(), message: message.into() });
     }
 
+    fn at_least(&mut self, path: TomlPath, value: usize, min: usize) {
+        if value < min {
+            self.push(path, format!("must be at least {min} (found {value})"));
+        }
+    }
+
     fn positive(&mut self, path: TomlPath, value: Duration) {
         if value.is_zero() {
             self.push(path, "must be greater than zero");
@@ -107,6 +118,13 @@ fn check_server(server: &ServerConfig, out: &mut Problems) {
             format!("must be at least {MIN_BODY_BYTES} (found {})", server.max_body_bytes),
         );
     }
+    out.positive(path.key("header_read_timeout"), server.header_read_timeout);
+    out.positive(path.key("body_read_timeout"), server.body_read_timeout);
+    out.positive(path.key("keep_alive_timeout"), server.keep_alive_timeout);
+    out.at_least(path.key("max_connections"), server.max_connections, 1);
+    out.at_least(path.key("max_sessions"), server.max_sessions, 1);
+    out.at_least(path.key("max_requests_per_session"), server.max_requests_per_session, 1);
+    out.at_least(path.key("stream_buffer"), server.stream_buffer, 1);
     for (key, values) in [("allowed_hosts", &server.allowed_hosts), ("allowed_origins", &server.allowed_origins)] {
         for (i, value) in values.iter().enumerate() {
             if value.trim().is_empty() {
@@ -124,6 +142,8 @@ fn check_disclosure(disclosure: &DisclosureConfig, out: &mut Problems) {
             format!("must be at least {MIN_DESCRIPTION_CHARS} (found {})", disclosure.description_max_chars),
         );
     }
+    out.at_least(path.key("max_tools_per_fetch"), disclosure.max_tools_per_fetch, 1);
+    out.at_least(path.key("max_answer_bytes"), disclosure.max_answer_bytes, MIN_ANSWER_BYTES);
     let name = &disclosure.describe_tool_name;
     if name.is_empty() || name.len() > 64 || !name.bytes().all(is_tool_name_byte) {
         out.push(
@@ -216,6 +236,9 @@ fn check_upstream(u: &UpstreamConfig, path: &TomlPath, written: &dyn Fn(&str) ->
         out.push(path.key("prefix"), format!("`{prefix}` is not a valid prefix: use letters, digits, `_` and `-`"));
     }
     out.positive(path.key("timeout"), u.timeout);
+    out.at_least(path.key("max_message_bytes"), u.max_message_bytes, MIN_MESSAGE_BYTES);
+    out.at_least(path.key("max_instances"), u.max_instances, 1);
+    out.positive(path.key("instance_idle_timeout"), u.instance_idle_timeout);
 
     for (tool, over) in &u.tools {
         let tool_path = path.key("tools").key(tool);

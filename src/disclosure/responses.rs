@@ -5,6 +5,7 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
+use super::limits::escaped_len;
 use super::selection::selection_uri;
 use super::{MIME_TYPE, texts};
 use crate::catalog::Catalog;
@@ -23,34 +24,105 @@ pub struct Described {
     pub authorized: Vec<String>,
 }
 
-/// The full definitions of `names` (exposed names). Unknown names map to
-/// `{"error": "Tool 'x' not found", "available_tools": [...]}`. The describe
-/// tool's own name resolves to its definition.
+/// Room an entry that is not a definition may take in an answer, escaped
+/// (a "not found" or "not included" entry naming a tool of at most
+/// [`MAX_REQUESTED_NAME`](super::limits::MAX_REQUESTED_NAME) bytes).
+const SMALL_ENTRY: usize = 4 * super::limits::MAX_REQUESTED_NAME + 400;
+
+/// The full definitions of `names` (exposed names), within the catalog's
+/// [`FetchLimits`](super::FetchLimits). See [`describe_within`].
 pub fn describe(catalog: &Catalog, names: &[String]) -> Described {
+    describe_within(catalog, names, catalog.fetch_limits().body_budget(0))
+}
+
+/// The full definitions of `names`, in a body of at most `budget` bytes
+/// (counted as sent: escaped inside a JSON string).
+///
+/// A selection over the limits (too many names, a name too long) gets one
+/// error object and authorizes nothing. The first unknown name maps to
+/// `{"error": "Tool 'x' not found", "available_tools": [...]}` (spec 6.3);
+/// later ones point to it instead of repeating the list. A definition that
+/// would not fit in the budget is left out, and not authorized, with an
+/// entry saying to fetch it separately. The describe tool's own name
+/// resolves to its definition.
+pub fn describe_within(catalog: &Catalog, names: &[String], budget: usize) -> Described {
+    let limits = catalog.fetch_limits();
+    if let Some(refused) = limits.refusal(names) {
+        return Described { body: refused, authorized: Vec::new() };
+    }
     let mut body = serde_json::Map::with_capacity(names.len());
     let mut authorized = Vec::with_capacity(names.len());
-    let mut available: Option<Value> = None;
-    for name in names {
+    // The braces of the body.
+    let mut used = 2;
+    let mut listed_under: Option<&str> = None;
+    for (i, name) in names.iter().enumerate() {
+        // Room kept for the entries still to come, should none of them fit.
+        let left = budget.saturating_sub(used + (names.len() - i - 1) * SMALL_ENTRY);
+        let key = escaped_len(&Value::String(name.clone()).to_string()) + 2;
         let definition = match catalog.get(name) {
             Some(entry) => Some(entry.full.clone()),
             None if catalog.describe_tool_name() == Some(name.as_str()) => Some(texts::describe_tool_definition(name)),
             None => None,
         };
-        match definition {
+        let entry = match definition {
             Some(definition) => {
-                authorized.push(name.clone());
-                body.insert(name.clone(), definition);
+                let size = escaped_len(&definition.to_string());
+                if key + size <= left {
+                    authorized.push(name.clone());
+                    definition
+                } else {
+                    not_included(name, size, limits.max_answer_bytes)
+                }
             }
-            None => {
-                let available = available.get_or_insert_with(|| json!(catalog.names())).clone();
-                body.insert(
-                    name.clone(),
-                    json!({"error": format!("Tool '{name}' not found"), "available_tools": available}),
-                );
-            }
-        }
+            None => match listed_under {
+                Some(first) => json!({
+                    "error": format!("Tool '{name}' not found; the available tools are listed under '{first}'")
+                }),
+                None => {
+                    listed_under = Some(name);
+                    not_found(catalog, name, left.saturating_sub(key))
+                }
+            },
+        };
+        used += key + escaped_len(&entry.to_string());
+        body.insert(name.clone(), entry);
     }
     Described { body: Value::Object(body), authorized }
+}
+
+/// The entry of a tool whose definition did not fit in the answer.
+fn not_included(name: &str, size: usize, max_answer_bytes: usize) -> Value {
+    let error = if size + 1024 > max_answer_bytes {
+        format!(
+            "Tool '{name}' not included: its definition ({size} bytes) is larger than an answer may be \
+             ({max_answer_bytes} bytes, disclosure.max_answer_bytes)"
+        )
+    } else {
+        format!(
+            "Tool '{name}' not included: this answer would exceed {max_answer_bytes} bytes; fetch it in a separate request"
+        )
+    };
+    json!({ "error": error })
+}
+
+/// The spec 6.3 not-found entry, listing as many available tools as fit in
+/// `room` bytes (and how many more there are, if not all fit).
+fn not_found(catalog: &Catalog, name: &str, room: usize) -> Value {
+    let all = catalog.names();
+    let mut used = 120 + escaped_len(name);
+    let listed: Vec<&str> = all
+        .iter()
+        .copied()
+        .take_while(|n| {
+            used += escaped_len(n) + 6;
+            used <= room
+        })
+        .collect();
+    let mut entry = json!({"error": format!("Tool '{name}' not found"), "available_tools": listed});
+    if listed.len() < all.len() {
+        entry["more_tools"] = json!(all.len() - listed.len());
+    }
+    entry
 }
 
 /// The spec 6.1 `MISSING_TOOL_SELECTION` object. Its examples use the
@@ -107,6 +179,12 @@ pub fn describe_tool_result(body: &Value) -> Value {
 /// `MISSING_TOOL_SELECTION` object, `isError: true`.
 pub fn describe_args_error(catalog: &Catalog) -> Value {
     tool_error(&missing_selection(catalog))
+}
+
+/// The describe tool's error result for a selection over the
+/// [`FetchLimits`](super::FetchLimits) (`isError: true`).
+pub fn describe_refused(body: &Value) -> Value {
+    tool_error(body)
 }
 
 fn tool_error(body: &Value) -> Value {

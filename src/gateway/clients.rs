@@ -64,7 +64,7 @@ impl Clients {
     }
 
     /// Counts a new session of `principal` against its `max_sessions`, or
-    /// refuses it with [`codes::TOO_MANY_SESSIONS`] (which the engine answers
+    /// refuses it with [`codes::LIMIT_EXCEEDED`] (which the engine answers
     /// with HTTP 429). The guard holds the slot until the session ends.
     pub fn open_session(&self, principal: &Principal) -> Result<Option<SessionGuard>, ErrorObject> {
         if principal.policy().max_sessions.is_none() {
@@ -73,7 +73,7 @@ impl Clients {
         self.sessions.acquire(principal).map(Some).map_err(|refused| {
             tracing::info!(client = %principal.id(), limit = refused.limit, "new session refused: the client's max_sessions");
             ErrorObject::new(
-                codes::TOO_MANY_SESSIONS,
+                codes::LIMIT_EXCEEDED,
                 format!(
                     "Too many sessions: client `{}` may hold at most {} at once; end one (HTTP DELETE) or let one \
                      expire first",

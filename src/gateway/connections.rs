@@ -75,9 +75,15 @@ async fn session_connection(
     if session.closed().is_cancelled() {
         return Err(UpstreamError::Cancelled);
     }
+    // A place for the child, if the upstream's children are capped: taken
+    // (or refused) before anything starts.
+    let place = match &up.instances {
+        Some(instances) => Some(instances.acquire(&up.label).await?),
+        None => None,
+    };
     let options = ConnectOptions {
         label: up.label.clone(),
-        hello: session_hello(session),
+        hello: session_hello(session, up.config.forward_roots),
         events: Arc::new(SessionEvents::new(Arc::downgrade(gateway), Arc::downgrade(session), index)),
         // Without per-call streams, whatever the upstream sends belongs
         // to this session's newest call.
@@ -88,6 +94,9 @@ async fn session_connection(
     let span = tracing::info_span!(parent: None, "upstream", upstream = %up.label, session = session.id());
     let peer = upstream::connect(&up.target, gateway.http(), options).instrument(span).await?;
     tracing::debug!(upstream = %up.label, "opened a per-session upstream session");
+    if let (Some(instances), Some(place)) = (&up.instances, place) {
+        instances.hold(peer.clone(), place);
+    }
     if let Some(level) = session.state.log_level().filter(|_| peer.hello().is_some_and(|h| h.has("logging"))) {
         let set = Call::new(method::LOGGING_SET_LEVEL, Some(json!({"level": level})));
         let _ = upstream::service::call_on(peer.clone(), up.config.timeout, set).await;
@@ -99,10 +108,15 @@ async fn session_connection(
 /// What a per-session upstream session declares: the client's own
 /// reverse-routing capabilities (each request from that upstream session
 /// belongs to this client), nothing toolgate cannot carry (tasks, experimental).
-fn session_hello(session: &GwSession) -> ClientHello {
+/// `roots` only with `forward_roots`: some servers let the client's roots
+/// replace the directories their operator configured.
+fn session_hello(session: &GwSession, forward_roots: bool) -> ClientHello {
     let caps = session.client_capabilities();
     let mut declared = serde_json::Map::new();
     for key in ["sampling", "elicitation", "roots"] {
+        if key == "roots" && !forward_roots {
+            continue;
+        }
         if let Some(v) = caps.get(key).filter(|v| !v.is_null()) {
             declared.insert(key.into(), v.clone());
         }

@@ -23,13 +23,16 @@ use crate::jsonrpc::{Outcome, Request};
 use crate::protocol::method;
 use crate::server::ServerOffer;
 
-/// Rendered reads of the descriptions resource kept for repeated fetches.
-const RENDERED_KEPT: u64 = 1024;
+/// Longest URI echoed back as given in a descriptions answer (and cached
+/// by); a longer one (query parameters toolgate ignores) is answered with the
+/// canonical URI of its selection, and not cached.
+const ECHOED_URI: usize = 4096;
 
 /// The disclosure layer.
 pub struct Disclosure {
     /// Rendered `resources/read` results of the descriptions resource, by
-    /// catalog epoch and URI (cheap answers to repeated fetches).
+    /// catalog epoch and URI (cheap answers to repeated fetches), weighed in
+    /// bytes (`disclosure.cache_bytes`).
     rendered: moka::sync::Cache<(u64, String), Arc<Rendered>>,
 }
 
@@ -42,8 +45,16 @@ struct Rendered {
 }
 
 impl Disclosure {
-    pub fn new() -> Self {
-        Self { rendered: moka::sync::Cache::builder().max_capacity(RENDERED_KEPT).build() }
+    /// The layer, keeping at most `cache_bytes` of rendered answers.
+    pub fn new(cache_bytes: u64) -> Self {
+        let rendered = moka::sync::Cache::builder()
+            .weigher(|key: &(u64, String), rendered: &Arc<Rendered>| {
+                let names: usize = rendered.authorized.iter().map(|(n, _)| n.len() + 32).sum();
+                u32::try_from(key.1.len() + rendered.result.get().len() + names + 64).unwrap_or(u32::MAX)
+            })
+            .max_capacity(cache_bytes)
+            .build();
+        Self { rendered }
     }
 
     async fn serve_request<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
@@ -125,17 +136,27 @@ impl Disclosure {
         let view = gateway.catalog_for(session);
         let key = (view.epoch, uri.to_owned());
         let rendered = self.rendered.get(&key).unwrap_or_else(|| {
+            let echoed = match &selection {
+                _ if uri.len() <= ECHOED_URI => uri.to_owned(),
+                Selection::Tools(names) if view.catalog.fetch_limits().refusal(names).is_none() => {
+                    disclosure::selection_uri(names)
+                }
+                _ => disclosure::RESOURCE_URI.to_owned(),
+            };
             let (body, authorized) = match selection {
                 Selection::Missing => (disclosure::missing_selection(&view.catalog), Vec::new()),
                 Selection::Tools(names) => {
-                    let described = disclosure::describe(&view.catalog, &names);
+                    let budget = view.catalog.fetch_limits().body_budget(disclosure::escaped_len(&echoed));
+                    let described = disclosure::describe_within(&view.catalog, &names, budget);
                     (described.body, fingerprints(&view, described.authorized))
                 }
             };
-            let result = disclosure::read_result(uri, &body);
+            let result = disclosure::read_result(&echoed, &body);
             let result = serde_json::value::to_raw_value(&result).unwrap_or_else(|_| RawValue::NULL.to_owned());
             let rendered = Arc::new(Rendered { result: Arc::from(result), authorized });
-            self.rendered.insert(key, rendered.clone());
+            if uri.len() <= ECHOED_URI {
+                self.rendered.insert(key, rendered.clone());
+            }
             rendered
         });
         if !rendered.authorized.is_empty() {
@@ -232,6 +253,9 @@ fn prepend(outcome: Outcome, key: &str, entry: Value) -> Outcome {
 fn describe_tool(session: &GwSession, view: &CatalogView, arguments: Option<&Value>) -> Outcome {
     match disclosure::parse_describe_args(arguments) {
         Err(_) => Outcome::Result(disclosure::describe_args_error(&view.catalog)),
+        Ok(names) if let Some(refused) = view.catalog.fetch_limits().refusal(&names) => {
+            Outcome::Result(disclosure::describe_refused(&refused))
+        }
         Ok(names) => {
             let described = disclosure::describe(&view.catalog, &names);
             session.state.grants.grant(fingerprints(view, described.authorized));

@@ -40,6 +40,9 @@ impl Route for SessionRoute {
     fn request(&self, peer: Arc<Peer>, request: Request, cancel: CancellationToken) {
         let _entered = self.span.enter();
         if let Some(gw) = self.gateway.upgrade() {
+            if roots_withheld(&gw, &peer, &request) {
+                return refuse(peer, request, "this upstream is not given the client's roots (forward_roots)");
+            }
             gw.forwarder().note_url_elicitation(&self.session, &request);
         }
         relay_request(self.session.clone(), Some(self.downlink.clone()), peer, request, cancel);
@@ -79,6 +82,17 @@ fn relay_request(
         }
     });
 }
+
+/// Whether `request` asks for the client's roots on behalf of an upstream
+/// without `forward_roots` (some servers let the client's roots replace the
+/// directories their operator configured).
+fn roots_withheld(gateway: &Gateway, peer: &Peer, request: &Request) -> bool {
+    request.method == ROOTS_LIST
+        && gateway.upstreams().iter().find(|u| u.label == *peer.label()).is_none_or(|u| !u.config.forward_roots)
+}
+
+/// The server-to-client request for the client's roots.
+const ROOTS_LIST: &str = "roots/list";
 
 /// Refuses a server-to-client request nobody can answer.
 fn refuse(peer: Arc<Peer>, request: Request, why: &str) {
@@ -120,6 +134,11 @@ impl PeerEvents for SessionEvents {
     }
 
     fn request(&self, peer: Arc<Peer>, request: Request, cancel: CancellationToken) {
+        if let Some(gw) = self.gateway.upgrade()
+            && roots_withheld(&gw, &peer, &request)
+        {
+            return refuse(peer, request, "this upstream is not given the client's roots (forward_roots)");
+        }
         match self.session.upgrade() {
             Some(session) => relay_request(session, None, peer, request, cancel),
             None => refuse(peer, request, "the session has ended"),

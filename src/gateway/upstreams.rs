@@ -17,6 +17,8 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
+
+use super::instances::Instances;
 use tracing::Instrument as _;
 
 use super::Gateway;
@@ -59,12 +61,16 @@ pub struct UpstreamHandle {
     refresh: Notify,
     /// Asks the supervisor to reconnect now rather than after its backoff.
     reconnect: Notify,
+    /// The places of its per-session children (stdio, `per_session` only).
+    pub(crate) instances: Option<Instances>,
 }
 
 impl UpstreamHandle {
     pub(crate) fn new(index: usize, config: UpstreamConfig, target: Target, extras: HashMap<String, Extras>) -> Self {
         let label: Arc<str> = Arc::from(config.name.as_str());
+        let instances = Instances::of(&config, &target);
         Self {
+            instances,
             index,
             config: Arc::new(config),
             target,

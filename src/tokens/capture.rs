@@ -183,23 +183,9 @@ fn stored_config(server: &str) -> UpstreamConfig {
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
         .collect();
     let name = if name.is_empty() { "stored".to_owned() } else { name };
-    UpstreamConfig {
-        name,
-        command: Some("stored-catalog".to_owned()),
-        args: Vec::new(),
-        env: Default::default(),
-        inherit_env: false,
-        cwd: None,
-        url: None,
-        headers: Default::default(),
-        transport: Default::default(),
-        mode: Default::default(),
-        sharing: Default::default(),
-        prefix: None,
-        timeout: std::time::Duration::from_secs(60),
-        tools: Default::default(),
-        descriptions_dir: None,
-    }
+    // Every other key takes its default (so new keys need no change here).
+    serde_json::from_value(serde_json::json!({"name": name, "command": "stored-catalog"}))
+        .expect("a name and a command make a valid upstream")
 }
 
 /// The package an upstream's command runs, parsed from its command line:

@@ -36,6 +36,13 @@ pub enum UpstreamError {
     #[error("upstream '{upstream}' protocol error")]
     Protocol { upstream: Arc<str>, source: Cause },
     /// The client cancelled the request.
+    /// Every instance of a per-session stdio upstream is in use
+    /// (`max_instances`), and none came free within `instance_wait`.
+    #[error(
+        "upstream '{upstream}' is busy: all {max} of its instances serve other sessions (max_instances); none came free within {}; try again later",
+        humantime::format_duration(*.waited)
+    )]
+    Busy { upstream: Arc<str>, max: usize, waited: Duration },
     #[error("the request was cancelled")]
     Cancelled,
 }
@@ -64,6 +71,7 @@ impl UpstreamError {
             | UpstreamError::Timeout { upstream, .. }
             | UpstreamError::Closed { upstream, .. }
             | UpstreamError::SessionExpired { upstream }
+            | UpstreamError::Busy { upstream, .. }
             | UpstreamError::Http { upstream, .. }
             | UpstreamError::Protocol { upstream, .. } => Some(upstream),
             UpstreamError::Cancelled => None,
@@ -79,6 +87,7 @@ impl UpstreamError {
             UpstreamError::Timeout { .. } | UpstreamError::Closed { .. } | UpstreamError::Http { .. } => {
                 Retry::SentNoReply
             }
+            UpstreamError::Busy { .. } => Retry::NotSent,
             UpstreamError::Protocol { .. } | UpstreamError::Cancelled => Retry::Never,
         }
     }
@@ -95,6 +104,7 @@ impl UpstreamError {
             UpstreamError::Timeout { .. } => codes::UPSTREAM_TIMEOUT,
             UpstreamError::Closed { .. } | UpstreamError::SessionExpired { .. } => codes::UPSTREAM_CLOSED,
             UpstreamError::Http { .. } | UpstreamError::Protocol { .. } => codes::INTERNAL_ERROR,
+            UpstreamError::Busy { .. } => codes::UPSTREAM_BUSY,
             UpstreamError::Cancelled => codes::SERVER_ERROR,
         };
         ErrorObject::new(code, self.report().to_string())

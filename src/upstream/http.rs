@@ -22,6 +22,8 @@ use futures::{Stream, StreamExt};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use parking_lot::Mutex;
 use sse_stream::SseByteStream;
+
+use super::capped::CappedEvents;
 use tokio_util::sync::CancellationToken;
 
 use super::error::{Cause, UpstreamError, report};
@@ -407,14 +409,32 @@ impl Posted {
     }
 
     /// The whole body.
+    /// The whole body, of at most `max_message_bytes`.
     async fn bytes(self, transport: &HttpTransport) -> Result<Bytes, UpstreamError> {
+        let limit = transport.0.target.max_message_bytes;
+        let too_large = || {
+            transport.error(http, Cause::msg(format!("the response is larger than {limit} bytes (max_message_bytes)")))
+        };
         match self {
-            Posted::Reqwest(r) => r.bytes().await.map_err(|e| transport.http_error(e)),
+            Posted::Reqwest(mut r) => {
+                if r.content_length().is_some_and(|n| n > limit as u64) {
+                    return Err(too_large());
+                }
+                let mut body = bytes::BytesMut::new();
+                while let Some(chunk) = r.chunk().await.map_err(|e| transport.http_error(e))? {
+                    if body.len() + chunk.len() > limit {
+                        return Err(too_large());
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(body.freeze())
+            }
             Posted::Plain(r) => {
                 use http_body_util::BodyExt as _;
-                match r.into_body().collect().await {
+                match http_body_util::Limited::new(r.into_body(), limit).collect().await {
                     Ok(collected) => Ok(collected.to_bytes()),
-                    Err(e) => Err(transport.error(http, Cause::new(e))),
+                    Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+                    Err(e) => Err(transport.error(http, Cause::msg(e.to_string()))),
                 }
             }
         }
@@ -439,7 +459,7 @@ impl StreamCursor {
         stream: impl Stream<Item = Result<Bytes, E>> + Unpin,
         call: Option<u64>,
     ) {
-        let mut events = SseByteStream::new(stream);
+        let mut events = SseByteStream::new(CappedEvents::new(stream, transport.0.target.max_message_bytes));
         while let Some(event) = events.next().await {
             let event = match event {
                 Ok(e) => e,

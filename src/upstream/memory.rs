@@ -23,7 +23,7 @@ pub struct MemoryTarget(Arc<dyn Fn() -> Channels + Send + Sync>);
 /// Both directions of one in-process connection.
 struct Channels {
     to_server: mpsc::UnboundedSender<Result<Body, DecodeError>>,
-    from_server: mpsc::UnboundedReceiver<Arc<str>>,
+    from_server: mpsc::Receiver<Arc<str>>,
 }
 
 impl MemoryTarget {
@@ -32,10 +32,14 @@ impl MemoryTarget {
     pub fn serve<H: Handler>(engine: Arc<Engine<H>>) -> Self {
         Self(Arc::new(move || {
             let (to_server, inbound) = mpsc::unbounded_channel();
-            let (outbox, from_server) = mpsc::unbounded_channel();
+            // Bounded like stdio's output: the reader below drains it.
+            let (outbox, from_server) = mpsc::channel(engine.store().limits().stream_buffer.max(1));
             let engine = engine.clone();
             crate::spawn(async move {
-                if let Some(session) = single::drive(&engine, UnboundedReceiverStream::new(inbound), &outbox).await {
+                if let Some(session) =
+                    single::drive(&engine, UnboundedReceiverStream::new(inbound), &outbox, single::Lifetime::Connection)
+                        .await
+                {
                     engine.store().remove(session.id());
                 }
             });

@@ -144,6 +144,9 @@ impl Call {
     }
 }
 
+/// How long telling an upstream that a call was abandoned may take.
+const CANCEL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// One initialized MCP session with an upstream.
 pub struct Peer {
     /// The peer itself, for the inbox (transports hold it weakly).
@@ -216,6 +219,12 @@ impl Peer {
     }
 
     /// Whether the connection has ended.
+    /// What tells an idle connection: how many requests it has sent so far
+    /// (changes with every call), and how many await their answer.
+    pub fn activity(&self) -> (u64, usize) {
+        (self.next_id.load(Ordering::Relaxed), self.pending.lock().len())
+    }
+
     pub fn is_closed(&self) -> bool {
         self.closed.is_cancelled()
     }
@@ -434,10 +443,15 @@ impl Drop for Abandon<'_> {
         }
         let reason = self.reason.get().copied().unwrap_or("abandoned by toolgate");
         let (peer, id) = (self.peer.clone(), self.id);
-        // Drop cannot wait: the notification goes out on its own task.
-        crate::spawn(
-            async move { peer.notify(method::CANCELLED, Some(json!({"requestId": id, "reason": reason}))).await },
-        );
+        // Drop cannot wait: the notification goes out on its own task, with
+        // a time limit of its own (an upstream that stops reading its input
+        // must not hold the task).
+        crate::spawn(async move {
+            let cancel = peer.notify(method::CANCELLED, Some(json!({"requestId": id, "reason": reason})));
+            if tokio::time::timeout(CANCEL_TIMEOUT, cancel).await.is_err() {
+                tracing::debug!(upstream = %peer.label(), "telling the upstream of a cancellation timed out");
+            }
+        });
     }
 }
 

@@ -18,6 +18,8 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use http::{HeaderMap, StatusCode, header};
 use sse_stream::{Sse, SseByteStream};
+
+use super::capped::CappedEvents;
 use tokio_util::sync::CancellationToken;
 
 use super::error::{Cause, UpstreamError, report};
@@ -63,7 +65,7 @@ pub(crate) async fn open(
     timeout: Duration,
 ) -> Result<Opened, UpstreamError> {
     let wait = timeout.min(ENDPOINT_TIMEOUT);
-    let opening = tokio::time::timeout(wait, connect_stream(&client, &target.url, &target.headers, label)).await;
+    let opening = tokio::time::timeout(wait, connect_stream(&client, target, label)).await;
     let (endpoint, events) = opening
         .map_err(|_| start_error(label, format!("no endpoint event within {}", humantime::format_duration(wait))))??;
     tracing::debug!(upstream = %label, %endpoint, "legacy SSE stream open");
@@ -98,10 +100,10 @@ fn start_error(label: &Arc<str>, reason: String) -> UpstreamError {
 /// `GET url` as an event stream, read up to its `endpoint` event.
 async fn connect_stream(
     client: &reqwest::Client,
-    url: &reqwest::Url,
-    headers: &HeaderMap,
+    target: &HttpTarget,
     label: &Arc<str>,
 ) -> Result<(reqwest::Url, Events), UpstreamError> {
+    let (url, headers) = (&target.url, &target.headers);
     let start_error = |reason: String| start_error(label, reason);
     let response = client
         .get(url.clone())
@@ -121,7 +123,8 @@ async fn connect_stream(
              then use transport = \"streamable_http\")"
         )));
     }
-    let mut events: Events = Box::pin(SseByteStream::new(response.bytes_stream()));
+    let stream = CappedEvents::new(response.bytes_stream(), target.max_message_bytes);
+    let mut events: Events = Box::pin(SseByteStream::new(stream));
     loop {
         let event = match events.next().await {
             Some(Ok(event)) => event,

@@ -26,9 +26,6 @@ use super::transport::{Inbox, Transport};
 use crate::config::StdioTarget;
 use crate::jsonrpc::{Body, Message};
 
-/// Longest line accepted from a child; a longer one ends the connection
-/// rather than growing memory without bound.
-const MAX_LINE: usize = 16 * 1024 * 1024;
 /// Longest stderr line logged (the rest is cut).
 const MAX_STDERR_LINE: usize = 8 * 1024;
 /// Grace periods of the shutdown sequence.
@@ -59,6 +56,9 @@ pub(crate) struct Spawned {
     stdin: ChildStdin,
     stdout: ChildStdout,
     stderr: ChildStderr,
+    /// Longest stdout line accepted (`max_message_bytes`); a longer one ends
+    /// the connection rather than growing memory without bound.
+    max_line: usize,
 }
 
 /// Why a child could not be started.
@@ -112,20 +112,20 @@ pub(crate) fn spawn(target: &StdioTarget, label: &Arc<str>) -> Result<Spawned, U
     });
     let pgid = pid.and_then(|p| i32::try_from(p).ok()).map(Pid::from_raw);
     let transport = StdioTransport { label: label.clone(), lines: Mutex::new(None), pgid, exit };
-    Ok(Spawned { transport, stdin, stdout, stderr })
+    Ok(Spawned { transport, stdin, stdout, stderr, max_line: target.max_message_bytes })
 }
 
 impl Spawned {
     /// Starts the tasks that write the child's stdin, read its stdout (into
     /// `inbox`) and its stderr (into the log), and returns the transport.
     pub(crate) fn start(self, inbox: Weak<dyn Inbox>) -> StdioTransport {
-        let Spawned { transport, stdin, stdout, stderr } = self;
+        let Spawned { transport, stdin, stdout, stderr, max_line } = self;
         let label = transport.label.clone();
         let (lines, queue) = mpsc::channel(QUEUE);
         *transport.lines.lock() = Some(lines);
         crate::spawn(write_stdin(stdin, queue, label.clone()));
         crate::spawn(drain_stderr(stderr, label.clone()));
-        crate::spawn(read_stdout(stdout, inbox, label, transport.exit.clone()));
+        crate::spawn(read_stdout(stdout, inbox, label, transport.exit.clone(), max_line));
         transport
     }
 }
@@ -215,14 +215,15 @@ async fn read_stdout(
     inbox: Weak<dyn Inbox>,
     label: Arc<str>,
     mut exit: watch::Receiver<Option<String>>,
+    max_line: usize,
 ) {
-    let mut lines = FramedRead::new(stdout, LinesCodec::new_with_max_length(MAX_LINE));
+    let mut lines = FramedRead::new(stdout, LinesCodec::new_with_max_length(max_line));
     let mut reason = None;
     while let Some(line) = lines.next().await {
         let line = match line {
             Ok(line) => line,
             Err(LinesCodecError::MaxLineLengthExceeded) => {
-                reason = Some(format!("sent a line longer than {MAX_LINE} bytes"));
+                reason = Some(format!("sent a line longer than {max_line} bytes (max_message_bytes)"));
                 break;
             }
             Err(LinesCodecError::Io(e)) => {

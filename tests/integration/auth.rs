@@ -328,7 +328,7 @@ async fn max_sessions_refuses_the_session_after_the_limit_with_429() -> Result<(
     let reply = third.post(&initialize_body()).await?;
     assert_eq!(reply.status, StatusCode::TOO_MANY_REQUESTS, "{reply:?}");
     let error = &reply.messages.first().context("a JSON-RPC body")?["error"];
-    assert_eq!(error["code"], -32020, "{error}");
+    assert_eq!(error["code"], -32014, "{error}");
     assert!(error["message"].as_str().is_some_and(|m| m.contains("at most 2")), "{error}");
     // Bob is not counted against alice.
     let mut bob = Client::with_bearer(&gw.url, BOB_KEY)?;
@@ -365,12 +365,12 @@ async fn calls_per_minute_refuses_calls_over_the_limit_before_the_upstream() -> 
     // The fourth is refused, saying when to retry; so is a description fetch.
     let refused = alice.request("tools/call", json!({"name": "fixture_whoami", "arguments": {}})).await?;
     let error = &refused["error"];
-    assert_eq!(error["code"], -32029, "{refused}");
+    assert_eq!(error["code"], -32015, "{refused}");
     assert!(error["message"].as_str().is_some_and(|m| m.contains("Rate limit") && m.contains("retry")), "{error}");
     assert!(error["data"]["retryAfterSeconds"].as_u64().is_some_and(|s| (1..=60).contains(&s)), "{error}");
     let read =
         alice.request("resources/read", json!({"uri": "resource:///tool_descriptions?tools=fixture_whoami"})).await?;
-    assert_eq!(read["error"]["code"], -32029, "{read}");
+    assert_eq!(read["error"]["code"], -32015, "{read}");
     // Other requests are not limited.
     alice.result("tools/list", json!({})).await?;
     // The refused call never reached the upstream: bob's call is its third.

@@ -16,7 +16,7 @@ use tokio::process::Command;
 use crate::common::*;
 
 /// `toolgate stdio` as a child, spoken to line by line.
-struct StdioGateway {
+pub(crate) struct StdioGateway {
     child: tokio::process::Child,
     stdin: tokio::process::ChildStdin,
     lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
@@ -24,7 +24,7 @@ struct StdioGateway {
 }
 
 impl StdioGateway {
-    async fn start(upstreams: &str) -> Result<Self> {
+    pub(crate) async fn start(upstreams: &str) -> Result<Self> {
         let dir = tempfile::tempdir()?;
         let config = dir.path().join("toolgate.toml");
         std::fs::write(&config, upstreams)?;
@@ -43,13 +43,13 @@ impl StdioGateway {
         Ok(Self { child, stdin, lines, _dir: dir })
     }
 
-    async fn send(&mut self, message: Value) -> Result<()> {
+    pub(crate) async fn send(&mut self, message: Value) -> Result<()> {
         self.stdin.write_all(format!("{message}\n").as_bytes()).await?;
         Ok(self.stdin.flush().await?)
     }
 
     /// Every line until the response with `id`; every line must be JSON.
-    async fn until(&mut self, id: Value) -> Result<(Value, Vec<Value>)> {
+    pub(crate) async fn until(&mut self, id: Value) -> Result<(Value, Vec<Value>)> {
         let mut others = Vec::new();
         loop {
             let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
@@ -65,7 +65,7 @@ impl StdioGateway {
         }
     }
 
-    async fn request(&mut self, id: i64, method: &str, params: Value) -> Result<(Value, Vec<Value>)> {
+    pub(crate) async fn request(&mut self, id: i64, method: &str, params: Value) -> Result<(Value, Vec<Value>)> {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await?;
         self.until(json!(id)).await
     }
@@ -129,7 +129,7 @@ async fn stdio_clients_get_the_whole_workflow_and_stdout_stays_clean() -> Result
 }
 
 /// A legacy HTTP+SSE client: the stream, and the endpoint it names.
-struct LegacyClient {
+pub(crate) struct LegacyClient {
     http: reqwest::Client,
     base: String,
     endpoint: String,
@@ -137,7 +137,7 @@ struct LegacyClient {
 }
 
 impl LegacyClient {
-    async fn connect(gw: &Toolgate) -> Result<Self> {
+    pub(crate) async fn connect(gw: &Toolgate) -> Result<Self> {
         let base = gw.url.trim_end_matches("/mcp").to_owned();
         let http = reqwest::Client::new();
         let response = http.get(format!("{base}/sse")).header("accept", "text/event-stream").send().await?;
@@ -172,7 +172,7 @@ impl LegacyClient {
             .status())
     }
 
-    async fn request(&mut self, id: i64, method: &str, params: Value) -> Result<Value> {
+    pub(crate) async fn request(&mut self, id: i64, method: &str, params: Value) -> Result<Value> {
         assert_eq!(
             self.post(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await?,
             StatusCode::ACCEPTED

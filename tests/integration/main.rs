@@ -21,6 +21,7 @@ mod import;
 mod interop;
 mod interop_matrix;
 mod legacy_upstream;
+mod limits;
 mod security;
 mod sessions;
 mod transport;

@@ -52,6 +52,7 @@ pub async fn serve_http(
         path: "/mcp".into(),
         guard: Guard::new(&[], &[]),
         max_body_bytes: 4 * 1024 * 1024,
+        body_read_timeout: http::DEFAULT_BODY_READ_TIMEOUT,
         keep_alive: Duration::from_secs(15),
         legacy_sse: true,
         admit: None,

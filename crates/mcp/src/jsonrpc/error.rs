@@ -28,12 +28,16 @@ pub mod codes {
     pub const UPSTREAM_TIMEOUT: i64 = -32011;
     /// toolgate: the upstream connection closed before answering.
     pub const UPSTREAM_CLOSED: i64 = -32012;
-    /// toolgate: `initialize` refused because the client already holds as
-    /// many sessions as it may (HTTP 429).
-    pub const TOO_MANY_SESSIONS: i64 = -32020;
-    /// toolgate: the client's call rate limit is exhausted; `data` says when
-    /// to retry.
-    pub const RATE_LIMITED: i64 = -32029;
+    /// toolgate: every instance of a per-session stdio upstream is in use
+    /// (`max_instances`), and none came free within `instance_wait`.
+    pub const UPSTREAM_BUSY: i64 = -32013;
+    /// toolgate: a limit was reached (too many sessions, for the server or
+    /// for this client; too many requests in flight in one session). Like
+    /// HTTP 429: the same request may succeed later.
+    pub const LIMIT_EXCEEDED: i64 = -32014;
+    /// toolgate: the client's call rate limit (`calls_per_minute`) is
+    /// exhausted; `data.retryAfterSeconds` says when to retry.
+    pub const RATE_LIMITED: i64 = -32015;
     /// MCP 2025-11-25: URL-mode elicitation is required.
     pub const URL_ELICITATION_REQUIRED: i64 = -32042;
 }

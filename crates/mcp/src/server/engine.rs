@@ -12,15 +12,17 @@
 //! [`Refusal`]s to their own status codes.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
 use super::caller::Caller;
 use super::handler::{Handler, InitContext, RequestCtx, ServerOffer};
+use super::limits;
 use super::session::{Downlink, Session};
 use super::store::SessionStore;
 use crate::jsonrpc::{Body, DecodeError, ErrorObject, Id, Message, Notification, Request, Response, codes};
@@ -60,9 +62,12 @@ pub enum Refusal {
     NotInitialized,
     /// A JSON-RPC batch where the session's revision has none.
     BatchNotAllowed,
-    /// `initialize` refused because the caller holds as many sessions as it
-    /// may (the application answered [`codes::TOO_MANY_SESSIONS`]).
+    /// `initialize` while [`Limits::max_sessions`](super::Limits) sessions
+    /// live, or while the caller holds as many sessions as it may (the
+    /// application answered [`codes::LIMIT_EXCEEDED`]) (HTTP 429).
     TooManySessions,
+    /// The server is shutting down and takes no new sessions (HTTP 503).
+    ShuttingDown,
 }
 
 /// What the engine made of a body.
@@ -88,6 +93,11 @@ pub struct Engine<H: Handler> {
     closing: TaskTracker,
     /// Asks the expiry task to hand over every ended session now.
     flush: mpsc::UnboundedSender<oneshot::Sender<()>>,
+    /// Set once shutdown began: new sessions and requests are refused.
+    draining: AtomicBool,
+    /// Requests running now (every session), and a wake-up when none is.
+    running: AtomicUsize,
+    idle: Notify,
 }
 
 impl<H: Handler> Engine<H> {
@@ -101,7 +111,15 @@ impl<H: Handler> Engine<H> {
         let idle = store.idle_timeout();
         let closing = TaskTracker::new();
         let (flush, mut flushes) = mpsc::unbounded_channel::<oneshot::Sender<()>>();
-        let engine = Arc::new(Self { handler: handler.clone(), store: store.clone(), closing: closing.clone(), flush });
+        let engine = Arc::new(Self {
+            handler: handler.clone(),
+            store: store.clone(),
+            closing: closing.clone(),
+            flush,
+            draining: AtomicBool::new(false),
+            running: AtomicUsize::new(0),
+            idle: Notify::new(),
+        });
         let weak_store = Arc::downgrade(&store);
         let period = EXPIRY_TICK.min(idle / 2).max(Duration::from_millis(100));
         let release = move |session: Arc<Session<H::State>>| {
@@ -131,6 +149,38 @@ impl<H: Handler> Engine<H> {
             }
         });
         engine
+    }
+
+    /// Starts a graceful shutdown: from now on `initialize` is refused
+    /// ([`Refusal::ShuttingDown`]) and new requests are answered with an
+    /// error, while the requests already running go on (see [`Engine::drain`]).
+    pub fn begin_shutdown(&self) {
+        self.draining.store(true, Ordering::Release);
+    }
+
+    /// Whether [`Engine::begin_shutdown`] was called.
+    pub fn is_shutting_down(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
+    }
+
+    /// How many requests are running now, over every session.
+    pub fn running(&self) -> usize {
+        self.running.load(Ordering::Acquire)
+    }
+
+    /// Waits until no request is running, or `within` passes. Returns
+    /// whether every request finished.
+    pub async fn drain(&self, within: Duration) -> bool {
+        let all_done = async {
+            loop {
+                let notified = self.idle.notified();
+                if self.running() == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        tokio::time::timeout(within, all_done).await.is_ok()
     }
 
     /// Ends every session and waits until each has released what it holds
@@ -246,6 +296,9 @@ impl<H: Handler> Engine<H> {
                     let e = ErrorObject::new(codes::INVALID_REQUEST, "initialize must not be part of a batch");
                     answered.push(Response::error(Some(r.id), e));
                 }
+                Ok(Message::Request(r)) if self.is_shutting_down() => {
+                    answered.push(Response::error(Some(r.id), limits::shutting_down()));
+                }
                 Ok(Message::Request(r)) => requests.push(r),
                 Ok(Message::Notification(n)) => self.notification(&session, n).await,
                 Ok(Message::Response(r)) => self.response(&session, r).await,
@@ -287,8 +340,20 @@ impl<H: Handler> Engine<H> {
         }
     }
 
-    /// Answers `initialize`, creating a session on success.
+    /// Answers `initialize`, creating a session on success (if there is
+    /// room for one, and the server is not shutting down).
     async fn initialize(&self, request: Request, caller: &Caller) -> Accepted<H::State> {
+        if self.is_shutting_down() {
+            return refused(Refusal::ShuttingDown, Response::error(Some(request.id), limits::shutting_down()));
+        }
+        let Some(place) = self.store.reserve() else {
+            let max = self.store.limits().max_sessions;
+            tracing::warn!(max_sessions = max, "initialize refused: too many sessions");
+            return refused(
+                Refusal::TooManySessions,
+                Response::error(Some(request.id), limits::too_many_sessions(max)),
+            );
+        };
         let params = request.params.unwrap_or_else(|| json!({}));
         if !params.is_object() {
             let e = ErrorObject::invalid_params("initialize params must be an object");
@@ -299,15 +364,17 @@ impl<H: Handler> Engine<H> {
         match self.handler.initialize(&ctx).await {
             Ok((offer, state)) => {
                 let id = SessionStore::<H::State>::new_id();
-                let session = Arc::new(Session::new(id, ctx.version, &ctx.params, state, ctx.caller));
-                self.store.insert(session.clone());
+                let session = Session::new(id, ctx.version, &ctx.params, state, ctx.caller)
+                    .with_max_in_flight(self.store.limits().max_requests_per_session);
+                let session = Arc::new(session);
+                self.store.insert(place, session.clone());
                 tracing::debug!(session = session.id(), version = %ctx.version, client = %session.client_info(), caller = session.caller().id(), "session started");
                 Accepted::Initialized {
                     session,
                     response: Response::result(request.id, initialize_result(ctx.version, offer)),
                 }
             }
-            Err(e) if e.code == codes::TOO_MANY_SESSIONS => {
+            Err(e) if e.code == codes::LIMIT_EXCEEDED => {
                 refused(Refusal::TooManySessions, Response::error(Some(request.id), e))
             }
             Err(e) => answer(Response::error(Some(request.id), e)),
@@ -370,14 +437,52 @@ impl<H: Handler> Engine<H> {
             upstream = tracing::field::Empty,
             tool = tracing::field::Empty,
         );
-        let cancel = session.begin_request(&id);
+        let Some(cancel) = session.begin_request(&id) else {
+            let max = self.store.limits().max_requests_per_session;
+            tracing::debug!(session = session.id(), %id, max, "request refused: too many in flight");
+            return Some(Response::error(Some(id), limits::too_many_requests(max)));
+        };
+        let _running = Running::start(self);
+        // Ends the request's registration however the run ends (answered,
+        // or dropped with its connection).
+        let registered = Registered { session, id: &id };
         let ctx = RequestCtx { downlink, cancel: cancel.clone(), span: span.clone() };
         let outcome = self.handler.request(session, request, ctx).instrument(span).await;
-        session.end_request(&id);
+        drop(registered);
         if cancel.is_cancelled() {
             return None;
         }
         Some(Response { id: Some(id), outcome })
+    }
+}
+
+/// A request registered in its session's in-flight table.
+struct Registered<'a, S> {
+    session: &'a Session<S>,
+    id: &'a Id,
+}
+
+impl<S> Drop for Registered<'_, S> {
+    fn drop(&mut self) {
+        self.session.end_request(self.id);
+    }
+}
+
+/// One request running, counted for [`Engine::drain`].
+struct Running<'a, H: Handler>(&'a Engine<H>);
+
+impl<'a, H: Handler> Running<'a, H> {
+    fn start(engine: &'a Engine<H>) -> Self {
+        engine.running.fetch_add(1, Ordering::AcqRel);
+        Running(engine)
+    }
+}
+
+impl<H: Handler> Drop for Running<'_, H> {
+    fn drop(&mut self) {
+        if self.0.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
     }
 }
 

@@ -9,9 +9,11 @@
 //! cancellation).
 
 mod admit;
+mod body;
 mod guard;
 pub mod health;
 mod legacy;
+mod listen;
 mod post;
 mod reply;
 mod stream;
@@ -27,7 +29,14 @@ use axum::routing::any;
 use http::{HeaderMap, Method, StatusCode, header};
 
 pub use admit::Admit;
+pub use body::BodyError;
 pub use guard::{Guard, Refused};
+pub use listen::{
+    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_KEEP_ALIVE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, ListenOptions, Server,
+};
+
+/// Default time a request body may take to arrive, in total.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 use super::caller::Caller;
 use super::engine::Engine;
@@ -59,8 +68,10 @@ pub struct HttpOptions {
     pub path: String,
     /// `Host`/`Origin` validation.
     pub guard: Guard,
-    /// Largest accepted body, in bytes.
+    /// Largest accepted body, in bytes (413 above it).
     pub max_body_bytes: usize,
+    /// How long a request body may take to arrive, in total (408 after it).
+    pub body_read_timeout: Duration,
     /// SSE keep-alive interval.
     pub keep_alive: Duration,
     /// Also serve the legacy HTTP+SSE transport at `/sse` and `/messages`.

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// Events kept per stream for replay; older ones are dropped first.
-const STREAM_BUFFER: usize = 256;
+pub(crate) const STREAM_BUFFER: usize = 256;
 /// Finished request streams kept for a client that may still resume them.
 const FINISHED_KEPT: usize = 8;
 
@@ -27,8 +27,12 @@ pub struct Event {
     pub data: Arc<str>,
 }
 
-/// What a subscriber receives.
-pub type Subscriber = mpsc::UnboundedSender<Event>;
+/// Where a live stream's events go: a bounded channel to the connection
+/// that serves the stream. A subscriber that falls behind (the channel is
+/// full) is let go: its response ends, the events stay buffered, and the
+/// client resumes with `Last-Event-ID` (the SSE way to catch up), so a
+/// client that reads slowly costs a bounded buffer, never a growing queue.
+pub type Subscriber = mpsc::Sender<Event>;
 
 #[derive(Default)]
 struct Stream {
@@ -57,16 +61,17 @@ impl Stream {
 
     fn send_live(&mut self, seq: u64, stream: u64, data: &Arc<str>) {
         let Some(sub) = &self.subscriber else { return };
-        match sub.send(Event { id: event_id(stream, seq), data: data.clone() }) {
+        match sub.try_send(Event { id: event_id(stream, seq), data: data.clone() }) {
             Ok(()) => self.delivered = seq,
-            // The connection went away; keep buffering for a resumption.
+            // The connection went away, or cannot keep up: let it go, and
+            // keep buffering for a resumption.
             Err(_) => self.subscriber = None,
         }
     }
 
     fn replay_after(&mut self, stream: u64, after: u64, sub: &Subscriber) -> bool {
         for (seq, data) in self.events.iter().filter(|(seq, _)| *seq > after) {
-            if sub.send(Event { id: event_id(stream, *seq), data: data.clone() }).is_err() {
+            if sub.try_send(Event { id: event_id(stream, *seq), data: data.clone() }).is_err() {
                 return false;
             }
             self.delivered = *seq;
@@ -226,7 +231,7 @@ mod tests {
         Arc::from(s)
     }
 
-    fn drain(rx: &mut mpsc::UnboundedReceiver<Event>) -> Vec<String> {
+    fn drain(rx: &mut mpsc::Receiver<Event>) -> Vec<String> {
         let mut out = Vec::new();
         while let Ok(e) = rx.try_recv() {
             out.push(format!("{}={}", e.id, e.data));
@@ -242,7 +247,7 @@ mod tests {
         r.detach(s); // the connection drops
         r.push(s, data("b"));
         r.push(s, data("c"));
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = mpsc::channel(STREAM_BUFFER * 2);
         assert_eq!(r.resume("1-1", tx), Ok(true), "still live");
         assert_eq!(drain(&mut rx), ["1-2=b", "1-3=c"]);
         r.push(s, data("d"));
@@ -259,10 +264,10 @@ mod tests {
         r.detach(s);
         r.push(s, data("x"));
         r.finish(s);
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = mpsc::channel(STREAM_BUFFER * 2);
         assert_eq!(r.resume("1-0", tx), Ok(false), "finished: replay, then end");
         assert_eq!(drain(&mut rx), ["1-1=x"]);
-        let (tx, _rx) = mpsc::unbounded_channel();
+        let (tx, _rx) = mpsc::channel(STREAM_BUFFER * 2);
         assert!(matches!(r.resume("1-0", tx), Err(ResumeError::Unknown(_))));
     }
 
@@ -277,7 +282,7 @@ mod tests {
         r.push_own(gone, data("y"));
         r.finish(gone);
         assert_eq!(r.stream_count(), 1, "only the detached stream is kept");
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = mpsc::channel(STREAM_BUFFER * 2);
         assert_eq!(r.resume("1-0", tx), Ok(false));
         assert_eq!(drain(&mut rx), ["1-1=x"], "the client may not have received it");
     }
@@ -287,7 +292,7 @@ mod tests {
         let mut r = Replay::default();
         let s = r.open();
         assert!(r.push_own(s, data("a")).is_some());
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = mpsc::channel(STREAM_BUFFER * 2);
         assert_eq!(r.resume("1-0", tx), Ok(true));
         assert_eq!(drain(&mut rx), ["1-1=a"]);
         assert_eq!(r.push_own(s, data("b")), None, "the body must hand over");
@@ -304,11 +309,11 @@ mod tests {
         let b = r.open();
         r.push(a, data("for a"));
         r.push(b, data("for b"));
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = mpsc::channel(STREAM_BUFFER * 2);
         r.resume(&event_id(b, 0), tx).unwrap();
         assert_eq!(drain(&mut rx), ["2-1=for b"]);
         for bad in ["", "x", "1", "9-0", "-1-2"] {
-            let (tx, _rx) = mpsc::unbounded_channel();
+            let (tx, _rx) = mpsc::channel(STREAM_BUFFER * 2);
             assert!(r.resume(bad, tx).is_err(), "{bad:?}");
         }
     }
@@ -319,19 +324,36 @@ mod tests {
         for i in 0..(STREAM_BUFFER + 5) {
             r.push(STANDALONE, data(&i.to_string()));
         }
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = mpsc::channel(STREAM_BUFFER * 2);
         assert!(r.attach_standalone(tx));
         let got = drain(&mut rx);
         assert_eq!(got.len(), STREAM_BUFFER);
         assert_eq!(got[0], "0-6=5", "the oldest were dropped");
-        let (tx2, _rx2) = mpsc::unbounded_channel();
+        let (tx2, _rx2) = mpsc::channel(STREAM_BUFFER * 2);
         assert!(!r.attach_standalone(tx2), "one live standalone stream at a time");
         drop(rx);
         r.push(STANDALONE, data("later"));
-        let (tx3, mut rx3) = mpsc::unbounded_channel();
+        let (tx3, mut rx3) = mpsc::channel(STREAM_BUFFER * 2);
         assert!(r.attach_standalone(tx3), "a dead one is replaced");
         assert_eq!(drain(&mut rx3), [format!("0-{}=later", STREAM_BUFFER + 6)]);
-        let (tx4, _rx4) = mpsc::unbounded_channel();
+        let (tx4, _rx4) = mpsc::channel(STREAM_BUFFER * 2);
         assert!(matches!(r.resume("0-1", tx4), Err(ResumeError::TooOld(_))));
+    }
+
+    #[test]
+    fn a_subscriber_that_falls_behind_is_let_go_and_resumes_from_the_buffer() {
+        let mut r = Replay::default();
+        let (tx, mut rx) = mpsc::channel(2);
+        assert!(r.attach_standalone(tx));
+        for i in 0..5 {
+            r.push(STANDALONE, data(&i.to_string()));
+        }
+        // Two fit; the third found the channel full: the subscriber is gone
+        // (its response ends) and nothing grows past the buffer.
+        assert_eq!(drain(&mut rx), ["0-1=0", "0-2=1"]);
+        assert!(rx.try_recv().is_err());
+        let (tx, mut rx) = mpsc::channel(8);
+        assert_eq!(r.resume("0-2", tx), Ok(true), "resumed where the client left off");
+        assert_eq!(drain(&mut rx), ["0-3=2", "0-4=3", "0-5=4"]);
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::caller::Caller;
+use super::limits::{DEFAULT_MAX_REQUESTS_PER_SESSION, DEFAULT_STREAM_BUFFER};
 use super::replay::{self, Replay};
 use crate::jsonrpc::{Id, Message, Notification, Outcome, Request, Response};
 use crate::protocol::{Version, method};
@@ -33,25 +34,120 @@ pub enum Frame {
 
 /// The way back to the client for one request: its own SSE stream on
 /// Streamable HTTP, the session's single stream on stdio or legacy SSE.
+///
+/// Bounded where a slow client could grow memory: at most `capacity`
+/// notifications (progress, log messages) wait in it; past that, further
+/// notifications are dropped (and counted) until the client catches up.
+/// Final responses and server-to-client requests are never dropped: there is
+/// one final per request, and the requests in flight are capped per session.
 #[derive(Clone, Debug)]
 pub struct Downlink {
     tx: mpsc::UnboundedSender<Frame>,
+    queue: Arc<Queue>,
+}
+
+/// What a [`Downlink`] holds back.
+#[derive(Debug)]
+struct Queue {
+    /// Notifications sent and not yet received.
+    notes: AtomicUsize,
+    capacity: usize,
+    /// Notifications dropped because the queue was full.
+    dropped: AtomicU64,
+}
+
+/// The receiving end of a [`Downlink`], drained by the transport.
+#[derive(Debug)]
+pub struct Frames {
+    rx: mpsc::UnboundedReceiver<Frame>,
+    queue: Arc<Queue>,
+}
+
+impl Frames {
+    /// The next frame; `None` once every [`Downlink`] is gone.
+    pub async fn recv(&mut self) -> Option<Frame> {
+        let frame = self.rx.recv().await;
+        self.took(frame)
+    }
+
+    /// The next frame if one is queued.
+    pub fn try_recv(&mut self) -> Result<Frame, mpsc::error::TryRecvError> {
+        let frame = self.rx.try_recv()?;
+        self.took(Some(frame)).ok_or(mpsc::error::TryRecvError::Disconnected)
+    }
+
+    /// Polls for the next frame.
+    pub fn poll_recv(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Frame>> {
+        let frame = std::task::ready!(self.rx.poll_recv(cx));
+        std::task::Poll::Ready(self.took(frame))
+    }
+
+    fn took(&self, frame: Option<Frame>) -> Option<Frame> {
+        if let Some(Frame::Message(Message::Notification(_))) = &frame {
+            self.queue.notes.fetch_sub(1, Ordering::AcqRel);
+        }
+        frame
+    }
 }
 
 impl Downlink {
-    /// A downlink and the receiving end the transport drains.
-    pub fn channel() -> (Downlink, mpsc::UnboundedReceiver<Frame>) {
+    /// A downlink holding at most [`DEFAULT_STREAM_BUFFER`] notifications,
+    /// and the receiving end the transport drains.
+    pub fn channel() -> (Downlink, Frames) {
+        Self::with_capacity(DEFAULT_STREAM_BUFFER)
+    }
+
+    /// A downlink holding at most `capacity` notifications.
+    pub fn with_capacity(capacity: usize) -> (Downlink, Frames) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Downlink { tx }, rx)
+        let queue = Arc::new(Queue { notes: AtomicUsize::new(0), capacity, dropped: AtomicU64::new(0) });
+        (Downlink { tx, queue: queue.clone() }, Frames { rx, queue })
     }
 
     /// Sends a message related to the request. Returns `false` when the
-    /// stream is gone (the client disconnected).
+    /// stream is gone (the client disconnected). A notification the queue
+    /// has no room for is dropped (the stream is still there: `true`).
     pub fn send(&self, message: impl Into<Message>) -> bool {
-        self.tx.send(Frame::Message(message.into())).is_ok()
+        self.offer(message.into()).is_ok()
     }
 
-    /// Sends the final response.
+    /// Queues a message, or hands it back when the stream is gone.
+    fn offer(&self, message: Message) -> Result<(), Message> {
+        let note = matches!(message, Message::Notification(_));
+        if note {
+            let queued = self.queue.notes.fetch_add(1, Ordering::AcqRel);
+            if queued >= self.queue.capacity {
+                self.queue.notes.fetch_sub(1, Ordering::AcqRel);
+                if self.tx.is_closed() {
+                    return Err(message);
+                }
+                let dropped = self.queue.dropped.fetch_add(1, Ordering::Relaxed);
+                if dropped.is_power_of_two() || dropped == 0 {
+                    tracing::debug!(dropped = dropped + 1, "the client reads slowly: notification dropped");
+                }
+                return Ok(());
+            }
+        }
+        match self.tx.send(Frame::Message(message)) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::SendError(frame)) => {
+                if note {
+                    self.queue.notes.fetch_sub(1, Ordering::AcqRel);
+                }
+                match frame {
+                    Frame::Message(m) => Err(m),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// How many notifications were dropped because the client read slowly.
+    pub fn dropped(&self) -> u64 {
+        self.queue.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Sends the final response (never dropped).
     pub(crate) fn finish(&self, response: Response) -> bool {
         self.tx.send(Frame::Final(response)).is_ok()
     }
@@ -94,6 +190,10 @@ pub struct Session<S> {
     /// The application's state for this session.
     pub state: S,
     initialized: AtomicBool,
+    /// Lives as long as its connection: never expires when idle.
+    pinned: AtomicBool,
+    /// Most client requests in flight at once.
+    max_in_flight: usize,
     next_request_id: AtomicU64,
     /// Server-to-client requests awaiting the client's response.
     awaiting: Mutex<HashMap<Id, oneshot::Sender<Outcome>>>,
@@ -114,12 +214,30 @@ impl<S> Session<S> {
             client_info: init_params.get("clientInfo").cloned().unwrap_or(Value::Null),
             state,
             initialized: AtomicBool::new(false),
+            pinned: AtomicBool::new(false),
+            max_in_flight: DEFAULT_MAX_REQUESTS_PER_SESSION,
             next_request_id: AtomicU64::new(0),
             awaiting: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
             replay: Mutex::new(Replay::default()),
             closed: CancellationToken::new(),
         }
+    }
+
+    /// Caps the client requests this session may have in flight.
+    pub(crate) fn with_max_in_flight(mut self, max: usize) -> Self {
+        self.max_in_flight = max;
+        self
+    }
+
+    /// Whether the session lives as long as its connection (see
+    /// [`SessionStore::pin`](super::SessionStore::pin)).
+    pub fn is_pinned(&self) -> bool {
+        self.pinned.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_pinned(&self) {
+        self.pinned.store(true, Ordering::Relaxed);
     }
 
     /// The session id toolgate issued (`Mcp-Session-Id`).
@@ -195,10 +313,21 @@ impl<S> Session<S> {
 
     // === client requests in flight ===
 
-    pub(crate) fn begin_request(&self, id: &Id) -> CancellationToken {
+    /// Registers a client request in flight; `None` when the session has
+    /// [`Limits::max_requests_per_session`](super::Limits) in flight already.
+    pub(crate) fn begin_request(&self, id: &Id) -> Option<CancellationToken> {
+        let mut in_flight = self.in_flight.lock();
+        if in_flight.len() >= self.max_in_flight && !in_flight.contains_key(id) {
+            return None;
+        }
         let token = self.closed.child_token();
-        self.in_flight.lock().insert(id.clone(), token.clone());
-        token
+        in_flight.insert(id.clone(), token.clone());
+        Some(token)
+    }
+
+    /// How many client requests are in flight.
+    pub fn requests_in_flight(&self) -> usize {
+        self.in_flight.lock().len()
     }
 
     pub(crate) fn end_request(&self, id: &Id) {
@@ -262,10 +391,9 @@ impl<S> Session<S> {
     /// while that is open, else on the standalone stream (see [`notify`](Self::notify)).
     pub fn send_related(&self, message: Message, via: Option<&Downlink>) {
         let message = match via {
-            Some(downlink) if !downlink.is_closed() => match downlink.tx.send(Frame::Message(message)) {
+            Some(downlink) if !downlink.is_closed() => match downlink.offer(message) {
                 Ok(()) => return,
-                Err(mpsc::error::SendError(Frame::Message(m))) => m,
-                Err(_) => return,
+                Err(m) => m,
             },
             _ => message,
         };

@@ -10,6 +10,16 @@
 //! ends while requests are still running, they get [`EOF_GRACE`] to finish
 //! and be answered, as long as someone is still reading the output (a stdio
 //! client that closed only its end of the pipe).
+//!
+//! The output is a bounded queue ([`Outbox`]): when the client reads slowly,
+//! writing waits, which stops the driver from reading more input (the
+//! client's own backpressure), while the requests' notifications pile up in
+//! their bounded [`Downlink`] and the surplus is dropped. Responses are
+//! never dropped.
+//!
+//! A connection's session lives as the transport says ([`Lifetime`]): as
+//! long as the connection (stdio), or until it is idle too long (legacy
+//! HTTP+SSE), when the connection ends with it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -20,18 +30,33 @@ use futures::stream::FuturesUnordered;
 use futures::{Stream, StreamExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::caller::Caller;
 use super::engine::{Accepted, Engine, SessionRef};
 use super::handler::Handler;
+use super::replay::{self, Event};
 use super::session::{Downlink, Frame, Session};
 use crate::jsonrpc::{Body, DecodeError, Message, Response};
 
-/// Where a single-channel transport's messages go out, encoded.
-pub type Outbox = mpsc::UnboundedSender<Arc<str>>;
+/// Where a single-channel transport's messages go out, encoded: a bounded
+/// queue, so a slow reader holds the driver back instead of growing memory.
+pub type Outbox = mpsc::Sender<Arc<str>>;
 
 /// How long requests still running when the input ends may take to finish.
 pub const EOF_GRACE: Duration = Duration::from_secs(2);
+
+/// How long the session of a connection lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifetime {
+    /// As long as the connection (stdio: the client's pipe); it never
+    /// expires when idle.
+    Connection,
+    /// Until the connection ends or the session is idle for the store's
+    /// idle timeout, whichever is first; any traffic, either way, counts as
+    /// activity. An expired session ends its connection (legacy HTTP+SSE).
+    Idle,
+}
 
 /// The answers one body's requests produce: one response, or a batch's.
 type Running = Pin<Box<dyn Future<Output = Answer> + Send>>;
@@ -41,15 +66,20 @@ enum Answer {
     Batch(Vec<Response>),
 }
 
-/// Serves one client connection until `inbound` ends, writing everything to
-/// `outbox`. Returns the session the connection initialized, if any (the
-/// caller ends it).
-pub async fn drive<H, I>(engine: &Arc<Engine<H>>, inbound: I, outbox: &Outbox) -> Option<Arc<Session<H::State>>>
+/// Serves one client connection until `inbound` ends (or its session does),
+/// writing everything to `outbox`. Returns the session the connection
+/// initialized, if any (the caller ends it).
+pub async fn drive<H, I>(
+    engine: &Arc<Engine<H>>,
+    inbound: I,
+    outbox: &Outbox,
+    lifetime: Lifetime,
+) -> Option<Arc<Session<H::State>>>
 where
     H: Handler,
     I: Stream<Item = Result<Body, DecodeError>>,
 {
-    drive_as(engine, inbound, outbox, Caller::anonymous()).await
+    drive_as(engine, inbound, outbox, lifetime, Caller::anonymous()).await
 }
 
 /// [`drive`] for a connection opened by `caller` (legacy HTTP+SSE with
@@ -58,6 +88,7 @@ pub async fn drive_as<H, I>(
     engine: &Arc<Engine<H>>,
     inbound: I,
     outbox: &Outbox,
+    lifetime: Lifetime,
     caller: Caller,
 ) -> Option<Arc<Session<H::State>>>
 where
@@ -65,26 +96,41 @@ where
     I: Stream<Item = Result<Body, DecodeError>>,
 {
     let mut inbound = std::pin::pin!(inbound);
-    let mut session: Option<Arc<Session<H::State>>> = None;
-    let (downlink, mut frames) = Downlink::channel();
-    let (standalone_tx, mut standalone) = mpsc::unbounded_channel::<super::replay::Event>();
+    let limits = *engine.store().limits();
+    let mut out = Writer { outbox, engine, session: None, lifetime, closed: CancellationToken::new() };
+    let (downlink, mut frames) = Downlink::with_capacity(limits.stream_buffer);
+    let (mut standalone_tx, mut standalone) = standalone_channel(limits.stream_buffer);
     let mut running: FuturesUnordered<Running> = FuturesUnordered::new();
     // Set when the input ended with requests still running.
     let mut ending: Option<Instant> = None;
     loop {
+        let closed = out.closed.clone();
         tokio::select! {
             biased;
-            Some(frame) = frames.recv() => write_frame(outbox, frame),
-            Some(event) = standalone.recv() => send_encoded(outbox, event.data),
+            // The session ended under the connection (expired, or the
+            // server shuts down): so does the connection.
+            () = closed.cancelled() => break,
+            Some(frame) = frames.recv() => out.frame(frame).await,
+            event = standalone.recv(), if out.session.is_some() => match event {
+                Some(event) => out.line(event.data).await,
+                // The stream fell behind and was let go (its events stay
+                // buffered): attach again, which replays them.
+                None => {
+                    (standalone_tx, standalone) = standalone_channel(limits.stream_buffer);
+                    if let Some(s) = &out.session {
+                        s.replay().attach_standalone(standalone_tx.clone());
+                    }
+                }
+            },
             Some(answer) = running.next() => {
                 // What the request sent before answering goes out first.
                 while let Ok(frame) = frames.try_recv() {
-                    write_frame(outbox, frame);
+                    out.frame(frame).await;
                 }
                 match answer {
-                    Answer::One(Some(response)) => send(outbox, &Message::Response(response)),
+                    Answer::One(Some(response)) => out.message(&Message::Response(response)).await,
                     Answer::One(None) => {}
-                    Answer::Batch(responses) => send_batch(outbox, responses),
+                    Answer::Batch(responses) => out.batch(responses).await,
                 }
             }
             () = tokio::time::sleep_until(ending.unwrap_or_else(Instant::now)), if ending.is_some() => break,
@@ -97,7 +143,7 @@ where
                     ending = Some(Instant::now() + EOF_GRACE);
                     continue;
                 };
-                let reference = match &session {
+                let reference = match &out.session {
                     Some(s) => {
                         // Any traffic keeps the session alive.
                         engine.store().touch(s.id());
@@ -107,15 +153,21 @@ where
                 };
                 match engine.accept_as(reference, body, &caller).await {
                     Accepted::Answered { responses, batch: true, .. } if !responses.is_empty() => {
-                        send_batch(outbox, responses)
+                        out.batch(responses).await
                     }
                     Accepted::Answered { responses, .. } => {
-                        responses.into_iter().for_each(|r| send(outbox, &Message::Response(r)))
+                        for r in responses {
+                            out.message(&Message::Response(r)).await;
+                        }
                     }
                     Accepted::Initialized { session: s, response } => {
-                        send(outbox, &Message::Response(response));
+                        if lifetime == Lifetime::Connection {
+                            engine.store().pin(&s);
+                        }
+                        out.closed = s.closed().clone();
+                        out.session = Some(s.clone());
+                        out.message(&Message::Response(response)).await;
                         s.replay().attach_standalone(standalone_tx.clone());
-                        session = Some(s);
                     }
                     Accepted::Run { session: s, mut requests, answered, batch } => {
                         let (engine, downlink) = (engine.clone(), downlink.clone());
@@ -138,33 +190,64 @@ where
             break;
         }
     }
-    session
+    out.session
 }
 
-fn write_frame(outbox: &Outbox, frame: Frame) {
-    match frame {
-        Frame::Message(m) => send(outbox, &m),
-        Frame::Final(r) => send(outbox, &Message::Response(r)),
-        Frame::Stream | Frame::End => {}
+fn standalone_channel(capacity: usize) -> (mpsc::Sender<Event>, mpsc::Receiver<Event>) {
+    // Room for the whole replay buffer, which an attachment hands over at once.
+    mpsc::channel(capacity.max(replay::STREAM_BUFFER))
+}
+
+/// The connection's way out.
+struct Writer<'a, H: Handler> {
+    outbox: &'a Outbox,
+    engine: &'a Arc<Engine<H>>,
+    session: Option<Arc<Session<H::State>>>,
+    lifetime: Lifetime,
+    /// Fires when the session ends (never before there is one).
+    closed: CancellationToken,
+}
+
+impl<H: Handler> Writer<'_, H> {
+    async fn frame(&self, frame: Frame) {
+        match frame {
+            Frame::Message(m) => self.message(&m).await,
+            Frame::Final(r) => self.message(&Message::Response(r)).await,
+            Frame::Stream | Frame::End => {}
+        }
     }
-}
 
-fn send(outbox: &Outbox, message: &Message) {
-    send_encoded(outbox, Arc::from(message.encode()));
-}
-
-fn send_batch(outbox: &Outbox, responses: Vec<Response>) {
-    if responses.is_empty() {
-        return;
+    async fn message(&self, message: &Message) {
+        self.line(Arc::from(message.encode())).await;
     }
-    let messages: Vec<Message> = responses.into_iter().map(Message::Response).collect();
-    match serde_json::to_string(&messages) {
-        Ok(text) => send_encoded(outbox, Arc::from(text)),
-        Err(e) => tracing::error!(error = %e, "cannot encode a batch answer"),
-    }
-}
 
-fn send_encoded(outbox: &Outbox, line: Arc<str>) {
-    // A closed outbox means the client is gone; there is no one to tell.
-    let _ = outbox.send(line);
+    async fn batch(&self, responses: Vec<Response>) {
+        if responses.is_empty() {
+            return;
+        }
+        let messages: Vec<Message> = responses.into_iter().map(Message::Response).collect();
+        match serde_json::to_string(&messages) {
+            Ok(text) => self.line(Arc::from(text)).await,
+            Err(e) => tracing::error!(error = %e, "cannot encode a batch answer"),
+        }
+    }
+
+    /// Queues one line, waiting while the queue is full (unless the session
+    /// ends meanwhile: then no one waits for it).
+    async fn line(&self, line: Arc<str>) {
+        tokio::select! {
+            // A line that fits is queued even if the session just ended
+            // (the answer of a request that finished during shutdown).
+            biased;
+            // A closed outbox means the client is gone; there is no one to tell.
+            _ = self.outbox.send(line) => {}
+            () = self.closed.cancelled() => return,
+        }
+        if self.lifetime == Lifetime::Idle
+            && let Some(s) = &self.session
+        {
+            // Traffic either way keeps the session alive.
+            self.engine.store().touch(s.id());
+        }
+    }
 }

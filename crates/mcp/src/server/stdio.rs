@@ -31,7 +31,7 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (outbox, lines_out) = mpsc::unbounded_channel();
+    let (outbox, lines_out) = mpsc::channel(engine.store().limits().stream_buffer.max(1));
     let writer = crate::spawn(write_lines(writer, lines_out));
     let mut failed = None;
     let bodies = read_bodies(reader).filter_map(|item| {
@@ -44,7 +44,8 @@ where
         };
         std::future::ready(body)
     });
-    single::drive(&engine, bodies, &outbox).await;
+    // The session is the pipe's: it never expires while the client is there.
+    single::drive(&engine, bodies, &outbox, single::Lifetime::Connection).await;
     engine.shutdown().await;
     drop(outbox);
     if let Some(e) = failed {
@@ -115,10 +116,7 @@ fn lift(frame: Result<Option<Bytes>, AnyDelimiterCodecError>) -> io::Result<Opti
     }
 }
 
-async fn write_lines<W: AsyncWrite + Unpin>(
-    mut writer: W,
-    mut lines: mpsc::UnboundedReceiver<Arc<str>>,
-) -> io::Result<()> {
+async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, mut lines: mpsc::Receiver<Arc<str>>) -> io::Result<()> {
     while let Some(line) = lines.recv().await {
         writer.write_all(line.as_bytes()).await?;
         writer.write_all(b"\n").await?;

@@ -1,41 +1,111 @@
-//! Live sessions by id, with idle expiry.
+//! Live sessions by id, with idle expiry and a cap on how many may live.
 //!
-//! A moka cache with time-to-idle holds the sessions; every lookup counts as
-//! activity. Whatever removes a session (expiry, `DELETE`, shutdown) sends it
-//! down one channel, so the application releases it in exactly one place.
+//! A moka cache holds the sessions; every lookup counts as activity and
+//! restarts a session's idle clock, except for sessions pinned to their
+//! connection (stdio: the session lives as long as its pipe), which never
+//! expire on their own. Whatever removes a session (expiry, `DELETE`, the
+//! end of its connection, shutdown) sends it down one channel, so the
+//! application releases it in exactly one place.
+//!
+//! The count of live sessions is kept exactly (moka's own is eventually
+//! consistent): a place is reserved before a session is created, so
+//! concurrent `initialize`s cannot overshoot [`Limits::max_sessions`].
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
+use moka::Expiry;
 use moka::notification::RemovalCause;
 use moka::sync::Cache;
 use tokio::sync::mpsc;
 
+use super::limits::Limits;
 use super::session::Session;
 
 /// The live sessions of one server.
 pub struct SessionStore<S: Send + Sync + 'static> {
     cache: Cache<Arc<str>, Arc<Session<S>>>,
     idle: Duration,
+    limits: Limits,
+    /// Live sessions plus places reserved for sessions being created.
+    live: Arc<AtomicUsize>,
+}
+
+/// Idle expiry, except for pinned sessions.
+struct IdleExpiry(Duration);
+
+impl IdleExpiry {
+    fn of<S>(&self, session: &Session<S>) -> Option<Duration> {
+        (!session.is_pinned()).then_some(self.0)
+    }
+}
+
+impl<S> Expiry<Arc<str>, Arc<Session<S>>> for IdleExpiry {
+    fn expire_after_create(&self, _: &Arc<str>, session: &Arc<Session<S>>, _: Instant) -> Option<Duration> {
+        self.of(session)
+    }
+
+    fn expire_after_read(
+        &self,
+        _: &Arc<str>,
+        session: &Arc<Session<S>>,
+        _: Instant,
+        _: Option<Duration>,
+        _: Instant,
+    ) -> Option<Duration> {
+        self.of(session)
+    }
+
+    fn expire_after_update(
+        &self,
+        _: &Arc<str>,
+        session: &Arc<Session<S>>,
+        _: Instant,
+        _: Option<Duration>,
+    ) -> Option<Duration> {
+        self.of(session)
+    }
+}
+
+/// A place for one session, taken before it is created
+/// ([`SessionStore::reserve`]). Dropped unused, it is given back.
+pub struct Reservation {
+    live: Arc<AtomicUsize>,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.live.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl<S: Send + Sync + 'static> SessionStore<S> {
-    /// A store whose sessions expire after `idle` without activity. Removed
-    /// sessions are closed and sent to the returned receiver.
+    /// A store whose sessions expire after `idle` without activity, with the
+    /// default [`Limits`]. Removed sessions are closed and sent to the
+    /// returned receiver.
     pub fn new(idle: Duration) -> (Self, mpsc::UnboundedReceiver<Arc<Session<S>>>) {
+        Self::with_limits(idle, Limits::default())
+    }
+
+    /// As [`SessionStore::new`], with `limits`.
+    pub fn with_limits(idle: Duration, limits: Limits) -> (Self, mpsc::UnboundedReceiver<Arc<Session<S>>>) {
         let (tx, rx) = mpsc::unbounded_channel();
+        let live = Arc::new(AtomicUsize::new(0));
+        let count = live.clone();
         let cache = Cache::builder()
-            .time_to_idle(idle)
+            .expire_after(IdleExpiry(idle))
             .eviction_listener(move |_id, session: Arc<Session<S>>, cause| {
                 if cause == RemovalCause::Replaced {
                     return;
                 }
+                count.fetch_sub(1, Ordering::AcqRel);
                 session.close();
                 // The receiver lives as long as the server; nothing to do if it is gone.
                 let _ = tx.send(session);
             })
             .build();
-        (Self { cache, idle }, rx)
+        (Self { cache, idle, limits, live }, rx)
     }
 
     /// A fresh, unguessable session id (122 random bits, visible ASCII).
@@ -48,8 +118,38 @@ impl<S: Send + Sync + 'static> SessionStore<S> {
         self.idle
     }
 
-    /// Adds a session.
-    pub fn insert(&self, session: Arc<Session<S>>) {
+    /// The limits sessions are held to.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Takes a place for a new session, or `None` when
+    /// [`Limits::max_sessions`] sessions live (expired ones are let go first).
+    pub fn reserve(&self) -> Option<Reservation> {
+        if let Some(r) = self.try_reserve() {
+            return Some(r);
+        }
+        // Expired sessions still count until moka applies their removal.
+        self.cache.run_pending_tasks();
+        self.try_reserve()
+    }
+
+    fn try_reserve(&self) -> Option<Reservation> {
+        let max = self.limits.max_sessions;
+        self.live.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1)).ok()?;
+        Some(Reservation { live: self.live.clone() })
+    }
+
+    /// Whether a session could be created now (for transports that refuse a
+    /// connection before its `initialize` arrives).
+    pub fn has_room(&self) -> bool {
+        self.reserve().is_some()
+    }
+
+    /// Adds a session in the place reserved for it.
+    pub fn insert(&self, reservation: Reservation, session: Arc<Session<S>>) {
+        // The place now belongs to the session: the eviction listener gives it back.
+        std::mem::forget(reservation);
         self.cache.insert(session.id_arc(), session);
     }
 
@@ -60,8 +160,16 @@ impl<S: Send + Sync + 'static> SessionStore<S> {
 
     /// Counts as activity on session `id` (its idle clock restarts).
     pub fn touch(&self, id: &str) {
-        // moka restarts time-to-idle on every read.
+        // Every read restarts the idle clock (see `IdleExpiry`).
         let _ = self.cache.get(id);
+    }
+
+    /// Pins a session to its connection: it no longer expires when idle and
+    /// ends only when removed (its connection ended).
+    pub fn pin(&self, session: &Session<S>) {
+        session.set_pinned();
+        // A read makes moka ask `IdleExpiry` again, which now says never.
+        self.touch(session.id());
     }
 
     /// Ends a session. Returns whether it existed.
@@ -98,3 +206,6 @@ impl<S: Send + Sync + 'static> SessionStore<S> {
         self.cache.run_pending_tasks();
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -178,3 +178,95 @@ async fn malformed_bodies_are_refused_as_such() {
     let (refusal, code, _) = error_of(engine.accept(SessionRef::Unbound, Body::decode(b"[]")).await);
     assert_eq!((refusal, code), (Some(Refusal::Malformed), codes::INVALID_REQUEST));
 }
+
+fn limited(limits: crate::server::Limits) -> Arc<Engine<Echo>> {
+    let (store, ended) = SessionStore::with_limits(Duration::from_secs(60), limits);
+    Engine::start(Arc::new(Echo), Arc::new(store), ended)
+}
+
+#[tokio::test]
+async fn initialize_past_max_sessions_is_refused_until_a_session_ends() {
+    let engine = limited(crate::server::Limits { max_sessions: 2, ..Default::default() });
+    let first = session(&engine, "2025-11-25").await;
+    session(&engine, "2025-11-25").await;
+    let (refusal, code, message) = error_of(engine.accept(SessionRef::Missing, init("2025-11-25")).await);
+    assert_eq!((refusal, code), (Some(Refusal::TooManySessions), codes::LIMIT_EXCEEDED));
+    assert!(message.contains("at most 2"), "{message}");
+    assert_eq!(engine.store().len(), 2, "the refused initialize created nothing");
+    engine.store().remove(first.id());
+    session(&engine, "2025-11-25").await;
+    assert_eq!(engine.store().len(), 2);
+}
+
+#[tokio::test]
+async fn requests_past_the_per_session_cap_are_answered_at_once() {
+    let engine = limited(crate::server::Limits { max_requests_per_session: 2, ..Default::default() });
+    let s = session(&engine, "2025-03-26").await;
+    // A batch of four slow requests: two run, two are refused immediately.
+    let batch = body(json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "slow"},
+        {"jsonrpc": "2.0", "id": 2, "method": "slow"},
+        {"jsonrpc": "2.0", "id": 3, "method": "slow"},
+        {"jsonrpc": "2.0", "id": 4, "method": "slow"},
+    ]));
+    let Accepted::Run { session, requests, .. } = engine.accept(SessionRef::Live(s.clone()), batch).await else {
+        panic!("the batch did not run")
+    };
+    let runs: Vec<_> = requests
+        .into_iter()
+        .map(|r| {
+            let (engine, session) = (engine.clone(), session.clone());
+            crate::spawn(async move { engine.run(&session, r, Downlink::channel().0).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(s.requests_in_flight(), 2);
+    assert_eq!(engine.running(), 2);
+    let mut refused = Vec::new();
+    let mut waiting = Vec::new();
+    for run in runs {
+        if run.is_finished() {
+            let response = run.await.unwrap().expect("answered");
+            assert_eq!(response.outcome.error_code(), Some(codes::LIMIT_EXCEEDED));
+            refused.push(response.id.unwrap());
+        } else {
+            waiting.push(run);
+        }
+    }
+    assert_eq!(refused.len(), 2, "over the cap: answered with an error, not queued");
+    // Cancelling the running ones frees their places.
+    for id in [1, 2, 3, 4] {
+        let cancel = body(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}));
+        engine.accept(SessionRef::Live(s.clone()), cancel).await;
+    }
+    for run in waiting {
+        assert!(run.await.unwrap().is_none(), "cancelled");
+    }
+    assert_eq!(s.requests_in_flight(), 0);
+    assert!(engine.drain(Duration::from_secs(1)).await);
+}
+
+#[tokio::test]
+async fn a_shutting_down_engine_refuses_new_work_and_drains_the_running() {
+    let engine = engine();
+    let s = session(&engine, "2025-11-25").await;
+    let slow = Request { id: Id::number(5), method: "slow".into(), params: None };
+    let run = {
+        let (engine, s) = (engine.clone(), s.clone());
+        crate::spawn(async move { engine.run(&s, slow, Downlink::channel().0).await })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    engine.begin_shutdown();
+    let (refusal, _, message) = error_of(engine.accept(SessionRef::Missing, init("2025-11-25")).await);
+    assert_eq!(refusal, Some(Refusal::ShuttingDown));
+    assert!(message.contains("shutting down"), "{message}");
+    let list = body(json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}));
+    let Accepted::Answered { responses, .. } = engine.accept(SessionRef::Live(s.clone()), list).await else {
+        panic!("a new request ran during shutdown")
+    };
+    assert_eq!(responses[0].outcome.error_code(), Some(codes::SERVER_ERROR));
+    assert!(!engine.drain(Duration::from_millis(50)).await, "the slow request is still running");
+    s.cancel_request(&Id::number(5));
+    assert!(engine.drain(Duration::from_secs(1)).await);
+    assert!(run.await.unwrap().is_none());
+}

@@ -3,7 +3,8 @@
 //! (`endpoint`) names where to POST (`/messages?sessionId=…`); every message
 //! the server sends, responses included, goes down that one stream as a
 //! `message` event. The stream is the connection: when it closes, the
-//! session ends.
+//! session ends; when the session ends (idle for the session idle timeout:
+//! POSTs and messages sent both count as activity), the stream closes.
 //!
 //! Both endpoints admit each request (authentication, see
 //! [`Admit`](super::Admit)); the connection belongs to the caller that opened
@@ -23,7 +24,7 @@ use sse_stream::Sse;
 use tokio::sync::mpsc;
 
 use super::stream::{Item, sse};
-use super::{EmptyResponse, HttpState, accepts, admit, reply};
+use super::{EmptyResponse, HttpState, accepts, admit, body, reply};
 use crate::jsonrpc::{Body, DecodeError, Message, codes};
 use crate::server::caller::Caller;
 use crate::server::handler::Handler;
@@ -44,10 +45,14 @@ pub struct Connections {
 /// One open legacy connection.
 #[derive(Clone)]
 struct Connection {
-    inbound: mpsc::UnboundedSender<Result<Body, DecodeError>>,
+    inbound: mpsc::Sender<Result<Body, DecodeError>>,
     /// The caller that opened the stream.
     owner: Caller,
 }
+
+/// Bodies POSTed to one connection and not yet taken by its driver. More
+/// wait (each POST until there is room, at most the body read timeout).
+const INBOUND_QUEUE: usize = 64;
 
 impl Default for Connections {
     fn default() -> Self {
@@ -87,15 +92,28 @@ pub async fn open<H: Handler>(State(state): State<Arc<HttpState<H>>>, mut reques
             "Not Acceptable: use Accept: text/event-stream",
         );
     }
+    // The session is created by the connection's `initialize`; a
+    // connection that could not get one is refused now, as `initialize`
+    // would be (the answer to that goes down the stream, too late for a 429).
+    if !state.engine.store().has_room() {
+        let max = state.engine.store().limits().max_sessions;
+        let error = crate::server::limits::too_many_sessions(max);
+        let body = Message::Response(crate::jsonrpc::Response::error(None, error));
+        return reply::json(StatusCode::TOO_MANY_REQUESTS, &body);
+    }
+    if state.engine.is_shutting_down() {
+        let body = Message::Response(crate::jsonrpc::Response::error(None, crate::server::limits::shutting_down()));
+        return reply::json(StatusCode::SERVICE_UNAVAILABLE, &body);
+    }
     let id = SessionStore::<H::State>::new_id().to_string();
-    let (outbox, lines) = mpsc::unbounded_channel();
-    let (inbound, bodies) = mpsc::unbounded_channel();
+    let (outbox, lines) = mpsc::channel(state.engine.store().limits().stream_buffer.max(1));
+    let (inbound, bodies) = mpsc::channel(INBOUND_QUEUE);
     state.legacy.open.lock().insert(id.clone(), Connection { inbound, owner: caller.clone() });
     let closer = Closer { id: id.clone(), connections: state.legacy.clone() };
     let engine = state.engine.clone();
     crate::spawn(async move {
-        let bodies = tokio_stream::wrappers::UnboundedReceiverStream::new(bodies);
-        if let Some(session) = single::drive_as(&engine, bodies, &outbox, caller).await {
+        let bodies = tokio_stream::wrappers::ReceiverStream::new(bodies);
+        if let Some(session) = single::drive_as(&engine, bodies, &outbox, single::Lifetime::Idle, caller).await {
             tracing::debug!(session = session.id(), "legacy SSE stream closed; ending its session");
             engine.store().remove(session.id());
         }
@@ -126,17 +144,29 @@ pub async fn post<H: Handler>(
     let Some(conn) = conn.filter(|c| c.owner.same_as(&caller)) else {
         return reply::error(StatusCode::NOT_FOUND, codes::SESSION_NOT_FOUND, "Session not found");
     };
-    let bytes = match axum::body::to_bytes(request.into_body(), state.options.max_body_bytes).await {
-        Ok(b) => b,
-        Err(_) => return reply::error(StatusCode::PAYLOAD_TOO_LARGE, codes::INVALID_REQUEST, "Payload Too Large"),
-    };
+    let (parts, body) = request.into_parts();
+    let bytes =
+        match body::read(body, &parts.headers, state.options.max_body_bytes, state.options.body_read_timeout).await {
+            Ok(b) => b,
+            Err(e) => return e.into_response(),
+        };
     // A body that is not JSON-RPC is refused here, where the client can see it.
     let body = match Body::decode(&bytes) {
         Ok(body) => body,
         Err(e) => return reply::json(StatusCode::BAD_REQUEST, &Message::Response(e.to_response())),
     };
-    if conn.inbound.send(Ok(body)).is_err() {
-        return reply::error(StatusCode::NOT_FOUND, codes::SESSION_NOT_FOUND, "Session not found");
+    // Waits while the connection's queue is full (its driver is held up by
+    // a client that reads its stream slowly), within the body read timeout.
+    match tokio::time::timeout(state.options.body_read_timeout, conn.inbound.send(Ok(body))).await {
+        Ok(Ok(())) => {}
+        Ok(Err(_)) => return reply::error(StatusCode::NOT_FOUND, codes::SESSION_NOT_FOUND, "Session not found"),
+        Err(_) => {
+            return reply::error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                codes::SERVER_ERROR,
+                "Service Unavailable: the connection is not reading its messages; try again later",
+            );
+        }
     }
     StatusCode::ACCEPTED.into_response_empty()
 }

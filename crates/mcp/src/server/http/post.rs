@@ -41,16 +41,11 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, call
             "Unsupported Media Type: Content-Type must be application/json",
         );
     }
-    let bytes = match axum::body::to_bytes(body, state.options.max_body_bytes).await {
-        Ok(b) => b,
-        Err(_) => {
-            return reply::error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                codes::INVALID_REQUEST,
-                &format!("Payload Too Large: the limit is {} bytes", state.options.max_body_bytes),
-            );
-        }
-    };
+    let bytes =
+        match super::body::read(body, headers, state.options.max_body_bytes, state.options.body_read_timeout).await {
+            Ok(b) => b,
+            Err(e) => return e.into_response(),
+        };
     let body = Body::decode(&bytes);
     let session = match body {
         // `initialize` names no session (a stale id just gets a new one),
@@ -97,6 +92,7 @@ pub(super) fn refusal_status(refusal: Option<Refusal>) -> StatusCode {
         None => StatusCode::OK,
         Some(Refusal::SessionUnknown) => StatusCode::NOT_FOUND,
         Some(Refusal::TooManySessions) => StatusCode::TOO_MANY_REQUESTS,
+        Some(Refusal::ShuttingDown) => StatusCode::SERVICE_UNAVAILABLE,
         Some(
             Refusal::Malformed
             | Refusal::SessionRequired
@@ -133,7 +129,7 @@ async fn respond<H: Handler>(
     batch: bool,
 ) -> Response {
     let expected = requests.len() + answers.len();
-    let (downlink, mut rx) = Downlink::channel();
+    let (downlink, mut rx) = Downlink::with_capacity(state.engine.store().limits().stream_buffer);
     let engine = state.engine.clone();
     let stream_session = session.clone();
     // A plain spawn: the request span starts inside the engine, and looking

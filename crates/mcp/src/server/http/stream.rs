@@ -28,7 +28,7 @@ use crate::protocol::{self, Version};
 use crate::server::caller::Caller;
 use crate::server::handler::Handler;
 use crate::server::replay::{self, event_id};
-use crate::server::session::{Frame, Session};
+use crate::server::session::{Frame, Frames, Session};
 
 /// The reconnection delay announced to clients that may resume.
 const RETRY: Duration = Duration::from_millis(1000);
@@ -53,7 +53,7 @@ fn priming(stream: u64, version: Version) -> Option<Item> {
 pub fn request_stream<S: Send + Sync + 'static>(
     session: Arc<Session<S>>,
     prelude: Vec<Frame>,
-    rx: mpsc::UnboundedReceiver<Frame>,
+    rx: Frames,
     keep_alive: Duration,
 ) -> Response {
     let stream = session.replay().open();
@@ -68,7 +68,7 @@ struct RequestFrames<S: Send + Sync + 'static> {
     stream: u64,
     prelude: std::vec::IntoIter<Frame>,
     /// `None` once the requests are done.
-    rx: Option<mpsc::UnboundedReceiver<Frame>>,
+    rx: Option<Frames>,
 }
 
 impl<S: Send + Sync + 'static> Stream for RequestFrames<S> {
@@ -145,7 +145,8 @@ pub fn open<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap, caller: &
         Ok(s) => s,
         Err(r) => return *r,
     };
-    let (tx, events) = mpsc::unbounded_channel();
+    // Bounded: a client that reads slowly is let go and resumes (see `replay`).
+    let (tx, events) = mpsc::channel(state.engine.store().limits().stream_buffer.max(replay::STREAM_BUFFER));
     let last_event_id = headers.get(protocol::header::LAST_EVENT_ID).and_then(|v| v.to_str().ok());
     let first = match last_event_id {
         Some(id) => {
@@ -185,7 +186,7 @@ pub fn open<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap, caller: &
 
 struct Listener<S: Send + Sync + 'static> {
     first: Option<Item>,
-    events: mpsc::UnboundedReceiver<replay::Event>,
+    events: mpsc::Receiver<replay::Event>,
     tick: tokio::time::Interval,
     store: std::sync::Weak<crate::server::SessionStore<S>>,
     id: String,

@@ -78,7 +78,7 @@ async fn dropping_the_wait_withdraws_the_request() {
 async fn unrelated_messages_go_to_the_standalone_stream() {
     let s = session();
     s.notify(Message::Notification(Notification::new("early", None)));
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, mut rx) = mpsc::channel(16);
     assert!(s.replay().attach_standalone(tx));
     s.notify(Message::Notification(Notification::new("live", None)));
     let early = rx.recv().await.unwrap();
@@ -95,7 +95,7 @@ async fn unrelated_messages_go_to_the_standalone_stream() {
 #[tokio::test]
 async fn closing_wakes_waiters_and_cancels_in_flight_work() {
     let s = Arc::new(session());
-    let token = s.begin_request(&Id::number(1));
+    let token = s.begin_request(&Id::number(1)).expect("room for a request");
     let s2 = s.clone();
     let waiter =
         crate::spawn(async move { s2.request_client("roots/list", None, None, &CancellationToken::new()).await });
@@ -105,4 +105,45 @@ async fn closing_wakes_waiters_and_cancels_in_flight_work() {
     assert!(matches!(waiter.await.unwrap(), Err(ClientRequestError::SessionClosed)));
     assert!(s.client_supports("sampling/createMessage"));
     assert!(!s.client_supports("elicitation/create"));
+}
+
+#[tokio::test]
+async fn a_full_downlink_drops_notifications_but_never_a_response_or_a_request() {
+    let (downlink, mut frames) = Downlink::with_capacity(3);
+    for i in 0..10 {
+        assert!(downlink.send(Notification::new("notifications/progress", Some(json!({"progress": i})))));
+    }
+    assert_eq!(downlink.dropped(), 7);
+    let request = Request { id: Id::number(1), method: "roots/list".into(), params: None };
+    assert!(downlink.send(Message::Request(request)), "requests are not dropped");
+    assert!(downlink.finish(Response { id: Some(Id::number(9)), outcome: Outcome::Result(json!({})) }));
+    let mut got = Vec::new();
+    while let Ok(frame) = frames.try_recv() {
+        got.push(match frame {
+            Frame::Message(Message::Notification(n)) => format!("note {}", n.params.unwrap()["progress"]),
+            Frame::Message(Message::Request(r)) => format!("request {}", r.method),
+            Frame::Final(r) => format!("final {}", r.id.unwrap()),
+            other => format!("{other:?}"),
+        });
+    }
+    assert_eq!(got, ["note 0", "note 1", "note 2", "request roots/list", "final 9"]);
+    // Received notifications make room again.
+    assert!(downlink.send(Notification::new("notifications/progress", Some(json!({"progress": 10})))));
+    assert!(matches!(frames.try_recv(), Ok(Frame::Message(_))));
+    assert_eq!(downlink.dropped(), 7);
+    drop(frames);
+    assert!(!downlink.send(Notification::new("late", None)), "a closed stream says so");
+}
+
+#[test]
+fn requests_in_flight_are_capped_per_session() {
+    let s = session().with_max_in_flight(2);
+    let a = s.begin_request(&Id::number(1)).expect("first");
+    assert!(s.begin_request(&Id::number(2)).is_some());
+    assert!(s.begin_request(&Id::number(3)).is_none(), "the third is over the cap");
+    s.end_request(&Id::number(2));
+    assert!(s.begin_request(&Id::number(3)).is_some(), "an ended request frees its place");
+    assert!(s.cancel_request(&Id::number(1)));
+    assert!(a.is_cancelled());
+    assert_eq!(s.requests_in_flight(), 1);
 }

@@ -1,0 +1,396 @@
+//! The HTTP listener: accepts connections (at most `max_connections` at
+//! once), serves each with hyper (HTTP/1.1 or HTTP/2, `TCP_NODELAY` set),
+//! and closes the ones that hold a place without using it:
+//!
+//! - a request head must arrive in full within `header_read_timeout` of its
+//!   first byte (or of the connection's opening, for the first request): a
+//!   client sending half a header is cut off;
+//! - a connection with no request in progress is closed after
+//!   `keep_alive_timeout` (HTTP/1 keep-alive, HTTP/2 with no stream open);
+//! - a body must arrive within `body_read_timeout` (checked where bodies are
+//!   read, see `body.rs`).
+//!
+//! `axum::serve` exposes none of these, so connections are served with
+//! hyper-util's connection builder directly. A watch on each connection's
+//! socket (bytes read) and on its requests (started, and finished when their
+//! response body is) tells which state it is in.
+//!
+//! [`Server::shutdown`] stops accepting and asks every connection to finish
+//! gracefully: requests in progress complete, idle connections close.
+
+use std::convert::Infallible;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt as _;
+
+/// Default most connections open at once.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+/// Default time a request head may take.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time an idle connection is kept.
+pub const DEFAULT_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The HTTP/2 connection preface, which tells an HTTP/2 connection apart.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0";
+/// Pause after an accept error (e.g. out of file descriptors).
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+
+/// Limits of the listener itself.
+#[derive(Debug, Clone)]
+pub struct ListenOptions {
+    /// Most connections open at once; one more is closed as soon as it is
+    /// accepted.
+    pub max_connections: usize,
+    /// How long a request head may take, from its first byte (or from the
+    /// connection's opening, for the first request).
+    pub header_read_timeout: Duration,
+    /// How long a connection with no request in progress is kept open.
+    pub keep_alive_timeout: Duration,
+}
+
+impl Default for ListenOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            keep_alive_timeout: DEFAULT_KEEP_ALIVE_TIMEOUT,
+        }
+    }
+}
+
+/// A running listener.
+pub struct Server {
+    stop: CancellationToken,
+    connections: TaskTracker,
+    open: Arc<Semaphore>,
+    max: usize,
+}
+
+impl Server {
+    /// Accepts connections on `listener` and serves `app` on each, until
+    /// [`Server::shutdown`].
+    pub fn start(listener: TcpListener, app: Router, options: ListenOptions) -> Server {
+        let stop = CancellationToken::new();
+        let connections = TaskTracker::new();
+        let max = options.max_connections.max(1);
+        let open = Arc::new(Semaphore::new(max));
+        let server = Server { stop: stop.clone(), connections: connections.clone(), open: open.clone(), max };
+        crate::spawn(accept(listener, app, Arc::new(options), open, stop, connections));
+        server
+    }
+
+    /// Stops accepting, and asks every connection to close once its
+    /// requests in progress are answered.
+    pub fn shutdown(&self) {
+        self.stop.cancel();
+        self.connections.close();
+    }
+
+    /// Waits until every connection is closed, or `within` passes. Returns
+    /// whether they all are.
+    pub async fn wait(&self, within: Duration) -> bool {
+        tokio::time::timeout(within, self.connections.wait()).await.is_ok()
+    }
+
+    /// How many connections are open.
+    pub fn connections(&self) -> usize {
+        self.max - self.open.available_permits()
+    }
+}
+
+async fn accept(
+    listener: TcpListener,
+    app: Router,
+    options: Arc<ListenOptions>,
+    open: Arc<Semaphore>,
+    stop: CancellationToken,
+    connections: TaskTracker,
+) {
+    let mut refused: u64 = 0;
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = stop.cancelled() => return,
+        };
+        let tcp = match accepted {
+            Ok((tcp, _)) => tcp,
+            Err(e) => {
+                // Out of file descriptors, a connection reset before it was
+                // accepted: pause rather than spin.
+                tracing::warn!(error = %e, "accepting a connection failed");
+                tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                continue;
+            }
+        };
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            refused += 1;
+            if refused.is_power_of_two() {
+                tracing::warn!(max_connections = options.max_connections, refused, "connection refused: too many open");
+            }
+            drop(tcp);
+            continue;
+        };
+        // An SSE answer is several small writes (the priming event, then the
+        // response); with Nagle's algorithm the second one waits for the
+        // client's delayed ACK, which costs 40 ms per streamed answer.
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
+        }
+        let (app, options, stop) = (app.clone(), options.clone(), stop.clone());
+        connections.spawn(async move {
+            serve_connection(tcp, app, &options, stop).await;
+            drop(permit);
+        });
+    }
+}
+
+/// Serves one connection until it ends, is found idle or stuck, or
+/// finishes gracefully after `stop`.
+async fn serve_connection(tcp: TcpStream, app: Router, options: &ListenOptions, stop: CancellationToken) {
+    let activity = Arc::new(Activity::new());
+    let io = TokioIo::new(Watched { inner: tcp, activity: activity.clone() });
+    let watch = activity.clone();
+    let service = hyper::service::service_fn(move |request: http::Request<Incoming>| {
+        let active = Active::begin(&watch);
+        let app = app.clone();
+        async move {
+            let response = match app.oneshot(request.map(Body::new)).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            };
+            Ok::<_, Infallible>(response.map(|body| Body::new(Tracked { body, _active: active })))
+        }
+    });
+    let builder = auto::Builder::new(TokioExecutor::new());
+    let connection = builder.serve_connection(io, service);
+    tokio::pin!(connection);
+    let mut graceful = false;
+    loop {
+        let deadline = activity.deadline(options);
+        tokio::select! {
+            served = connection.as_mut() => {
+                if let Err(e) = served {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            () = stop.cancelled(), if !graceful => {
+                graceful = true;
+                connection.as_mut().graceful_shutdown();
+            }
+            () = tokio::time::sleep_until(deadline) => {
+                if let Some(why) = activity.expired(options) {
+                    // No request is in progress: dropping the connection
+                    // loses nothing but the client's place.
+                    tracing::debug!(why, "closing a connection");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// What a connection is doing, as seen from its socket and its requests.
+struct Activity {
+    /// When the connection was opened; the times below count from here.
+    start: Instant,
+    /// Requests whose response is not finished yet.
+    in_flight: AtomicUsize,
+    /// Requests finished.
+    finished: AtomicU64,
+    /// Milliseconds (after `start`) since which no request is in progress.
+    idle_since: AtomicU64,
+    /// Milliseconds (after `start`) plus one of the first byte read while
+    /// no request was in progress (a request head arriving); 0 if none.
+    head_at: AtomicU64,
+    /// The connection speaks HTTP/2 (whose frames are not request heads).
+    h2: AtomicBool,
+    /// Whether the first read was seen.
+    first_read: AtomicBool,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            start: Instant::now(),
+            in_flight: AtomicUsize::new(0),
+            finished: AtomicU64::new(0),
+            idle_since: AtomicU64::new(0),
+            head_at: AtomicU64::new(0),
+            h2: AtomicBool::new(false),
+            first_read: AtomicBool::new(false),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn at(&self, ms: u64) -> Instant {
+        self.start + Duration::from_millis(ms)
+    }
+
+    /// Bytes arrived on the socket.
+    fn read(&self, bytes: &[u8]) {
+        if !self.first_read.swap(true, Ordering::Relaxed) && bytes.starts_with(H2_PREFACE) {
+            self.h2.store(true, Ordering::Relaxed);
+        }
+        if self.in_flight.load(Ordering::Acquire) == 0 && self.head_at.load(Ordering::Relaxed) == 0 {
+            self.head_at.store(self.now_ms() + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// When to look again: the earliest moment the connection could be
+    /// found idle or stuck.
+    fn deadline(&self, options: &ListenOptions) -> Instant {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return Instant::now() + options.header_read_timeout.min(options.keep_alive_timeout);
+        }
+        let (from, limit) = self.clock(options);
+        self.at(from) + limit
+    }
+
+    /// Which clock runs while no request is in progress: the head's (from
+    /// its first byte, or from the opening for the first request) or the
+    /// idle connection's.
+    fn clock(&self, options: &ListenOptions) -> (u64, Duration) {
+        let h2 = self.h2.load(Ordering::Relaxed);
+        let head_at = self.head_at.load(Ordering::Relaxed);
+        if !h2 && head_at > 0 {
+            return (head_at - 1, options.header_read_timeout);
+        }
+        let idle_since = self.idle_since.load(Ordering::Relaxed);
+        if !h2 && self.finished.load(Ordering::Relaxed) == 0 {
+            return (idle_since, options.header_read_timeout);
+        }
+        (idle_since, options.keep_alive_timeout)
+    }
+
+    /// Why the connection should be closed now, if it should.
+    fn expired(&self, options: &ListenOptions) -> Option<&'static str> {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let (from, limit) = self.clock(options);
+        if Instant::now() < self.at(from) + limit {
+            return None;
+        }
+        let h2 = self.h2.load(Ordering::Relaxed);
+        Some(match (h2, self.head_at.load(Ordering::Relaxed) > 0, self.finished.load(Ordering::Relaxed)) {
+            (false, true, _) => "the request head did not arrive in time (header_read_timeout)",
+            (false, false, 0) => "no request arrived in time (header_read_timeout)",
+            _ => "idle (keep_alive_timeout)",
+        })
+    }
+}
+
+/// One request in progress, until its response body is done (or dropped).
+struct Active(Arc<Activity>);
+
+impl Active {
+    fn begin(activity: &Arc<Activity>) -> Self {
+        activity.in_flight.fetch_add(1, Ordering::AcqRel);
+        activity.head_at.store(0, Ordering::Relaxed);
+        Active(activity.clone())
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        let activity = &self.0;
+        activity.finished.fetch_add(1, Ordering::Relaxed);
+        if activity.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            activity.idle_since.store(activity.now_ms(), Ordering::Relaxed);
+            activity.head_at.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A response body that marks its request finished when it is done.
+struct Tracked {
+    body: Body,
+    _active: Active,
+}
+
+impl http_body::Body for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The connection's socket, watched for bytes read.
+struct Watched {
+    inner: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = polled
+            && buf.filled().len() > before
+        {
+            self.activity.read(&buf.filled()[before..]);
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests;

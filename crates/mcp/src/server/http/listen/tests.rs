@@ -1,0 +1,181 @@
+//! The listener against raw sockets on loopback: what a client that holds a
+//! connection without using it gets.
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::*;
+use crate::server::http::body;
+
+const BODY_LIMIT: usize = 64;
+const BODY_TIMEOUT: Duration = Duration::from_millis(600);
+
+async fn read_body(request: Request) -> Response {
+    let (parts, b) = request.into_parts();
+    match body::read(b, &parts.headers, BODY_LIMIT, BODY_TIMEOUT).await {
+        Ok(bytes) => format!("read {}", bytes.len()).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn slow() -> &'static str {
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    "slow done"
+}
+
+async fn start(options: ListenOptions) -> (Server, std::net::SocketAddr) {
+    let app =
+        Router::new().route("/", get(|| async { "ok" })).route("/slow", get(slow)).route("/body", post(read_body));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    (Server::start(listener, app, options), addr)
+}
+
+fn options() -> ListenOptions {
+    ListenOptions {
+        max_connections: 8,
+        header_read_timeout: Duration::from_millis(300),
+        keep_alive_timeout: Duration::from_millis(700),
+    }
+}
+
+/// Reads until the server closes the connection (or `within` passes);
+/// returns what arrived, and whether it closed.
+async fn read_to_close(tcp: &mut TcpStream, within: Duration) -> (String, bool) {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, tcp.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return (String::from_utf8_lossy(&got).into_owned(), true),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            Err(_) => return (String::from_utf8_lossy(&got).into_owned(), false),
+        }
+    }
+}
+
+#[tokio::test]
+async fn half_a_header_is_cut_off_after_the_header_timeout() {
+    let (_server, addr) = start(options()).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let started = tokio::time::Instant::now();
+    tcp.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nX-Slow: ").await.unwrap();
+    let (_, closed) = read_to_close(&mut tcp, Duration::from_secs(3)).await;
+    assert!(closed, "still open");
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(250) && took < Duration::from_secs(2), "closed after {took:?}");
+    // A connection that never sends anything is closed on the same clock.
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    assert!(read_to_close(&mut silent, Duration::from_secs(3)).await.1);
+}
+
+#[tokio::test]
+async fn an_idle_keep_alive_connection_is_closed_and_a_used_one_is_not() {
+    let (_server, addr) = start(options()).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    for _ in 0..4 {
+        // A request every 200 ms, longer in total than the keep-alive timeout.
+        tcp.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n").await.unwrap();
+        let mut buf = [0u8; 1024];
+        let n = tcp.read(&mut buf).await.unwrap();
+        assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"), "answered");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let idle = tokio::time::Instant::now();
+    let (_, closed) = read_to_close(&mut tcp, Duration::from_secs(3)).await;
+    assert!(closed);
+    let took = idle.elapsed();
+    assert!(took >= Duration::from_millis(400), "closed after {took:?}: the keep-alive timeout, not the header one");
+}
+
+#[tokio::test]
+async fn a_trickled_body_gets_408_and_the_connection_closes() {
+    let (_server, addr) = start(options()).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"POST /body HTTP/1.1\r\nHost: localhost\r\nContent-Length: 50\r\n\r\n").await.unwrap();
+    let started = tokio::time::Instant::now();
+    let trickle = async {
+        for _ in 0..50 {
+            if tcp.write_all(b"x").await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_millis(900), trickle).await;
+    let (answer, closed) = read_to_close(&mut tcp, Duration::from_secs(3)).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.to_ascii_lowercase().contains("connection: close"), "{answer}");
+    assert!(closed, "the connection is let go");
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[tokio::test]
+async fn bodies_over_the_limit_get_413_declared_or_chunked() {
+    let (_server, addr) = start(options()).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"POST /body HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100000\r\n\r\n").await.unwrap();
+    let (answer, _) = read_to_close(&mut tcp, Duration::from_secs(2)).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let chunk = "x".repeat(40);
+    let request = format!(
+        "POST /body HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n28\r\n{chunk}\r\n28\r\n{chunk}\r\n0\r\n\r\n"
+    );
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let (answer, _) = read_to_close(&mut tcp, Duration::from_secs(2)).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "POST /body HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n28\r\n{chunk}\r\n0\r\n\r\n"
+    );
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut buf = [0u8; 1024];
+    let n = tcp.read(&mut buf).await.unwrap();
+    let answer = String::from_utf8_lossy(&buf[..n]);
+    assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("read 40"), "{answer}");
+}
+
+#[tokio::test]
+async fn connections_past_the_cap_are_closed_at_once() {
+    let (server, addr) = start(ListenOptions { max_connections: 2, ..options() }).await;
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(b"GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n").await.unwrap();
+        held.push(tcp);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(server.connections(), 2);
+    let mut third = TcpStream::connect(addr).await.unwrap();
+    let (answer, closed) = read_to_close(&mut third, Duration::from_millis(400)).await;
+    assert!(closed && answer.is_empty(), "the third connection is closed without an answer");
+    for mut tcp in held {
+        let mut buf = [0u8; 1024];
+        let n = tcp.read(&mut buf).await.unwrap();
+        assert!(String::from_utf8_lossy(&buf[..n]).ends_with("slow done"));
+    }
+}
+
+#[tokio::test]
+async fn shutdown_lets_requests_in_progress_finish_and_refuses_new_connections() {
+    let (server, addr) = start(options()).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.shutdown();
+    let (answer, closed) = read_to_close(&mut tcp, Duration::from_secs(3)).await;
+    assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("slow done"), "{answer}");
+    assert!(closed, "closed after its answer");
+    assert!(server.wait(Duration::from_secs(1)).await, "every connection is done");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(TcpStream::connect(addr).await.is_err(), "the listener is closed");
+}
