@@ -25,7 +25,9 @@ mod events;
 mod forward;
 mod layer;
 mod lists;
+mod note;
 mod pages;
+mod startup;
 mod state;
 mod translate;
 mod upstreams;
@@ -34,7 +36,7 @@ mod upstreams;
 mod tests;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::FutureExt as _;
 use tokio_util::sync::CancellationToken;
@@ -46,10 +48,12 @@ pub use upstreams::{UpstreamHandle, crawl, toolgate_info};
 use crate::catalog::{ToolEntry, load_extras_dir};
 use crate::config::{Config, Mode, Target};
 use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request};
+use crate::metrics::{self, Metrics};
 use crate::server::http::health::{Readiness, Ready};
-use crate::server::{Handler, InitContext, RequestCtx, ServerOffer, Session, SessionStore};
+use crate::server::{Handler, InitContext, RequestCtx, ServerOffer, Session, SessionStore, TraceHeaders};
 use forward::Forwarder;
 use layer::{Exchange, Layer, Next};
+use note::RequestNote;
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +88,7 @@ pub struct Gateway {
     forwarder: Forwarder,
     http: reqwest::Client,
     shutdown: CancellationToken,
+    metrics: Arc<Metrics>,
 }
 
 impl Gateway {
@@ -131,6 +136,8 @@ impl Gateway {
                 Arc::new(UpstreamHandle::new(i, cfg, target, extras))
             })
             .collect();
+        let names = config.upstreams.iter().map(|u| Arc::from(u.name.as_str())).collect();
+        let metrics = Arc::new(Metrics::new(names, config.metrics.enabled));
         let mut layers: Vec<Box<dyn Layer>> = Vec::new();
         if config.upstreams.iter().any(|u| u.mode == Mode::Progressive) {
             layers.push(Box::new(disclosure::Disclosure::new()));
@@ -144,7 +151,9 @@ impl Gateway {
             layers,
             http,
             shutdown: CancellationToken::new(),
+            metrics,
         });
+        gateway.metrics.attach(&gateway);
         gateway.catalogs.rebuild(&gateway);
         upstreams::supervise_all(&gateway);
         Ok(gateway)
@@ -180,6 +189,11 @@ impl Gateway {
         &self.sessions
     }
 
+    /// The gateway's metrics.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
     pub(crate) fn forwarder(&self) -> &Forwarder {
         &self.forwarder
     }
@@ -203,17 +217,16 @@ impl Gateway {
             return Some(entry.clone());
         }
         // Perhaps the catalog is still loading.
-        self.wait_ready().await;
+        self.wait_ready(session).await;
         self.catalog_for(session).catalog.get(name).cloned()
     }
 
-    /// Waits until every upstream's first connection attempt is over, or
-    /// `server.startup_timeout` passes.
-    pub async fn wait_ready(&self) {
-        let all = futures::future::join_all(self.upstreams.iter().map(|u| u.wait_ready()));
-        if tokio::time::timeout(self.config.server.startup_timeout, all).await.is_err() {
-            tracing::debug!("answering before every upstream finished starting");
-        }
+    /// Waits for upstreams still starting, within the session's one
+    /// start-up wait: `initialize` waits up to `server.startup_timeout`,
+    /// and whatever the session asks later waits no longer than that
+    /// wait's end (see [`startup`]).
+    pub(crate) async fn wait_ready(&self, session: &GwSession) {
+        startup::wait(&self.upstreams, session.state.startup_deadline(), &self.config.server).await;
     }
 
     /// Stops the supervisors and every upstream connection.
@@ -270,13 +283,30 @@ impl Handler for Gateway {
     type State = GatewaySession;
 
     async fn initialize(self: &Arc<Self>, ctx: &InitContext) -> Result<(ServerOffer, GatewaySession), ErrorObject> {
-        self.wait_ready().await;
-        Ok((self.offer(ctx.version), GatewaySession::new(self.upstreams.len())))
+        let started = Instant::now();
+        // The session's one start-up wait: what it asks later waits no longer.
+        let deadline = tokio::time::Instant::now() + self.config.server.startup_timeout;
+        startup::wait(&self.upstreams, deadline, &self.config.server).await;
+        let state = GatewaySession::new(self.upstreams.len()).with_startup_deadline(deadline);
+        self.metrics.session_started();
+        let (method, outcome) = (metrics::Method::Initialize, metrics::Outcome::Ok);
+        self.metrics.request(method, None, outcome, started.elapsed(), state.client_name());
+        Ok((self.offer(ctx.version), state))
     }
 
     async fn request(self: &Arc<Self>, session: &Arc<GwSession>, request: Request, ctx: RequestCtx) -> Outcome {
-        let cx = Exchange { gateway: self, session, ctx: &ctx };
-        Next::new(&self.layers, &self.forwarder).run(cx, request).await
+        let started = Instant::now();
+        let method = metrics::Method::of(&request.method);
+        let note = RequestNote::default();
+        let cx = Exchange { gateway: self, session, ctx: &ctx, note: &note };
+        let outcome = Next::new(&self.layers, &self.forwarder).run(cx, request).await;
+        let counted = metrics::Outcome::of(method, &outcome, note.was_refused(), ctx.cancel.is_cancelled());
+        self.metrics.request(method, note.upstream(), counted, started.elapsed(), session.state.client_name());
+        outcome
+    }
+
+    fn link_span(self: &Arc<Self>, span: &tracing::Span, request: &Request, remote: Option<&TraceHeaders>) {
+        crate::telemetry::link_to_client(span, request.params.as_ref(), remote);
     }
 
     async fn notification(self: &Arc<Self>, session: &Arc<GwSession>, notification: Notification) {
@@ -288,6 +318,7 @@ impl Handler for Gateway {
     }
 
     async fn closed(self: &Arc<Self>, session: Arc<GwSession>) {
+        self.metrics.session_ended();
         let peers = session.state.take_connections().await;
         futures::future::join_all(peers.iter().map(|p| p.shutdown())).await;
         self.forwarder.release_subscriptions(self, &session).await;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use super::forward::Forwarder;
+use super::note::RequestNote;
 use super::{Gateway, GwSession};
 use crate::jsonrpc::{Outcome, Request};
 use crate::server::{RequestCtx, ServerOffer};
@@ -22,6 +23,8 @@ pub struct Exchange<'a> {
     pub gateway: &'a Arc<Gateway>,
     pub session: &'a Arc<GwSession>,
     pub ctx: &'a RequestCtx,
+    /// What the layers learn about the request, for its metrics.
+    pub note: &'a RequestNote,
 }
 
 /// A layer over the forwarder.

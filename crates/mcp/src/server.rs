@@ -18,6 +18,6 @@ pub mod stdio;
 mod store;
 
 pub use engine::{Accepted, Engine, Refusal, SessionRef};
-pub use handler::{Handler, InitContext, RequestCtx, ServerOffer};
+pub use handler::{Handler, InitContext, RequestCtx, ServerOffer, TraceHeaders};
 pub use session::{ClientRequestError, Downlink, Frame, Session};
 pub use store::SessionStore;

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
-use super::handler::{Handler, InitContext, RequestCtx, ServerOffer};
+use super::handler::{Handler, InitContext, RequestCtx, ServerOffer, TraceHeaders};
 use super::session::{Downlink, Session};
 use super::store::SessionStore;
 use crate::jsonrpc::{Body, DecodeError, ErrorObject, Id, Message, Notification, Request, Response, codes};
@@ -314,18 +314,37 @@ impl<H: Handler> Engine<H> {
         request: Request,
         downlink: Downlink,
     ) -> Option<Response> {
+        self.run_traced(session, request, downlink, None).await
+    }
+
+    /// [`Engine::run`] for a request whose HTTP request carried a trace
+    /// context (`remote`), which the handler may link the span to
+    /// ([`Handler::link_span`]).
+    pub async fn run_traced(
+        &self,
+        session: &Arc<Session<H::State>>,
+        request: Request,
+        downlink: Downlink,
+        remote: Option<&TraceHeaders>,
+    ) -> Option<Response> {
         let id = request.id.clone();
         // At debug level: a span costs little when disabled, and the default
         // `info` filter leaves the hot path without one (`TOOLGATE_LOG=debug`
-        // follows every request).
+        // follows every request, an OpenTelemetry exporter traces it; the
+        // `otel.*` fields name and classify it there).
         let span = tracing::debug_span!(
             "request",
+            otel.name = %request.method,
+            otel.kind = "server",
             session = session.id(),
             method = %request.method,
             id = %id,
             upstream = tracing::field::Empty,
             tool = tracing::field::Empty,
         );
+        if !span.is_disabled() {
+            self.handler.link_span(&span, &request, remote);
+        }
         let cancel = session.begin_request(&id);
         let ctx = RequestCtx { downlink, cancel: cancel.clone(), span: span.clone() };
         let outcome = self.handler.request(session, request, ctx).instrument(span).await;
