@@ -52,7 +52,7 @@ use crate::metrics::{self, Metrics};
 use crate::server::http::health::{Readiness, Ready};
 use crate::server::{Handler, InitContext, RequestCtx, ServerOffer, Session, SessionStore, TraceHeaders};
 use forward::Forwarder;
-use layer::{Exchange, Layer, Next};
+use layer::{Exchange, Layer, Next, Then};
 use note::RequestNote;
 
 /// Why the gateway could not start.
@@ -83,8 +83,8 @@ pub struct Gateway {
     upstreams: Vec<Arc<UpstreamHandle>>,
     catalogs: Catalogs,
     sessions: Arc<SessionStore<GatewaySession>>,
-    /// The layers over the forwarder, outermost first.
-    layers: Vec<Box<dyn Layer>>,
+    /// The disclosure layer, when any upstream is progressive.
+    disclosure: Option<disclosure::Disclosure>,
     forwarder: Forwarder,
     http: reqwest::Client,
     shutdown: CancellationToken,
@@ -138,17 +138,14 @@ impl Gateway {
             .collect();
         let names = config.upstreams.iter().map(|u| Arc::from(u.name.as_str())).collect();
         let metrics = Arc::new(Metrics::new(names, config.metrics.enabled));
-        let mut layers: Vec<Box<dyn Layer>> = Vec::new();
-        if config.upstreams.iter().any(|u| u.mode == Mode::Progressive) {
-            layers.push(Box::new(disclosure::Disclosure::new()));
-        }
+        let disclosure = config.upstreams.iter().any(|u| u.mode == Mode::Progressive).then(disclosure::Disclosure::new);
         let gateway = Arc::new(Self {
             catalogs: Catalogs::new(config.disclosure.clone()),
             forwarder: Forwarder::new(config.server.page_size),
             config: Arc::new(config),
             upstreams,
             sessions,
-            layers,
+            disclosure,
             http,
             shutdown: CancellationToken::new(),
             metrics,
@@ -269,12 +266,10 @@ impl Gateway {
         }
     }
 
-    /// What toolgate offers a client: the forwarder's, as each layer adds to it.
+    /// What toolgate offers a client: the forwarder's, as the layers add to it.
     fn offer(&self, version: crate::protocol::Version) -> ServerOffer {
         let mut offer = self.forwarder.offer(self, version);
-        for layer in &self.layers {
-            layer.offer(self, &mut offer);
-        }
+        self.disclosure.offer(self, &mut offer);
         offer
     }
 }
@@ -299,7 +294,7 @@ impl Handler for Gateway {
         let method = metrics::Method::of(&request.method);
         let note = RequestNote::default();
         let cx = Exchange { gateway: self, session, ctx: &ctx, note: &note };
-        let outcome = Next::new(&self.layers, &self.forwarder).run(cx, request).await;
+        let outcome = Then { layer: &self.disclosure, next: &self.forwarder }.run(cx, request).await;
         let counted = metrics::Outcome::of(method, &outcome, note.was_refused(), ctx.cancel.is_cancelled());
         self.metrics.request(method, note.upstream(), counted, started.elapsed(), session.state.client_name());
         outcome

@@ -10,9 +10,9 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
+use std::future::Future;
 
 use super::catalogs::CatalogView;
 use super::layer::{Exchange, Layer, Next};
@@ -47,7 +47,7 @@ impl Disclosure {
         Self { rendered: moka::sync::Cache::builder().max_capacity(RENDERED_KEPT).build() }
     }
 
-    async fn serve_request<'a>(&'a self, cx: Exchange<'a>, request: Request, next: Next<'a>) -> Outcome {
+    async fn serve_request<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
         match request.method.as_str() {
             method::TOOLS_LIST => {
                 cx.gateway.wait_ready(cx.session).await;
@@ -96,7 +96,7 @@ impl Disclosure {
 
     /// The gate: the describe tool is served here; a progressive tool whose
     /// current description the session has not fetched is refused.
-    async fn call_tool<'a>(&'a self, cx: Exchange<'a>, request: Request, next: Next<'a>) -> Outcome {
+    async fn call_tool<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
         let name = request.params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str);
         let Some(name) = name else { return next.run(cx, request).await };
         cx.ctx.span.record("tool", name);
@@ -153,8 +153,13 @@ impl Disclosure {
 }
 
 impl Layer for Disclosure {
-    fn serve<'a>(&'a self, cx: Exchange<'a>, request: Request, next: Next<'a>) -> BoxFuture<'a, Outcome> {
-        Box::pin(self.serve_request(cx, request, next))
+    fn serve<'a, N: Next<'a>>(
+        &'a self,
+        cx: Exchange<'a>,
+        request: Request,
+        next: N,
+    ) -> impl Future<Output = Outcome> + Send + 'a {
+        self.serve_request(cx, request, next)
     }
 
     /// toolgate serves the descriptions resource and completes its template,

@@ -4,12 +4,16 @@
 //! the [`Forwarder`](super::forward::Forwarder), which routes it, transparently,
 //! to the upstream that owns it. A layer serves what it owns itself, changes
 //! a request or its outcome, or refuses it, and passes the rest on with
-//! [`Next::run`]. `mode = "passthrough"` everywhere is the forwarder alone;
-//! progressive disclosure is one layer ([`Disclosure`](super::disclosure::Disclosure)).
+//! [`Next::run`]. A layer the configuration does not need is `None`
+//! (`Option<L>` is a layer that passes everything on): `mode = "passthrough"`
+//! everywhere is the forwarder alone; progressive disclosure is one layer
+//! ([`Disclosure`](super::disclosure::Disclosure)).
+//!
+//! The chain is static ([`Then`]), so a request's future holds every
+//! layer's state inline: no allocation or copy per layer on the hot path.
 
+use std::future::Future;
 use std::sync::Arc;
-
-use futures::future::BoxFuture;
 
 use super::forward::Forwarder;
 use super::note::RequestNote;
@@ -30,7 +34,12 @@ pub struct Exchange<'a> {
 /// A layer over the forwarder.
 pub trait Layer: Send + Sync + 'static {
     /// Serves `request`, or passes it on with `next.run`.
-    fn serve<'a>(&'a self, cx: Exchange<'a>, request: Request, next: Next<'a>) -> BoxFuture<'a, Outcome>;
+    fn serve<'a, N: Next<'a>>(
+        &'a self,
+        cx: Exchange<'a>,
+        request: Request,
+        next: N,
+    ) -> impl Future<Output = Outcome> + Send + 'a;
 
     /// Adds what the layer offers to toolgate's `initialize` answer.
     fn offer(&self, gateway: &Gateway, offer: &mut ServerOffer) {
@@ -38,24 +47,42 @@ pub trait Layer: Send + Sync + 'static {
     }
 }
 
-/// The rest of the chain after a layer: the layers below it, then the forwarder.
-#[derive(Clone, Copy)]
-pub struct Next<'a> {
-    layers: &'a [Box<dyn Layer>],
-    forwarder: &'a Forwarder,
+/// The rest of the chain after a layer.
+pub trait Next<'a>: Send + 'a {
+    /// Passes `request` on to the next layer (or the forwarder).
+    fn run(self, cx: Exchange<'a>, request: Request) -> impl Future<Output = Outcome> + Send + 'a;
 }
 
-impl<'a> Next<'a> {
-    /// The whole chain.
-    pub fn new(layers: &'a [Box<dyn Layer>], forwarder: &'a Forwarder) -> Self {
-        Self { layers, forwarder }
+impl<'a> Next<'a> for &'a Forwarder {
+    fn run(self, cx: Exchange<'a>, request: Request) -> impl Future<Output = Outcome> + Send + 'a {
+        self.serve(cx, request)
+    }
+}
+
+/// `layer`, then `next`.
+pub struct Then<'a, L, N> {
+    pub layer: &'a L,
+    pub next: N,
+}
+
+impl<'a, L: Layer, N: Next<'a>> Next<'a> for Then<'a, L, N> {
+    fn run(self, cx: Exchange<'a>, request: Request) -> impl Future<Output = Outcome> + Send + 'a {
+        self.layer.serve(cx, request, self.next)
+    }
+}
+
+/// A layer the configuration may leave out: absent, it passes everything on.
+impl<L: Layer> Layer for Option<L> {
+    async fn serve<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
+        match self {
+            Some(layer) => layer.serve(cx, request, next).await,
+            None => next.run(cx, request).await,
+        }
     }
 
-    /// Passes `request` on to the next layer (or the forwarder).
-    pub async fn run(self, cx: Exchange<'a>, request: Request) -> Outcome {
-        match self.layers.split_first() {
-            Some((layer, rest)) => layer.serve(cx, request, Next { layers: rest, forwarder: self.forwarder }).await,
-            None => self.forwarder.serve(cx, request).await,
+    fn offer(&self, gateway: &Gateway, offer: &mut ServerOffer) {
+        if let Some(layer) = self {
+            layer.offer(gateway, offer);
         }
     }
 }

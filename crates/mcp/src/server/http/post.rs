@@ -137,7 +137,10 @@ async fn respond<H: Handler>(
     let (downlink, mut rx) = Downlink::channel();
     let engine = state.engine.clone();
     let stream_session = session.clone();
-    crate::spawn(async move {
+    // A plain spawn: the request span starts inside the engine, and looking
+    // up the current span here would cost every POST for nothing.
+    #[allow(clippy::disallowed_methods)]
+    tokio::spawn(async move {
         let mut requests = requests;
         if requests.len() == 1
             && let Some(r) = requests.pop()
