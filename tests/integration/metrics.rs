@@ -94,7 +94,7 @@ fn metrics_url(gw: &Toolgate) -> String {
 
 /// Scrapes until `check` holds (series that move after the answer, such as
 /// an ended session or a restart), or fails with the last scrape.
-async fn scrape_until(url: &str, what: &str, check: impl Fn(&Scrape) -> bool) -> Result<Scrape> {
+pub async fn scrape_until(url: &str, what: &str, check: impl Fn(&Scrape) -> bool) -> Result<Scrape> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
         let s = scrape(url, None).await?;
@@ -203,7 +203,10 @@ async fn metrics_answer_a_scraper_addressing_the_pod_by_ip() -> Result<()> {
     let gw = Toolgate::start(&fixture_upstream("fx", &[], "")).await?;
     let pod_ip = format!("10.1.2.3:{}", gw.port());
     let s = scrape(&metrics_url(&gw), Some(&pod_ip)).await?;
-    assert!(s.families.contains("toolgate_requests"), "{:?}", s.families);
+    assert!(s.families.contains("toolgate_sessions_active"), "{:?}", s.families);
+    // The MCP endpoint itself still refuses that Host.
+    let mcp = reqwest::Client::new().post(&gw.url).header("host", &pod_ip).body("{}").send().await?;
+    assert_eq!(mcp.status(), StatusCode::FORBIDDEN);
     Ok(())
 }
 
@@ -276,6 +279,11 @@ async fn the_dashboard_queries_only_series_a_scrape_has() -> Result<()> {
     assert!(queried.len() >= 10, "{queried:?}");
 
     let gw = Toolgate::start(&fixture_upstream("fx", &[], "")).await?;
+    // Request series appear with their first request: make one of each kind.
+    let c = Client::connected(&gw.url, json!({})).await?;
+    c.result("tools/list", json!({})).await?;
+    c.read_descriptions("echo").await?;
+    c.call_tool("echo", json!({"text": "hi"})).await?;
     let s = scrape_until(&metrics_url(&gw), "the catalog counted", |s| {
         s.count("toolgate_catalog_tools", &[("upstream", "fx")]) > 0.0
     })
