@@ -235,10 +235,10 @@ fn queried_metrics(dashboard: &Value) -> BTreeSet<String> {
         match v {
             Value::Object(map) => {
                 for (k, v) in map {
-                    if k == "expr" || k == "query" {
-                        if let Some(expr) = v.as_str() {
-                            out.extend(metric_names(expr));
-                        }
+                    if (k == "expr" || k == "query")
+                        && let Some(expr) = v.as_str()
+                    {
+                        out.extend(metric_names(expr));
                     }
                     walk(v, out);
                 }
