@@ -173,7 +173,7 @@ mod tests {
     fn unknown_keys_are_refused() {
         for text in ["[metrics]\nport = 9090\n", "[tracing]\nendpoint = \"http://x\"\n"] {
             let found = problems(text);
-            assert!(!found.is_empty() && found[0].contains("unknown field"), "{text}: {found:?}");
+            assert!(!found.is_empty() && found[0].contains("unknown key"), "{text}: {found:?}");
         }
     }
 

@@ -155,19 +155,18 @@ fn catalog_tokens_compare_full_and_served_per_upstream() {
     assert_eq!(value(&m, "toolgate_catalog_tools", &[("upstream", "alpha")]), Some(2.0));
     assert!(value(&m, "toolgate_catalog_describe_tool_tokens", &[]).unwrap() > 0.0);
 
-    // The figures are the ones `toolgate tokens` reports.
-    let measured = crate::tokens::measure(
-        "test",
-        &DisclosureConfig::default(),
-        &[crate::tokens::UpstreamInput {
-            config: a.clone(),
-            tools: Ok(tools_a.clone()),
-            server_info: None,
-            package: None,
-            version: None,
-            extras: HashMap::new(),
-        }],
-    );
+    // The figures are the ones `toolgate tokens` reports for the same
+    // upstreams (both: with two, tool names are prefixed).
+    let input = |config: &UpstreamConfig, tools: &Vec<Value>| crate::tokens::UpstreamInput {
+        config: config.clone(),
+        tools: Ok(tools.clone()),
+        server_info: None,
+        package: None,
+        version: None,
+        extras: HashMap::new(),
+    };
+    let measured =
+        crate::tokens::measure("test", &DisclosureConfig::default(), &[input(&a, &tools_a), input(&b, &tools_b)]);
     assert_eq!(measured.upstreams[0].totals.full as f64, full_a);
     assert_eq!(measured.upstreams[0].totals.minimal as f64, served_a);
 
