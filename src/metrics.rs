@@ -83,8 +83,8 @@ pub struct Metrics {
     catalog: Arc<catalog::CatalogGauges>,
     clients: Arc<clients::Clients>,
     gauges: Arc<gauges::GatewayGauges>,
-    /// Whether metrics are served (`[metrics] enabled`); the catalog's
-    /// tokens are only counted then.
+    /// Whether metrics are served (`[metrics] enabled`); requests are
+    /// counted and the catalog's tokens measured only then.
     enabled: bool,
 }
 
@@ -232,6 +232,9 @@ impl Metrics {
     /// A client request was answered: `upstream` answered it (`None`:
     /// toolgate did) with `outcome`, after `took`, for client `client`.
     pub fn request(&self, method: Method, upstream: Option<usize>, outcome: Outcome, took: Duration, client: &str) {
+        if !self.enabled {
+            return;
+        }
         let n = self.upstreams.len();
         let slot = upstream.filter(|&i| i < n).unwrap_or(n);
         let index = index3(method as usize, slot, n + 1, outcome as usize, Outcome::COUNT);
@@ -262,7 +265,7 @@ impl Metrics {
         result: &Result<jsonrpc::Outcome, UpstreamError>,
         took: Duration,
     ) {
-        if index >= self.upstreams.len() {
+        if !self.enabled || index >= self.upstreams.len() {
             return;
         }
         let outcome = UpstreamOutcome::of(method, result);
