@@ -37,8 +37,10 @@ mod instances;
 mod layer;
 mod limits;
 mod lists;
+mod note;
 mod pages;
 mod policy;
+mod startup;
 mod state;
 mod translate;
 mod upstreams;
@@ -47,7 +49,7 @@ mod upstreams;
 mod tests;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::FutureExt as _;
 use tokio_util::sync::CancellationToken;
@@ -60,12 +62,14 @@ use crate::auth::Principal;
 use crate::catalog::{ToolEntry, load_extras_dir};
 use crate::config::{Config, Mode, Target};
 use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request};
+use crate::metrics::{self, Metrics};
 use crate::protocol::method;
 use crate::server::http::Admit;
 use crate::server::http::health::{Readiness, Ready};
-use crate::server::{Handler, InitContext, RequestCtx, ServerOffer, Session, SessionStore};
+use crate::server::{Handler, InitContext, RequestCtx, ServerOffer, Session, SessionStore, TraceHeaders};
 use forward::Forwarder;
 use layer::{Exchange, Layer, Next, Then};
+use note::RequestNote;
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -107,6 +111,7 @@ pub struct Gateway {
     forwarder: Forwarder,
     http: reqwest::Client,
     shutdown: CancellationToken,
+    metrics: Arc<Metrics>,
 }
 
 impl Gateway {
@@ -159,6 +164,8 @@ impl Gateway {
             .collect();
         let clients = clients::Clients::new(&config)?;
         let policy = clients.is_enabled().then(policy::Policy::new);
+        let names = config.upstreams.iter().map(|u| Arc::from(u.name.as_str())).collect();
+        let metrics = Arc::new(Metrics::new(names, config.metrics.enabled));
         let disclosure = config
             .upstreams
             .iter()
@@ -175,7 +182,9 @@ impl Gateway {
             disclosure,
             http,
             shutdown: CancellationToken::new(),
+            metrics,
         });
+        gateway.metrics.attach(&gateway);
         if let Some(authenticator) = gateway.clients.authenticator().filter(|a| a.has_jwt()).cloned() {
             // Load the issuer's keys now rather than on the first request.
             crate::spawn(async move {
@@ -220,6 +229,11 @@ impl Gateway {
         &self.sessions
     }
 
+    /// The gateway's metrics.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
     /// The hook that authenticates HTTP requests (`None` when `[auth]`
     /// configures no credentials: everyone is anonymous). For
     /// [`HttpOptions::admit`](crate::server::http::HttpOptions).
@@ -257,17 +271,16 @@ impl Gateway {
             return Some(entry.clone());
         }
         // Perhaps the catalog is still loading.
-        self.wait_ready().await;
+        self.wait_ready(session).await;
         self.catalog_for(session).catalog.get(name).cloned()
     }
 
-    /// Waits until every upstream's first connection attempt is over, or
-    /// `server.startup_timeout` passes.
-    pub async fn wait_ready(&self) {
-        let all = futures::future::join_all(self.upstreams.iter().map(|u| u.wait_ready()));
-        if tokio::time::timeout(self.config.server.startup_timeout, all).await.is_err() {
-            tracing::debug!("answering before every upstream finished starting");
-        }
+    /// Waits for upstreams still starting, within the session's one
+    /// start-up wait: `initialize` waits up to `server.startup_timeout`,
+    /// and whatever the session asks later waits no longer than that
+    /// wait's end (see [`startup`]).
+    pub(crate) async fn wait_ready(&self, session: &GwSession) {
+        startup::wait(&self.upstreams, session.state.startup_deadline(), &self.config.server).await;
     }
 
     /// Stops the supervisors and every upstream connection.
@@ -323,19 +336,35 @@ impl Handler for Gateway {
     type State = GatewaySession;
 
     async fn initialize(self: &Arc<Self>, ctx: &InitContext) -> Result<(ServerOffer, GatewaySession), ErrorObject> {
+        let started = Instant::now();
         let principal = ctx.caller.principal::<Principal>().cloned().unwrap_or_else(Principal::anonymous);
         // Counted before waiting for upstreams, so a burst over the limit is
         // refused at once.
         let slot = self.clients.open_session(&principal)?;
-        self.wait_ready().await;
-        let state = GatewaySession::for_client(&self.upstreams, principal, slot);
+        // The session's one start-up wait: what it asks later waits no longer.
+        let deadline = tokio::time::Instant::now() + self.config.server.startup_timeout;
+        startup::wait(&self.upstreams, deadline, &self.config.server).await;
+        let state = GatewaySession::for_client(&self.upstreams, principal, slot).with_startup_deadline(deadline);
+        self.metrics.session_started();
+        let (method, outcome) = (metrics::Method::Initialize, metrics::Outcome::Ok);
+        self.metrics.request(method, None, outcome, started.elapsed(), state.client_name());
         Ok((self.offer_for(ctx.version, |i| state.uses(i)), state))
     }
 
     async fn request(self: &Arc<Self>, session: &Arc<GwSession>, request: Request, ctx: RequestCtx) -> Outcome {
-        let cx = Exchange { gateway: self, session, ctx: &ctx };
+        let started = Instant::now();
+        let method = metrics::Method::of(&request.method);
+        let note = RequestNote::default();
+        let cx = Exchange { gateway: self, session, ctx: &ctx, note: &note };
         let chain = Then { layer: &self.disclosure, next: &self.forwarder };
-        Then { layer: &self.policy, next: chain }.run(cx, request).await
+        let outcome = Then { layer: &self.policy, next: chain }.run(cx, request).await;
+        let counted = metrics::Outcome::of(method, &outcome, note.was_refused(), ctx.cancel.is_cancelled());
+        self.metrics.request(method, note.upstream(), counted, started.elapsed(), session.state.client_name());
+        outcome
+    }
+
+    fn link_span(self: &Arc<Self>, span: &tracing::Span, request: &Request, remote: Option<&TraceHeaders>) {
+        crate::telemetry::link_to_client(span, request.params.as_ref(), remote);
     }
 
     async fn notification(self: &Arc<Self>, session: &Arc<GwSession>, notification: Notification) {
@@ -356,6 +385,7 @@ impl Handler for Gateway {
 
     async fn closed(self: &Arc<Self>, session: Arc<GwSession>) {
         session.state.release_slot();
+        self.metrics.session_ended();
         let peers = session.state.take_connections().await;
         futures::future::join_all(peers.iter().map(|p| p.shutdown())).await;
         self.forwarder.release_subscriptions(self, &session).await;

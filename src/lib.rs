@@ -13,6 +13,8 @@
 //!   the `describe_tools` fallback tool.
 //! - [`tokens`]: token measurement of catalogs (`toolgate tokens`).
 //! - [`import`]: other clients' MCP server lists as toolgate TOML (`toolgate import`).
+//! - [`metrics`]: the Prometheus series and `GET /metrics`.
+//! - [`telemetry`]: logging, OpenTelemetry traces and W3C trace context.
 
 #![forbid(unsafe_code)]
 
@@ -22,6 +24,8 @@ pub mod config;
 pub mod disclosure;
 pub mod gateway;
 pub mod import;
+pub mod metrics;
+pub mod telemetry;
 pub mod tokens;
 pub mod upstream;
 

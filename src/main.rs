@@ -10,7 +10,6 @@ use toolgate::config::Config;
 use toolgate::gateway::Gateway;
 use toolgate::server::http::{Guard, HttpOptions, ListenOptions, Server};
 use toolgate::server::{Engine, Limits, SessionStore};
-use tracing_subscriber::EnvFilter;
 
 /// Every proxied message allocates (and frees, often on another worker
 /// thread) dozens of small buffers; mimalloc does that in a fraction of the
@@ -112,11 +111,34 @@ struct TokensArgs {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    init_logging(cli.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
-    match cli.command {
-        Command::Serve { config } => runtime.block_on(serve(load(&config)?)),
-        Command::Stdio { config } => runtime.block_on(stdio(load(&config)?)),
+    // The gateway's configuration is read before logging starts: its
+    // [tracing] section says where spans go (loading logs nothing).
+    let gateway_config = match &cli.command {
+        Command::Serve { config } | Command::Stdio { config } => Some(load(config)?),
+        _ => None,
+    };
+    let telemetry = {
+        // The trace exporter sends on the runtime.
+        let _entered = runtime.enter();
+        let json = matches!(cli.log_format, LogFormat::Json);
+        toolgate::telemetry::init(json, gateway_config.as_ref().map(|c| &c.tracing))?
+    };
+    let result = run(&runtime, cli.command, gateway_config);
+    telemetry.shutdown();
+    result
+}
+
+fn run(runtime: &tokio::runtime::Runtime, command: Command, gateway_config: Option<Config>) -> anyhow::Result<()> {
+    match command {
+        Command::Serve { .. } | Command::Stdio { .. } => {
+            let config = gateway_config.context("the configuration was not loaded")?;
+            if matches!(command, Command::Serve { .. }) {
+                runtime.block_on(serve(config))
+            } else {
+                runtime.block_on(stdio(config))
+            }
+        }
         Command::CheckConfig { config } => {
             let config = load(&config)?;
             let text = normalized(&config)?;
@@ -156,21 +178,10 @@ fn normalized(config: &Config) -> anyhow::Result<String> {
             }
         }
     }
-    Ok(serde_json::to_string_pretty(&value)? + "\n")
-}
-
-/// Logs go to stderr only: stdout may carry MCP (the demo upstream speaks
-/// stdio). `TOOLGATE_LOG` (or `RUST_LOG`) sets the filter; default `info`.
-fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_env("TOOLGATE_LOG")
-        .or_else(|_| EnvFilter::try_from_default_env())
-        .unwrap_or_else(|_| EnvFilter::new("info"));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
+    if let Some(map) = value.pointer_mut("/tracing/headers").and_then(|m| m.as_object_mut()) {
+        map.values_mut().for_each(|v| *v = serde_json::json!("<redacted>"));
     }
+    Ok(serde_json::to_string_pretty(&value)? + "\n")
 }
 
 /// The gateway and the server engine in front of it.
@@ -209,9 +220,16 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     if let Some(metadata) = gateway.metadata_routes() {
         app = app.merge(metadata);
     }
+    let metrics = gateway.config().metrics.clone();
+    if metrics.enabled && metrics.listen.is_none() {
+        app = app.merge(toolgate::metrics::routes(gateway.metrics().clone()));
+    }
     let listener =
         tokio::net::TcpListener::bind(server.listen).await.with_context(|| format!("binding {}", server.listen))?;
     let addr = listener.local_addr()?;
+    if let Some(listen) = metrics.listen.filter(|_| metrics.enabled) {
+        serve_metrics(listen, gateway.metrics().clone()).await?;
+    }
     let listen = ListenOptions {
         max_connections: server.max_connections,
         header_read_timeout: server.header_read_timeout,
@@ -237,6 +255,22 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Serves `/metrics` on an address of its own, until the process ends.
+async fn serve_metrics(listen: std::net::SocketAddr, metrics: Arc<toolgate::metrics::Metrics>) -> anyhow::Result<()> {
+    let listener =
+        tokio::net::TcpListener::bind(listen).await.with_context(|| format!("binding metrics.listen {listen}"))?;
+    let addr = listener.local_addr()?;
+    tracing::info!("serving metrics on http://{addr}{}", toolgate::metrics::METRICS_PATH);
+    let app = toolgate::metrics::routes(metrics);
+    #[allow(clippy::disallowed_methods)] // the listener's own task, outside any request
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "the metrics listener stopped");
+        }
+    });
+    Ok(())
+}
+
 /// Waits (at most `grace`) for the requests in progress to finish.
 async fn drain(engine: &Engine<Gateway>, grace: Duration) {
     let running = engine.running();
@@ -259,6 +293,10 @@ async fn stdio(mut config: Config) -> anyhow::Result<()> {
     config.auth = Default::default();
     let grace = config.server.shutdown_grace;
     let (gateway, engine) = start(config)?;
+    let metrics = gateway.config().metrics.clone();
+    if let Some(listen) = metrics.listen.filter(|_| metrics.enabled) {
+        serve_metrics(listen, gateway.metrics().clone()).await?;
+    }
     tracing::info!("serving MCP on stdio");
     let served = toolgate::server::stdio::serve(engine.clone(), tokio::io::stdin(), tokio::io::stdout());
     tokio::pin!(served);

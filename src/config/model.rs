@@ -30,6 +30,12 @@ pub struct Config {
     /// Client authentication and per-client policy (HTTP only).
     #[serde(default)]
     pub auth: super::AuthConfig,
+    /// Prometheus metrics.
+    #[serde(default)]
+    pub metrics: super::MetricsConfig,
+    /// OpenTelemetry traces.
+    #[serde(default)]
+    pub tracing: super::TracingConfig,
 }
 
 /// `[server]`: the downstream listener.

@@ -76,6 +76,7 @@ pub(crate) fn check(config: &Config, written: &dyn Fn(usize, &str) -> bool) -> V
         check_upstream(upstream, &path, &|key| written(i, key), &mut out);
     }
     out.0.extend(super::auth::check(&config.auth, &config.upstreams, config.server.listen));
+    out.0.extend(super::observability::check(&config.metrics, &config.tracing, config.server.listen));
     out.0
 }
 

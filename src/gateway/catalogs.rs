@@ -76,7 +76,9 @@ impl Catalogs {
         }
         let changed = view.catalog.list_result_raw().get() != old.catalog.list_result_raw().get();
         let tools = view.catalog.len();
-        self.current.store(Arc::new(view));
+        let view = Arc::new(view);
+        self.current.store(view.clone());
+        gateway.metrics().catalog_changed(view);
         if changed && !gateway.sessions().is_empty() {
             tracing::info!(tools, "tool catalog changed; notifying sessions");
             self.notify_changed(gateway, &old);

@@ -72,6 +72,10 @@ async fn session_connection(
     if let Some(peer) = slot.as_ref().filter(|p| !p.is_closed()) {
         return Ok(peer.clone());
     }
+    // The session's own connection closed under it (a crashed child): this is a restart.
+    if slot.is_some() {
+        gateway.metrics().upstream_restarted(index);
+    }
     if session.closed().is_cancelled() {
         return Err(UpstreamError::Cancelled);
     }

@@ -20,6 +20,7 @@ use super::{Gateway, GwSession};
 use crate::config::Mode;
 use crate::disclosure::{self, Selection};
 use crate::jsonrpc::{Outcome, Request};
+use crate::metrics::Via;
 use crate::protocol::method;
 use crate::server::ServerOffer;
 
@@ -60,7 +61,7 @@ impl Disclosure {
     async fn serve_request<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
         match request.method.as_str() {
             method::TOOLS_LIST => {
-                cx.gateway.wait_ready().await;
+                cx.gateway.wait_ready(cx.session).await;
                 let view = cx.gateway.catalog_for(cx.session);
                 cx.gateway.forwarder().pager().tools_page(view.catalog.list_result_raw(), request.params.as_ref())
             }
@@ -84,7 +85,7 @@ impl Disclosure {
             method::RESOURCES_READ => match own_uri(&request) {
                 Some(uri) => {
                     let Some(selection) = disclosure::parse_selection(&uri) else { return next.run(cx, request).await };
-                    cx.gateway.wait_ready().await;
+                    cx.gateway.wait_ready(cx.session).await;
                     self.read_descriptions(cx.gateway, cx.session, &uri, selection)
                 }
                 None => next.run(cx, request).await,
@@ -113,18 +114,20 @@ impl Disclosure {
         let mut view = cx.gateway.catalog_for(cx.session);
         if view.catalog.get(name).is_none() && view.catalog.describe_tool_name() != Some(name) {
             // Perhaps the catalog is still loading.
-            cx.gateway.wait_ready().await;
+            cx.gateway.wait_ready(cx.session).await;
             view = cx.gateway.catalog_for(cx.session);
         }
         if view.catalog.describe_tool_name() == Some(name) {
             let arguments = request.params.as_ref().and_then(|p| p.get("arguments"));
-            return describe_tool(cx.session, &view, arguments);
+            return describe_tool(cx.gateway, cx.session, &view, arguments);
         }
         if let Some(entry) = view.catalog.get(name)
             && entry.mode == Mode::Progressive
             && !cx.session.state.grants.allows(name, entry.fingerprint)
         {
             tracing::debug!(tool = %name, "call refused until the description is fetched");
+            cx.note.refused();
+            cx.gateway.metrics().gate_refused(entry.upstream);
             return Outcome::Result(disclosure::description_required(name, view.catalog.describe_tool_name()));
         }
         next.run(cx, request).await
@@ -163,6 +166,8 @@ impl Disclosure {
             let tools: Vec<_> = rendered.authorized.iter().map(|(n, _)| n).collect();
             tracing::debug!(?tools, "descriptions fetched");
         }
+        let upstreams = rendered.authorized.iter().filter_map(|(n, _)| view.catalog.get(n)).map(|e| e.upstream);
+        gateway.metrics().descriptions_fetched(Via::Resource, upstreams);
         session.state.grants.grant(rendered.authorized.iter().cloned());
         Outcome::Prepared(rendered.result.clone())
     }
@@ -250,7 +255,7 @@ fn prepend(outcome: Outcome, key: &str, entry: Value) -> Outcome {
 
 /// The synthesized describe tool: the same bodies as the resource, and the
 /// same authorization.
-fn describe_tool(session: &GwSession, view: &CatalogView, arguments: Option<&Value>) -> Outcome {
+fn describe_tool(gateway: &Gateway, session: &GwSession, view: &CatalogView, arguments: Option<&Value>) -> Outcome {
     match disclosure::parse_describe_args(arguments) {
         Err(_) => Outcome::Result(disclosure::describe_args_error(&view.catalog)),
         Ok(names) if let Some(refused) = view.catalog.fetch_limits().refusal(&names) => {
@@ -258,6 +263,8 @@ fn describe_tool(session: &GwSession, view: &CatalogView, arguments: Option<&Val
         }
         Ok(names) => {
             let described = disclosure::describe(&view.catalog, &names);
+            let upstreams = described.authorized.iter().filter_map(|n| view.catalog.get(n)).map(|e| e.upstream);
+            gateway.metrics().descriptions_fetched(Via::Tool, upstreams);
             session.state.grants.grant(fingerprints(view, described.authorized));
             Outcome::Result(disclosure::describe_tool_result(&described.body))
         }

@@ -13,15 +13,17 @@
 //! prompt) resolves as if they were not configured.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
+use tracing::Instrument as _;
 
 use super::layer::Exchange;
 use super::lists::{ListKind, RouteMaps, crawl_all};
 use super::pages::Pager;
 use super::{Gateway, GwSession, connections, events, translate};
 use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
+use crate::metrics::Method;
 use crate::protocol::{Version, method};
 use crate::server::ServerOffer;
 use crate::upstream::{self, Call, UpstreamError};
@@ -68,7 +70,7 @@ impl Forwarder {
         let Request { method, params, .. } = request;
         match method.as_str() {
             method::TOOLS_LIST => {
-                cx.gateway.wait_ready().await;
+                cx.gateway.wait_ready(cx.session).await;
                 let view = cx.gateway.catalog_for(cx.session);
                 self.pager.tools_page(view.catalog.forwarded_list_raw(), params.as_ref())
             }
@@ -157,10 +159,26 @@ impl Forwarder {
         }
         let up = &cx.gateway.upstreams()[index];
         cx.ctx.span.record("upstream", &*up.label);
+        cx.note.forwarded_to(index);
+        // The upstream exchange, a child of the request's span (disabled,
+        // at no cost, unless debug logging or tracing is on).
+        let span = tracing::debug_span!(
+            "upstream call",
+            otel.name = method,
+            otel.kind = "client",
+            upstream = &*up.label,
+            method
+        );
+        // A traced call carries its span's context to the upstream (`_meta`,
+        // and the `traceparent` header over HTTP).
+        let params = crate::telemetry::inject(&span, params);
         let route = events::SessionRoute::new(cx.gateway, cx.session, cx.ctx);
         let call = Call::new(method, params).routed(Arc::new(route)).cancelled_by(cx.ctx.cancel.clone());
         let connections = connections::for_call(cx.gateway, cx.session, index);
-        match upstream::service::call(connections, up.config.timeout, call).await {
+        let started = Instant::now();
+        let result = upstream::service::call(connections, up.config.timeout, call).instrument(span).await;
+        cx.gateway.metrics().upstream_request(index, Method::of(method), &result, started.elapsed());
+        match result {
             Ok(Outcome::Error(error)) => {
                 // URLElicitationRequiredError: remember who may hear the completions.
                 if let Some(elicitations) = error.pointer("/data/elicitations").and_then(Value::as_array) {

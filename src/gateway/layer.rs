@@ -16,6 +16,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::forward::Forwarder;
+use super::note::RequestNote;
 use super::{Gateway, GwSession};
 use crate::jsonrpc::{Outcome, Request};
 use crate::server::{RequestCtx, ServerOffer};
@@ -26,6 +27,8 @@ pub struct Exchange<'a> {
     pub gateway: &'a Arc<Gateway>,
     pub session: &'a Arc<GwSession>,
     pub ctx: &'a RequestCtx,
+    /// What the layers learn about the request, for its metrics.
+    pub note: &'a RequestNote,
 }
 
 /// A layer over the forwarder.

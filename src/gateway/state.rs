@@ -62,6 +62,9 @@ pub struct GatewaySession {
     log_level: Mutex<Option<Value>>,
     /// Session-specific tool lists, if any upstream session reported one.
     pub tools: Mutex<SessionTools>,
+    /// Until when the session's requests may wait for upstreams still
+    /// starting (set from `initialize`'s wait).
+    startup_deadline: tokio::time::Instant,
 }
 
 impl GatewaySession {
@@ -88,7 +91,20 @@ impl GatewaySession {
             subscriptions: Mutex::new(HashSet::new()),
             log_level: Mutex::new(None),
             tools: Mutex::new(SessionTools::default()),
+            startup_deadline: tokio::time::Instant::now(),
         }
+    }
+
+    /// This state, whose requests may wait for upstreams still starting
+    /// until `deadline`.
+    pub fn with_startup_deadline(mut self, deadline: tokio::time::Instant) -> Self {
+        self.startup_deadline = deadline;
+        self
+    }
+
+    /// Until when the session's requests may wait for upstreams still starting.
+    pub fn startup_deadline(&self) -> tokio::time::Instant {
+        self.startup_deadline
     }
 
     /// The client this session belongs to.

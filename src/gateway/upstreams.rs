@@ -156,6 +156,11 @@ impl UpstreamHandle {
         self.refresh.notify_one();
     }
 
+    /// Whether the first connection attempt is over.
+    pub fn is_ready(&self) -> bool {
+        *self.ready.borrow()
+    }
+
     /// Waits until the first connection attempt is over.
     pub async fn wait_ready(&self) {
         let mut rx = self.ready.subscribe();
@@ -238,10 +243,14 @@ pub(super) fn supervise_all(gateway: &Arc<Gateway>) {
 /// refresh on `list_changed`, and restart with backoff when it dies.
 async fn supervise(gateway: Weak<Gateway>, up: Arc<UpstreamHandle>) {
     let mut attempt = 0u32;
+    let mut first = true;
     loop {
         let Some(gw) = gateway.upgrade() else { return };
         if gw.is_shutting_down() {
             return;
+        }
+        if !std::mem::take(&mut first) {
+            gw.metrics().upstream_restarted(up.index);
         }
         let options = ConnectOptions {
             label: up.label.clone(),

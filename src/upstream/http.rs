@@ -19,7 +19,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
-use http::{HeaderMap, HeaderValue, StatusCode, header};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use parking_lot::Mutex;
 use sse_stream::SseByteStream;
 
@@ -31,6 +31,9 @@ use super::transport::{Inbox, Transport};
 use crate::config::HttpTarget;
 use crate::jsonrpc::{Body, Id, Message, Outcome, Response};
 use crate::protocol::{self, Version};
+
+/// A request's `traceparent` and `tracestate`, as header values.
+type TraceValues = (HeaderValue, Option<HeaderValue>);
 
 /// Default wait before resuming a broken stream when the server gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
@@ -123,12 +126,32 @@ impl HttpTransport {
     /// task (no hop to another task), and returned; an SSE stream, which may
     /// go on after the response and need resuming, is read on a task of its
     /// own, which delivers the response to the inbox.
-    async fn exchange(&self, call: u64, body: Bytes) -> Result<Option<Response>, UpstreamError> {
+    /// `trace`: the request's W3C trace context, sent as headers too.
+    async fn exchange(
+        &self,
+        call: u64,
+        body: Bytes,
+        trace: Option<TraceValues>,
+    ) -> Result<Option<Response>, UpstreamError> {
         let response = match &self.0.plain {
             Some(plain) => {
-                Posted::Plain(plain.post(self.plain_headers(), body).await.map_err(|e| self.plain_error(e))?)
+                let mut headers = self.plain_headers();
+                if let Some((parent, state)) = trace {
+                    headers.insert(protocol::header::TRACEPARENT, parent);
+                    headers.extend(state.map(|s| (HeaderName::from_static(protocol::header::TRACESTATE), s)));
+                }
+                Posted::Plain(plain.post(headers, body).await.map_err(|e| self.plain_error(e))?)
             }
-            None => Posted::Reqwest(self.post(body).send().await.map_err(|e| self.http_error(e))?),
+            None => {
+                let mut post = self.post(body);
+                if let Some((parent, state)) = trace {
+                    post = post.header(protocol::header::TRACEPARENT, parent);
+                    if let Some(state) = state {
+                        post = post.header(protocol::header::TRACESTATE, state);
+                    }
+                }
+                Posted::Reqwest(post.send().await.map_err(|e| self.http_error(e))?)
+            }
         };
         if self.0.session_id.lock().is_none()
             && let Some(sid) = response.headers().get(protocol::header::SESSION_ID)
@@ -345,7 +368,7 @@ impl Transport for HttpTransport {
         message: &'a Message,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         // Boxed: the exchange is a large future.
-        Box::pin(self.exchange(call, Bytes::from(message.encode())))
+        Box::pin(self.exchange(call, Bytes::from(message.encode()), crate::telemetry::trace_headers(message)))
     }
 
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {

@@ -77,12 +77,18 @@ impl Toolgate {
 
     /// Starts toolgate with exactly this configuration text.
     pub async fn start_raw(config: &str) -> Result<Toolgate> {
+        Self::start_raw_env(config, &[]).await
+    }
+
+    /// As [`Toolgate::start_raw`], with these environment variables set.
+    pub async fn start_raw_env(config: &str, env: &[(&str, &str)]) -> Result<Toolgate> {
         let dir = tempfile::tempdir()?;
         let config_path = dir.path().join("toolgate.toml");
         std::fs::write(&config_path, config)?;
         let mut child = Command::new(toolgate_exe())
             .args(["serve", "--config"])
             .arg(&config_path)
+            .envs(env.iter().copied())
             .env("TOOLGATE_LOG", std::env::var("TOOLGATE_TEST_LOG").unwrap_or_else(|_| "info,toolgate=debug".into()))
             .env_remove("TOOLGATE_CONFIG")
             .stdin(Stdio::null())

@@ -100,6 +100,10 @@ pub mod header {
     pub const SESSION_ID: &str = "mcp-session-id";
     pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
     pub const LAST_EVENT_ID: &str = "last-event-id";
+    /// W3C Trace Context: the caller's span (read from clients, sent upstream).
+    pub const TRACEPARENT: &str = "traceparent";
+    /// W3C Trace Context: vendor trace state that goes with `traceparent`.
+    pub const TRACESTATE: &str = "tracestate";
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ mod store;
 
 pub use caller::Caller;
 pub use engine::{Accepted, Engine, Refusal, SessionRef};
-pub use handler::{Handler, InitContext, RequestCtx, ServerOffer};
+pub use handler::{Handler, InitContext, RequestCtx, ServerOffer, TraceHeaders};
 pub use limits::{Limits, shutting_down, too_many_requests, too_many_sessions};
 pub use session::{ClientRequestError, Downlink, Frame, Frames, Session};
 pub use store::{Reservation, SessionStore};

@@ -21,7 +21,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
 use super::caller::Caller;
-use super::handler::{Handler, InitContext, RequestCtx, ServerOffer};
+use super::handler::{Handler, InitContext, RequestCtx, ServerOffer, TraceHeaders};
 use super::limits;
 use super::session::{Downlink, Session};
 use super::store::SessionStore;
@@ -424,12 +424,28 @@ impl<H: Handler> Engine<H> {
         request: Request,
         downlink: Downlink,
     ) -> Option<Response> {
+        self.run_traced(session, request, downlink, None).await
+    }
+
+    /// [`Engine::run`] for a request whose HTTP request carried a trace
+    /// context (`remote`), which the handler may link the span to
+    /// ([`Handler::link_span`]).
+    pub async fn run_traced(
+        &self,
+        session: &Arc<Session<H::State>>,
+        request: Request,
+        downlink: Downlink,
+        remote: Option<&TraceHeaders>,
+    ) -> Option<Response> {
         let id = request.id.clone();
         // At debug level: a span costs little when disabled, and the default
         // `info` filter leaves the hot path without one (`TOOLGATE_LOG=debug`
-        // follows every request).
+        // follows every request, an OpenTelemetry exporter traces it; the
+        // `otel.*` fields name and classify it there).
         let span = tracing::debug_span!(
             "request",
+            otel.name = %request.method,
+            otel.kind = "server",
             session = session.id(),
             caller = session.caller().id(),
             method = %request.method,
@@ -437,6 +453,9 @@ impl<H: Handler> Engine<H> {
             upstream = tracing::field::Empty,
             tool = tracing::field::Empty,
         );
+        if !span.is_disabled() {
+            self.handler.link_span(&span, &request, remote);
+        }
         let Some(cancel) = session.begin_request(&id) else {
             let max = self.store.limits().max_requests_per_session;
             tracing::debug!(session = session.id(), %id, max, "request refused: too many in flight");

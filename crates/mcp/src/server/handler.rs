@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use http::{HeaderMap, HeaderValue};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -46,6 +47,24 @@ pub struct RequestCtx {
     pub span: tracing::Span,
 }
 
+/// The W3C trace context of the HTTP request that carried a client request
+/// (its `traceparent` and `tracestate` headers).
+#[derive(Debug, Clone)]
+pub struct TraceHeaders {
+    /// `traceparent`, as sent.
+    pub traceparent: HeaderValue,
+    /// `tracestate`, if sent.
+    pub tracestate: Option<HeaderValue>,
+}
+
+impl TraceHeaders {
+    /// The trace context of a request with these headers, if it has one.
+    pub fn from_headers(headers: &HeaderMap) -> Option<Self> {
+        let traceparent = headers.get(crate::protocol::header::TRACEPARENT)?.clone();
+        Some(Self { traceparent, tracestate: headers.get(crate::protocol::header::TRACESTATE).cloned() })
+    }
+}
+
 /// The application served by the engine.
 pub trait Handler: Send + Sync + 'static {
     /// Per-session application state.
@@ -66,6 +85,14 @@ pub trait Handler: Send + Sync + 'static {
         request: Request,
         ctx: RequestCtx,
     ) -> impl Future<Output = Outcome> + Send;
+
+    /// Called with a request's span, when it is enabled, before the request
+    /// runs (and before the span is entered): the application may make it
+    /// part of the client's trace. `remote` is the trace context of the HTTP
+    /// request that carried it, if any. Does nothing by default.
+    fn link_span(self: &Arc<Self>, span: &tracing::Span, request: &Request, remote: Option<&TraceHeaders>) {
+        let _ = (span, request, remote);
+    }
 
     /// Takes a client notification the engine does not handle itself.
     fn notification(

@@ -11,7 +11,7 @@ use crate::jsonrpc::{Body, Message, Response as RpcResponse, codes};
 use crate::protocol::{self, method};
 use crate::server::caller::Caller;
 use crate::server::engine::{Accepted, Refusal, SessionRef};
-use crate::server::handler::Handler;
+use crate::server::handler::{Handler, TraceHeaders};
 use crate::server::session::{Downlink, Frame, Session};
 
 /// How long answers the application wants streamed ([`Frame::Stream`]) may
@@ -81,7 +81,7 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, call
             r
         }
         Accepted::Run { session, requests, mut answered, batch } => {
-            respond(&state, session, requests, &mut answered, batch).await
+            respond(&state, session, requests, &mut answered, batch, headers).await
         }
     }
 }
@@ -127,8 +127,11 @@ async fn respond<H: Handler>(
     requests: Vec<crate::jsonrpc::Request>,
     answers: &mut Vec<RpcResponse>,
     batch: bool,
+    headers: &http::HeaderMap,
 ) -> Response {
     let expected = requests.len() + answers.len();
+    // The client's trace context, for a handler that traces requests.
+    let remote = TraceHeaders::from_headers(headers);
     let (downlink, mut rx) = Downlink::with_capacity(state.engine.store().limits().stream_buffer);
     let engine = state.engine.clone();
     let stream_session = session.clone();
@@ -143,14 +146,15 @@ async fn respond<H: Handler>(
             // The usual case, without join_all's bookkeeping. Boxed, so the
             // task stays small (spawning moves it, and the gateway's request
             // future is large).
-            if let Some(resp) = Box::pin(engine.run(&session, r, downlink.clone())).await {
+            if let Some(resp) = Box::pin(engine.run_traced(&session, r, downlink.clone(), remote.as_ref())).await {
                 downlink.finish(resp);
             }
         } else {
             let work = requests.into_iter().map(|r| {
                 let (engine, session, downlink) = (engine.clone(), session.clone(), downlink.clone());
+                let remote = remote.clone();
                 async move {
-                    if let Some(resp) = engine.run(&session, r, downlink.clone()).await {
+                    if let Some(resp) = engine.run_traced(&session, r, downlink.clone(), remote.as_ref()).await {
                         downlink.finish(resp);
                     }
                 }

@@ -1,0 +1,184 @@
+//! `[metrics]` and `[tracing]`: how toolgate is watched (Prometheus metrics,
+//! OpenTelemetry traces), and the checks of those sections.
+
+use std::net::SocketAddr;
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+use super::path::TomlPath;
+use super::validate::Problem;
+
+/// `[metrics]`: Prometheus metrics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// Serve `GET /metrics` (OpenMetrics text) and count the catalog's
+    /// tokens. Default `true`.
+    pub enabled: bool,
+    /// Serve `/metrics` on this address of its own instead of the main
+    /// listener (e.g. a port that only the scraper reaches); must differ
+    /// from `server.listen`. Default: unset, `/metrics` on the main listener.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<SocketAddr>,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        Self { enabled: true, listen: None }
+    }
+}
+
+/// `[tracing]`: OpenTelemetry traces, exported over OTLP/HTTP (protobuf).
+/// Off unless `otlp_endpoint` is set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TracingConfig {
+    /// The collector's OTLP/HTTP base URL, e.g. `http://127.0.0.1:4318`:
+    /// spans go to `<otlp_endpoint>/v1/traces` (a URL that already ends in
+    /// `/v1/traces` is used as it is). Default: unset, no traces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub otlp_endpoint: Option<String>,
+    /// Headers sent with every export (e.g. the API key of a hosted
+    /// collector, as a `${VAR}` reference). Default `{}`.
+    #[serde(skip_serializing_if = "IndexMap::is_empty")]
+    pub headers: IndexMap<String, String>,
+    /// The `service.name` resource attribute of the spans. Default `toolgate`.
+    pub service_name: String,
+    /// Share of new traces recorded, from 0 to 1. A request whose client
+    /// sent a sampled trace context is always recorded, one whose client
+    /// decided against recording never is (parent-based sampling). Default 1.
+    pub sample_ratio: f64,
+}
+
+impl Default for TracingConfig {
+    fn default() -> Self {
+        Self { otlp_endpoint: None, headers: IndexMap::new(), service_name: "toolgate".into(), sample_ratio: 1.0 }
+    }
+}
+
+impl TracingConfig {
+    /// Whether traces are exported.
+    pub fn enabled(&self) -> bool {
+        self.otlp_endpoint.is_some()
+    }
+
+    /// Where spans are POSTed: the endpoint with `/v1/traces` appended
+    /// unless it is already there.
+    pub fn traces_url(&self) -> Option<String> {
+        let endpoint = self.otlp_endpoint.as_deref()?.trim_end_matches('/');
+        Some(if endpoint.ends_with("/v1/traces") { endpoint.to_owned() } else { format!("{endpoint}/v1/traces") })
+    }
+}
+
+/// Whether this build can export traces (the `otel` cargo feature).
+pub const OTEL_BUILT: bool = cfg!(feature = "otel");
+
+/// The problems of `[metrics]` and `[tracing]`; `listen` is `server.listen`.
+pub(super) fn check(metrics: &MetricsConfig, tracing: &TracingConfig, listen: SocketAddr) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let mut push = |path: TomlPath, message: String| out.push(Problem { path: path.to_string(), message });
+    let root = TomlPath::root();
+    if let Some(addr) = metrics.listen
+        && addr == listen
+        && addr.port() != 0
+    {
+        push(
+            root.key("metrics").key("listen"),
+            format!("`{addr}` is server.listen; leave metrics.listen unset to serve /metrics on the main listener"),
+        );
+    }
+
+    let path = root.key("tracing");
+    if let Some(endpoint) = &tracing.otlp_endpoint {
+        if !OTEL_BUILT {
+            push(
+                path.key("otlp_endpoint"),
+                "this toolgate was built without OpenTelemetry support (cargo feature `otel`)".into(),
+            );
+        }
+        match url::Url::parse(endpoint) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => {
+                if url.query().is_some() || url.fragment().is_some() {
+                    push(path.key("otlp_endpoint"), format!("`{endpoint}` must not have a query or fragment"));
+                }
+            }
+            Ok(_) => push(path.key("otlp_endpoint"), format!("`{endpoint}` must be an http:// or https:// URL")),
+            Err(e) => push(path.key("otlp_endpoint"), format!("`{endpoint}` is not a URL: {e}")),
+        }
+    }
+    for (name, value) in &tracing.headers {
+        let header_path = path.key("headers").key(name);
+        if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+            push(header_path.clone(), format!("`{name}` is not a valid HTTP header name"));
+        }
+        if http::HeaderValue::from_str(value).is_err() {
+            push(header_path, "is not a valid HTTP header value (control characters?)".into());
+        }
+    }
+    if tracing.service_name.trim().is_empty() {
+        push(path.key("service_name"), "must not be empty".into());
+    }
+    if !(0.0..=1.0).contains(&tracing.sample_ratio) {
+        push(path.key("sample_ratio"), format!("must be between 0 and 1 (found {})", tracing.sample_ratio));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::load_str;
+
+    fn problems(text: &str) -> Vec<String> {
+        match load_str(text) {
+            Ok(_) => Vec::new(),
+            Err(crate::config::ConfigError::Invalid(p)) => p.iter().map(ToString::to_string).collect(),
+            Err(e) => vec![e.to_string()],
+        }
+    }
+
+    #[test]
+    fn defaults_serve_metrics_on_the_main_listener_and_trace_nothing() {
+        let config = load_str("").expect("empty config");
+        assert_eq!(config.metrics, MetricsConfig { enabled: true, listen: None });
+        assert!(!config.tracing.enabled());
+        assert_eq!(config.tracing.traces_url(), None);
+        assert_eq!(config.tracing.service_name, "toolgate");
+    }
+
+    #[test]
+    fn the_traces_path_is_appended_once() {
+        let with = |e: &str| TracingConfig { otlp_endpoint: Some(e.into()), ..Default::default() }.traces_url();
+        assert_eq!(with("http://127.0.0.1:4318").as_deref(), Some("http://127.0.0.1:4318/v1/traces"));
+        assert_eq!(with("http://c:4318/").as_deref(), Some("http://c:4318/v1/traces"));
+        assert_eq!(with("https://c/otlp/v1/traces").as_deref(), Some("https://c/otlp/v1/traces"));
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_path() {
+        let found = problems(
+            "[server]\nlisten = \"127.0.0.1:9000\"\n[metrics]\nlisten = \"127.0.0.1:9000\"\n\
+             [tracing]\notlp_endpoint = \"ftp://x\"\nservice_name = \" \"\nsample_ratio = 1.5\n\
+             headers = { \"bad name\" = \"v\" }\n",
+        );
+        let paths: Vec<&str> = found.iter().map(|p| p.split(':').next().unwrap_or("")).collect();
+        for path in ["metrics.listen", "tracing.otlp_endpoint", "tracing.service_name", "tracing.sample_ratio"] {
+            assert!(paths.contains(&path), "{path} missing from {found:?}");
+        }
+        assert!(found.iter().any(|p| p.starts_with("tracing.headers")), "{found:?}");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        for text in ["[metrics]\nport = 9090\n", "[tracing]\nendpoint = \"http://x\"\n"] {
+            let found = problems(text);
+            assert!(!found.is_empty() && found[0].contains("unknown key"), "{text}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn a_port_zero_metrics_listener_may_share_the_address() {
+        assert!(problems("[server]\nlisten = \"127.0.0.1:0\"\n[metrics]\nlisten = \"127.0.0.1:0\"\n").is_empty());
+    }
+}

@@ -1,0 +1,343 @@
+//! Prometheus metrics: the series the gateway keeps, and `GET /metrics`.
+//!
+//! Built on `prometheus-client` (the Prometheus project's crate): one
+//! [`Registry`] per gateway, OpenMetrics text out. Names start with
+//! `toolgate_`, counters end in `_total`, durations are histograms in
+//! seconds. Every label comes from a closed set ([`labels`]): methods
+//! toolgate does not know are `other`, upstream and client names come from
+//! the configuration (clients past [`MAX_CLIENTS`] are `other`), and nothing
+//! is labelled by session, tool or argument (a catalog may hold hundreds of
+//! tools and change at run time; traces carry the tool of each call).
+//!
+//! The hot path counts through [`Cells`](cells::Cells): a request's series
+//! are found by index, created in their family on first use, so counting
+//! is an index and an atomic add. State that can be read at scrape time
+//! (live sessions, upstream connections) is read then ([`gauges`]), not
+//! kept up to date on every change. The catalog's token counts are made
+//! once per catalog change, on a blocking thread ([`catalog`]).
+
+mod catalog;
+mod cells;
+mod clients;
+mod gauges;
+pub mod labels;
+mod serve;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::{Registry, Unit};
+
+pub use clients::MAX_CLIENTS;
+pub use labels::{Method, Outcome, UpstreamOutcome, Via};
+pub use serve::{CONTENT_TYPE, METRICS_PATH, routes};
+
+use crate::gateway::{CatalogView, Gateway};
+use crate::jsonrpc;
+use crate::upstream::UpstreamError;
+use cells::{Cells, index3};
+use labels::{Label, Labels};
+
+/// Latency buckets, in seconds: from the gateway's own answers (well under
+/// a millisecond) to long tool calls.
+const BUCKETS: [f64; 15] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+
+fn histogram() -> Histogram {
+    Histogram::new(BUCKETS)
+}
+
+/// The label value of a request toolgate answered itself (or merged from
+/// several upstreams): Prometheus reads an empty value as "no upstream".
+const NO_UPSTREAM: &str = "";
+
+/// Every series of one gateway.
+pub struct Metrics {
+    registry: Registry,
+    /// Upstream names, by configuration index.
+    upstreams: Box<[Arc<str>]>,
+    requests: Family<Labels<3>, Counter>,
+    /// `[method][upstream or none][outcome]`.
+    request_cells: Cells<Counter>,
+    request_seconds: Family<Labels<1>, Histogram, fn() -> Histogram>,
+    /// `[method]`.
+    request_seconds_cells: Cells<Histogram>,
+    upstream_requests: Family<Labels<3>, Counter>,
+    /// `[upstream][method][outcome]`.
+    upstream_request_cells: Cells<Counter>,
+    upstream_seconds: Family<Labels<2>, Histogram, fn() -> Histogram>,
+    /// `[upstream][method]`.
+    upstream_seconds_cells: Cells<Histogram>,
+    sessions_started: Counter,
+    sessions_ended: Counter,
+    restarts: Box<[Counter]>,
+    gate_refusals: Box<[Counter]>,
+    described: Box<[Counter]>,
+    fetches: [Counter; 2],
+    catalog: Arc<catalog::CatalogGauges>,
+    clients: Arc<clients::Clients>,
+    gauges: Arc<gauges::GatewayGauges>,
+    /// Whether metrics are served (`[metrics] enabled`); requests are
+    /// counted and the catalog's tokens measured only then.
+    enabled: bool,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").field("upstreams", &self.upstreams).finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    /// The series of a gateway with these upstreams (in configuration
+    /// order). `enabled`: whether they are served, which is when the
+    /// catalog's tokens are worth counting.
+    pub fn new(upstreams: Vec<Arc<str>>, enabled: bool) -> Self {
+        let n = upstreams.len();
+        let mut registry = Registry::default();
+        registry.register(
+            "toolgate_build",
+            "toolgate's version",
+            Info::new([("version", Label::Static(env!("CARGO_PKG_VERSION")))]),
+        );
+
+        let requests = Family::<Labels<3>, Counter>::default();
+        registry.register(
+            "toolgate_requests",
+            "Client requests answered, by method, the upstream that answered (empty: toolgate itself) and outcome",
+            requests.clone(),
+        );
+        let request_seconds = Family::<Labels<1>, Histogram, fn() -> Histogram>::new_with_constructor(histogram);
+        registry.register_with_unit(
+            "toolgate_request_duration",
+            "Time to answer a client request, by method",
+            Unit::Seconds,
+            request_seconds.clone(),
+        );
+        let upstream_requests = Family::<Labels<3>, Counter>::default();
+        registry.register(
+            "toolgate_upstream_requests",
+            "Requests forwarded to upstreams on behalf of clients, by upstream, method and outcome",
+            upstream_requests.clone(),
+        );
+        let upstream_seconds = Family::<Labels<2>, Histogram, fn() -> Histogram>::new_with_constructor(histogram);
+        registry.register_with_unit(
+            "toolgate_upstream_request_duration",
+            "Time an upstream took to answer a forwarded request (connection included), by upstream and method",
+            Unit::Seconds,
+            upstream_seconds.clone(),
+        );
+
+        let sessions_started = Counter::default();
+        registry.register("toolgate_sessions_started", "Client sessions started", sessions_started.clone());
+        let sessions_ended = Counter::default();
+        registry.register(
+            "toolgate_sessions_ended",
+            "Client sessions ended (closed by the client, expired, or shut down)",
+            sessions_ended.clone(),
+        );
+
+        let per_upstream = |registry: &mut Registry, name: &str, help: &str| {
+            let family = Family::<Labels<1>, Counter>::default();
+            registry.register(name, help, family.clone());
+            upstreams
+                .iter()
+                .map(|u| family.get_or_create_owned(&[("upstream", Label::Name(u.clone()))]))
+                .collect::<Box<[Counter]>>()
+        };
+        let restarts = per_upstream(
+            &mut registry,
+            "toolgate_upstream_restarts",
+            "Upstream connections started again: the gateway's own after it was lost or failed, a session's own after it closed",
+        );
+        let gate_refusals = per_upstream(
+            &mut registry,
+            "toolgate_gate_refusals",
+            "Tool calls refused until the session fetches the tool's description, by upstream",
+        );
+        let described = per_upstream(
+            &mut registry,
+            "toolgate_described_tools",
+            "Full tool definitions served by description fetches, by upstream",
+        );
+        let fetch_family = Family::<Labels<1>, Counter>::default();
+        registry.register(
+            "toolgate_description_fetches",
+            "Reads of the tool descriptions, by how they were asked for (resource or tool)",
+            fetch_family.clone(),
+        );
+        let fetches = [Via::Resource, Via::Tool]
+            .map(|via| fetch_family.get_or_create_owned(&[("via", Label::Static(via.as_str()))]));
+
+        let catalog = Arc::new(catalog::CatalogGauges::register(&mut registry, &upstreams));
+        let clients = Arc::new(clients::Clients::register(&mut registry));
+        let gauges = Arc::new(gauges::GatewayGauges::new(clients.clone()));
+        registry.register_collector(Box::new(gauges.clone()));
+
+        Self {
+            registry,
+            request_cells: Cells::new(Method::COUNT * (n + 1) * Outcome::COUNT),
+            request_seconds_cells: Cells::new(Method::COUNT),
+            upstream_request_cells: Cells::new(n * Method::COUNT * UpstreamOutcome::COUNT),
+            upstream_seconds_cells: Cells::new(n * Method::COUNT),
+            upstreams: upstreams.into(),
+            requests,
+            request_seconds,
+            upstream_requests,
+            upstream_seconds,
+            sessions_started,
+            sessions_ended,
+            restarts,
+            gate_refusals,
+            described,
+            fetches,
+            catalog,
+            clients,
+            gauges,
+            enabled,
+        }
+    }
+
+    /// Lets the scrape read the gateway's live state (sessions, upstream
+    /// connections).
+    pub fn attach(&self, gateway: &Arc<Gateway>) {
+        self.gauges.attach(Arc::downgrade(gateway));
+    }
+
+    /// Whether metrics are served.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// The OpenMetrics text of every series.
+    pub fn render(&self) -> Result<String, std::fmt::Error> {
+        let mut text = String::with_capacity(16 * 1024);
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)?;
+        Ok(text)
+    }
+
+    fn upstream_label(&self, index: Option<usize>) -> Label {
+        match index.and_then(|i| self.upstreams.get(i)) {
+            Some(name) => Label::Name(name.clone()),
+            None => Label::Static(NO_UPSTREAM),
+        }
+    }
+
+    /// A client request was answered: `upstream` answered it (`None`:
+    /// toolgate did) with `outcome`, after `took`, for client `client`.
+    pub fn request(&self, method: Method, upstream: Option<usize>, outcome: Outcome, took: Duration, client: &str) {
+        if !self.enabled {
+            return;
+        }
+        let n = self.upstreams.len();
+        let slot = upstream.filter(|&i| i < n).unwrap_or(n);
+        let index = index3(method as usize, slot, n + 1, outcome as usize, Outcome::COUNT);
+        let counter = self.request_cells.get(index, || {
+            self.requests.get_or_create_owned(&[
+                ("method", method.label()),
+                ("upstream", self.upstream_label(upstream)),
+                ("outcome", Label::Static(outcome.as_str())),
+            ])
+        });
+        if let Some(c) = counter {
+            c.inc();
+        }
+        let histogram = self
+            .request_seconds_cells
+            .get(method as usize, || self.request_seconds.get_or_create_owned(&[("method", method.label())]));
+        if let Some(h) = histogram {
+            h.observe(took.as_secs_f64());
+        }
+        self.clients.request(client, outcome);
+    }
+
+    /// A request forwarded to upstream `index` ended with `result` after `took`.
+    pub fn upstream_request(
+        &self,
+        index: usize,
+        method: Method,
+        result: &Result<jsonrpc::Outcome, UpstreamError>,
+        took: Duration,
+    ) {
+        if !self.enabled || index >= self.upstreams.len() {
+            return;
+        }
+        let outcome = UpstreamOutcome::of(method, result);
+        let cell = index3(index, method as usize, Method::COUNT, outcome as usize, UpstreamOutcome::COUNT);
+        let counter = self.upstream_request_cells.get(cell, || {
+            self.upstream_requests.get_or_create_owned(&[
+                ("upstream", self.upstream_label(Some(index))),
+                ("method", method.label()),
+                ("outcome", Label::Static(outcome.as_str())),
+            ])
+        });
+        if let Some(c) = counter {
+            c.inc();
+        }
+        let histogram = self.upstream_seconds_cells.get(index * Method::COUNT + method as usize, || {
+            self.upstream_seconds
+                .get_or_create_owned(&[("upstream", self.upstream_label(Some(index))), ("method", method.label())])
+        });
+        if let Some(h) = histogram {
+            h.observe(took.as_secs_f64());
+        }
+    }
+
+    /// A client session started.
+    pub fn session_started(&self) {
+        self.sessions_started.inc();
+    }
+
+    /// A client session ended.
+    pub fn session_ended(&self) {
+        self.sessions_ended.inc();
+    }
+
+    /// A connection to upstream `index` is being started again.
+    pub fn upstream_restarted(&self, index: usize) {
+        if let Some(c) = self.restarts.get(index) {
+            c.inc();
+        }
+    }
+
+    /// The gate refused a call to a tool of upstream `index`.
+    pub fn gate_refused(&self, index: usize) {
+        if let Some(c) = self.gate_refusals.get(index) {
+            c.inc();
+        }
+    }
+
+    /// A client read tool descriptions (`via`), which served the full
+    /// definitions of tools of these upstreams (one index per tool).
+    pub fn descriptions_fetched(&self, via: Via, tools: impl IntoIterator<Item = usize>) {
+        self.fetches[via as usize].inc();
+        for index in tools {
+            if let Some(c) = self.described.get(index) {
+                c.inc();
+            }
+        }
+    }
+
+    /// The gateway-wide catalog changed: count its tokens (when metrics are
+    /// served), on a blocking thread.
+    pub fn catalog_changed(&self, view: Arc<CatalogView>) {
+        if self.enabled {
+            self.catalog.count_later(view);
+        }
+    }
+
+    /// Counts the catalog's tokens now, on this thread (tests).
+    #[cfg(test)]
+    pub(crate) fn count_catalog_now(&self, view: &CatalogView) {
+        self.catalog.count(view);
+    }
+}
+
+/// The gateway a scrape reads, while it lives.
+type GatewayRef = Weak<Gateway>;
