@@ -16,7 +16,9 @@
 //! - [`metrics`]: the Prometheus series and `GET /metrics`.
 //! - [`telemetry`]: logging, OpenTelemetry traces and W3C trace context.
 
-#![forbid(unsafe_code)]
+// One audited exception: `upstream::stdio::orphan` (the parent-death signal
+// set between fork and exec).
+#![deny(unsafe_code)]
 
 pub mod auth;
 pub mod catalog;

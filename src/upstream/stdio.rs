@@ -38,6 +38,7 @@ const QUEUE: usize = 64;
 
 /// The environment children get unless `inherit_env` is set.
 mod env;
+mod orphan;
 
 /// A child process as a transport: lines to its stdin, lines from its stdout.
 pub(crate) struct StdioTransport {
@@ -85,6 +86,7 @@ pub(crate) fn spawn(target: &StdioTarget, label: &Arc<str>) -> Result<Spawned, U
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .process_group(0);
+    orphan::die_with_parent(&mut cmd);
     if !target.inherit_env {
         cmd.env_clear();
         cmd.envs(env::inherited());

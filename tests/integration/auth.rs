@@ -228,12 +228,23 @@ async fn policy_hides_tools_everywhere_a_client_could_see_or_reach_them() -> Res
     assert!(seen.len() < all.len());
 
     // The descriptions resource: a hidden tool is reported like an unknown
-    // one, and available_tools lists only what alice may see.
-    let read = alice.read_descriptions("fx__fixture_crash,demo__list_projects,no_such_tool,fx__echo").await?;
+    // one, and available_tools lists only what alice may see. (Each read
+    // names one unknown tool: the first unknown name of a read carries the
+    // catalog, later ones point to it.)
+    let read = alice.read_descriptions("no_such_tool,fx__echo").await?;
     assert!(read["fx__echo"]["inputSchema"].is_object(), "{read}");
     let unknown = anonymized(&read["no_such_tool"], "no_such_tool");
-    assert_eq!(anonymized(&read["fx__fixture_crash"], "fx__fixture_crash"), unknown);
-    assert_eq!(anonymized(&read["demo__list_projects"], "demo__list_projects"), unknown);
+    for hidden in ["fx__fixture_crash", "demo__list_projects"] {
+        let answer = alice.read_descriptions(&format!("{hidden},fx__echo")).await?;
+        assert_eq!(anonymized(&answer[hidden], hidden), unknown, "{answer}");
+    }
+    let several = alice.read_descriptions("fx__fixture_crash,no_such_tool").await?;
+    let pointer = anonymized(&several["no_such_tool"], "no_such_tool");
+    let several = alice.read_descriptions("other_unknown,no_such_tool").await?;
+    assert_eq!(
+        anonymized(&several["no_such_tool"], "no_such_tool").replace("other_unknown", "fx__fixture_crash"),
+        pointer
+    );
     let available: Vec<String> = serde_json::from_value(read["no_such_tool"]["available_tools"].clone())?;
     assert!(available.iter().all(|n| seen.contains(n)), "{available:?} vs {seen:?}");
     assert!(!available.iter().any(|n| n == "fx__fixture_crash"));

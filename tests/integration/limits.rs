@@ -288,15 +288,59 @@ async fn a_description_fetch_names_at_most_64_tools_and_unknown_names_stay_small
 
 /// The children toolgate runs now (processes whose parent it is).
 fn children_of(pid: u32) -> usize {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return 0 };
+    child_pids_of(pid).len()
+}
+
+/// The fields of `/proc/<pid>/stat` after the command name (which may hold
+/// spaces): state, ppid, ...
+fn stat_after_name(pid: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')').map(|(_, rest)| rest.to_owned())
+}
+
+/// The pids of the processes whose parent is `pid`.
+fn child_pids_of(pid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.filter_map(|e| e.ok())
-        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
-        .filter(|stat| {
-            // The fields after the command name (which may hold spaces): state, ppid.
-            let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-            after.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok()) == Some(pid)
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .filter(|child| {
+            let ppid = stat_after_name(&child.to_string())
+                .and_then(|after| after.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok()));
+            ppid == Some(pid)
         })
-        .count()
+        .collect()
+}
+
+/// Whether process `pid` still runs (a zombie waiting for its reaper does not).
+fn runs(pid: u32) -> bool {
+    stat_after_name(&pid.to_string())
+        .and_then(|after| after.split_whitespace().next().map(|state| state != "Z" && state != "X"))
+        .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn children_die_when_toolgate_is_killed() -> Result<()> {
+    // The child is a shell that runs the fixture, then lingers: it does not
+    // end when its standard input closes, so only the parent-death signal
+    // can stop it once toolgate is gone.
+    let script = format!("{} ; sleep 30", fixture_exe());
+    let upstream = stdio_upstream("fx", "sh", &["-c", &script], "mode = \"passthrough\"");
+    let mut gw = Toolgate::start_with(&upstream, "[server]\nlisten = \"127.0.0.1:0\"\n").await?;
+    let c = Client::connected(&gw.url, json!({})).await?;
+    assert_eq!(text_of(&c.call_tool("test_tool_fast", json!({})).await?), "Fast tool completed");
+    let children = child_pids_of(gw.proc.pid());
+    assert!(!children.is_empty(), "no child process to watch");
+    // SIGKILL: toolgate gets no chance to stop its children itself.
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(gw.proc.pid())?);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).context("SIGKILL")?;
+    tokio::time::timeout(Duration::from_secs(5), gw.proc.child.wait()).await??;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while children.iter().any(|&child| runs(child)) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let left: Vec<_> = children.iter().filter(|&&child| runs(child)).collect();
+    assert!(left.is_empty(), "children still running after toolgate was killed: {left:?}");
+    Ok(())
 }
 
 #[tokio::test]

@@ -36,3 +36,52 @@ async fn an_event_over_the_limit_ends_the_stream_even_split_over_chunks_and_line
     // A `\r\n` split over chunks is one line end, not a blank line.
     assert!(outcome(&["data: 0123456\r", "\ndata: 789012\n\n"], 16).await.is_err());
 }
+
+/// A stream of `events` (each a list of lines), every line ended by `eol`,
+/// every event by a blank line.
+fn sse_text(events: &[Vec<String>], eol: &str) -> String {
+    events.iter().map(|lines| lines.iter().map(|l| format!("{l}{eol}")).collect::<String>() + eol).collect()
+}
+
+/// `text` cut at the given (sorted, deduplicated) byte offsets.
+fn cut(text: &str, mut at: Vec<usize>) -> Vec<String> {
+    at.retain(|&i| i > 0 && i < text.len());
+    at.sort_unstable();
+    at.dedup();
+    let mut parts = Vec::new();
+    let mut from = 0;
+    for i in at.into_iter().chain([text.len()]) {
+        parts.push(text[from..i].to_owned());
+        from = i;
+    }
+    parts
+}
+
+proptest::proptest! {
+    /// However an upstream's stream is cut into chunks and whatever its line
+    /// ends, the bytes pass unchanged while every event is within the limit,
+    /// and the stream fails exactly when one event (its bytes without line
+    /// ends) is over it.
+    #[test]
+    fn any_chunking_passes_events_within_the_limit_and_fails_past_it(
+        events in proptest::collection::vec(
+            proptest::collection::vec("[ -~]{1,12}", 1..4),
+            1..8,
+        ),
+        eol in proptest::sample::select(vec!["\n", "\r\n", "\r"]),
+        cuts in proptest::collection::vec(0usize..400, 0..12),
+        limit in 1usize..40,
+    ) {
+        let text = sse_text(&events, eol);
+        let parts = cut(&text, cuts);
+        let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+        let got = runtime.block_on(outcome(&refs, limit));
+        let largest = events.iter().map(|lines| lines.iter().map(String::len).sum::<usize>()).max().unwrap_or(0);
+        if largest > limit {
+            proptest::prop_assert!(got.is_err(), "an event of {largest} bytes passed a limit of {limit}");
+        } else {
+            proptest::prop_assert_eq!(got, Ok(text));
+        }
+    }
+}
