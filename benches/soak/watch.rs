@@ -9,15 +9,17 @@ use parking_lot::Mutex;
 
 use crate::procs::rss_bytes;
 
-/// One RSS sample: seconds since the start, calls done by then, bytes.
+/// One sample: seconds since the start, calls done by then, resident
+/// bytes, open file descriptors.
 #[derive(Debug, Clone, Copy)]
 pub struct Sample {
     pub secs: f64,
     pub calls: u64,
     pub rss: u64,
+    pub fds: usize,
 }
 
-/// Samples `pid`'s RSS every second into `series` until `stop` is set;
+/// Samples `pid`'s RSS and file descriptors every second into `series` until `stop` is set;
 /// `calls` says how many calls are done.
 pub async fn sample_rss(
     pid: u32,
@@ -34,7 +36,8 @@ pub async fn sample_rss(
         }
         if let Some(rss) = rss_bytes(pid) {
             let calls = calls.load(std::sync::atomic::Ordering::Relaxed);
-            series.lock().push(Sample { secs: epoch.elapsed().as_secs_f64(), calls, rss });
+            let fds = fd_count(pid).unwrap_or(0);
+            series.lock().push(Sample { secs: epoch.elapsed().as_secs_f64(), calls, rss, fds });
         }
     }
 }
