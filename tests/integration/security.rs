@@ -1,5 +1,6 @@
 //! What must never cross from one leg to the other: downstream credentials
-//! and session ids.
+//! and session ids; and what must not leave for another server: the
+//! configured upstream headers, through a redirect to another origin.
 
 use std::sync::Arc;
 
@@ -83,5 +84,47 @@ async fn downstream_credentials_and_session_ids_never_reach_the_upstream() -> Re
     let call = seen.last().unwrap();
     assert_eq!(call["mcp-session-id"], "upstream-session-1");
     assert_eq!(call["mcp-protocol-version"], "2025-06-18");
+    Ok(())
+}
+
+#[tokio::test]
+async fn upstream_redirects_to_another_origin_are_not_followed() -> Result<()> {
+    // B records every request; A answers every request with a redirect to B
+    // (another port: another origin). A legacy SSE upstream, whose stream is
+    // opened by the general HTTP client (the one that could follow).
+    let (elsewhere, seen) = recording_upstream().await?;
+    let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = hits.clone();
+    let app = Router::new().route(
+        "/mcp",
+        axum::routing::any(move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let location = elsewhere.clone();
+            async move { (StatusCode::TEMPORARY_REDIRECT, [("location", location)]).into_response() }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let gw = Toolgate::start(&http_upstream(
+        "moved",
+        &url,
+        "transport = \"sse\"\nheaders = { Authorization = \"Bearer upstream-secret\", X-Team = \"blue\" }",
+    ))
+    .await?;
+    let mut c = Client::new(&gw.url);
+    c.initialize(json!({})).await?;
+    // Whatever toolgate answers, it has tried the upstream by then.
+    let _ = c.request("tools/list", json!({})).await;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while hits.load(std::sync::atomic::Ordering::SeqCst) == 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(hits.load(std::sync::atomic::Ordering::SeqCst) > 0, "toolgate never contacted the upstream");
+    // Time for a followed redirect to arrive, had there been one.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let reached = seen.lock().clone();
+    assert!(reached.is_empty(), "a redirect to another origin was followed: {reached:?}");
     Ok(())
 }
