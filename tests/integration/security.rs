@@ -128,3 +128,32 @@ async fn upstream_redirects_to_another_origin_are_not_followed() -> Result<()> {
     assert!(reached.is_empty(), "a redirect to another origin was followed: {reached:?}");
     Ok(())
 }
+
+#[tokio::test]
+async fn client_notifications_named_like_requests_reach_no_upstream() -> Result<()> {
+    let (url, seen) = recording_upstream().await?;
+    let gw = Toolgate::start(&http_upstream("rec", &url, "mode = \"passthrough\"\nsharing = \"per_session\"")).await?;
+    let mut c = Client::new(&gw.url);
+    c.initialize(json!({})).await?;
+    // The session's own upstream connection.
+    c.result("tools/call", json!({"name": "whoami", "arguments": {}})).await?;
+    let count = || seen.lock().len();
+    let settle = || tokio::time::sleep(std::time::Duration::from_millis(300));
+    settle().await;
+    let before = count();
+    // A request without its id: dropped, whatever its method.
+    for method in ["tools/call", "resources/read", "initialize"] {
+        c.notify(method, Some(json!({"name": "whoami", "arguments": {}}))).await?;
+    }
+    settle().await;
+    assert_eq!(count(), before, "a notification named like a request reached the upstream");
+    // A vendor notification does reach the session's upstream (the control
+    // that shows the upstream would have seen the others).
+    c.notify("notifications/vendor/hello", None).await?;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    while count() == before && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(count(), before + 1, "the vendor notification did not reach the upstream");
+    Ok(())
+}
