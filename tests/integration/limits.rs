@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, ensure};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -389,6 +389,35 @@ async fn client_roots_reach_no_upstream_without_forward_roots() -> Result<()> {
     assert!(text.contains("declared: false"), "{result}");
     assert!(text.contains("forward_roots"), "{result}");
     assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+    Ok(())
+}
+
+#[tokio::test]
+async fn client_roots_reach_an_upstream_with_forward_roots() -> Result<()> {
+    let upstream = fixture_upstream("fx", &[], "mode = \"passthrough\"\nforward_roots = true");
+    let gw = Toolgate::start(&upstream).await?;
+    let c = Client::connected(&gw.url, json!({"roots": {"listChanged": true}})).await?;
+    let id = json!("roots-call");
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                      "params": {"name": "fixture_roots", "arguments": {}}});
+    let mut stream = c.open(&call).await?;
+    let mut asked = 0;
+    let result = loop {
+        let message = stream.next().await.context("reading the answer to fixture_roots")?;
+        if message["method"] == "roots/list" && message.get("id").is_some() {
+            asked += 1;
+            let roots = json!({"roots": [{"uri": "file:///work/project", "name": "project"}]});
+            let status = c.respond(&message["id"], roots).await?;
+            ensure!(status == reqwest::StatusCode::ACCEPTED, "answering {message}: HTTP {status}");
+        } else if message["id"] == id {
+            break message;
+        }
+    };
+    // The upstream was told of the capability, asked, and got the client's roots.
+    assert_eq!(asked, 1, "{result}");
+    let answer = result["result"]["structuredContent"].clone();
+    assert_eq!(answer["declared"], true, "{result}");
+    assert_eq!(answer["result"]["roots"][0]["uri"], "file:///work/project", "{result}");
     Ok(())
 }
 
