@@ -12,6 +12,8 @@ mod validate;
 
 pub(crate) use auth::decode_sha256_hex;
 pub use auth::{AuthConfig, ClientConfig, DEFAULT_CLIENT, JwtConfig, Secret};
+#[cfg(test)]
+pub(crate) use load::load_str_jailed;
 pub use load::{ConfigError, load, load_str, load_str_in};
 pub use model::*;
 pub use observability::{MetricsConfig, OTEL_BUILT, TracingConfig};

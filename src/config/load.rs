@@ -50,6 +50,19 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     load_layered(&text, &path.display().to_string(), &base)
 }
 
+/// [`load_str`] inside figment's jail, for tests: loading reads `TOOLGATE_*`
+/// variables, which other tests set (in their own jails) at the same time.
+#[cfg(test)]
+#[allow(clippy::result_large_err, reason = "figment's Jail API returns figment::Error")]
+pub(crate) fn load_str_jailed(text: &str) -> Result<Config, ConfigError> {
+    let mut loaded = None;
+    figment::Jail::expect_with(|_| {
+        loaded = Some(load_str(text));
+        Ok(())
+    });
+    loaded.expect("the jail ran the closure")
+}
+
 /// Loads and validates configuration text, with environment overrides and
 /// `${VAR}` expansion. Relative paths are resolved against the current
 /// directory.

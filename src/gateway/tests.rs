@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::config::load_str;
+use crate::config::load_str_jailed;
 use crate::jsonrpc::{Body, Id, Response};
 use crate::server::{Accepted, Downlink, Engine, Frame, SessionRef};
 use crate::upstream::MemoryTarget;
@@ -129,7 +129,7 @@ fn setup(extra: &str) -> Setup {
     let upstream = Arc::new(Upstream::default());
     let (store, ended) = SessionStore::new(Duration::from_secs(60));
     let upstream_engine = Engine::start(upstream.clone(), Arc::new(store), ended);
-    let config = load_str(&format!("[[upstream]]\nname = \"mem\"\ncommand = \"in-process\"\n{extra}\n"))
+    let config = load_str_jailed(&format!("[[upstream]]\nname = \"mem\"\ncommand = \"in-process\"\n{extra}\n"))
         .expect("the test configuration loads");
     let target = Target::Memory(MemoryTarget::serve(upstream_engine));
     let (store, ended) = SessionStore::new(Duration::from_secs(60));

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use crate::auth::{Authenticator, ClientPolicy};
-use crate::config::{ConfigError, load_str};
+use crate::config::{ConfigError, load_str_jailed as load_jailed};
 
 /// Upstreams every generated config has (clients may name others).
 fn with_upstreams(auth: Value) -> String {
@@ -88,7 +88,7 @@ proptest! {
         allow_anonymous in any::<bool>(),
     ) {
         let text = with_upstreams(json!({"allow_anonymous": allow_anonymous, "clients": clients}));
-        match load_str(&text) {
+        match load_jailed(&text) {
             Ok(config) => {
                 prop_assert!(Authenticator::new(&config.auth).is_ok(), "loaded but does not build: {text}");
                 for client in &config.auth.clients {
@@ -113,7 +113,7 @@ proptest! {
             .prop_flat_map(|names| names.into_iter().map(valid_client).collect::<Vec<_>>()),
     ) {
         let text = with_upstreams(json!({"clients": clients}));
-        let config = load_str(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        let config = load_jailed(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         prop_assert_eq!(config.auth.clients.len(), clients.len());
         for (loaded, written) in config.auth.clients.iter().zip(&clients) {
             prop_assert_eq!(&loaded.name, written["name"].as_str().unwrap_or_default());
