@@ -89,17 +89,35 @@ impl Default for Catalog {
 impl Catalog {
     /// A catalog without tools (before any upstream has listed its tools).
     pub fn empty() -> Catalog {
-        let list_result = json!({"tools": []});
+        Catalog::assemble(Vec::new(), Vec::new(), false, None, FetchLimits::default())
+    }
+
+    /// A catalog of `entries` (in listing order): their index by exposed
+    /// name and the served `tools/list` (minimal forms, then the describe
+    /// tool when there is one).
+    fn assemble(
+        entries: Vec<Arc<ToolEntry>>,
+        problems: Vec<String>,
+        has_progressive: bool,
+        describe_tool: Option<String>,
+        fetch_limits: FetchLimits,
+    ) -> Catalog {
+        let index = entries.iter().enumerate().map(|(i, e)| (e.exposed.clone(), i)).collect();
+        let mut listed: Vec<_> = entries.iter().map(|e| e.minimal.clone()).collect();
+        if let Some(name) = &describe_tool {
+            listed.push(disclosure::describe_tool_definition(name));
+        }
+        let list_result = json!({ "tools": listed });
         Catalog {
-            entries: Vec::new(),
-            index: HashMap::new(),
+            entries,
+            index,
             list_result_raw: raw(&list_result),
             forwarded: Default::default(),
             list_result,
-            problems: Vec::new(),
-            has_progressive: false,
-            describe_tool: None,
-            fetch_limits: FetchLimits::default(),
+            problems,
+            has_progressive,
+            describe_tool,
+            fetch_limits,
         }
     }
 
@@ -144,8 +162,6 @@ impl Catalog {
         let exposed = naming::assign(&candidates, describe_tool.as_deref(), &mut problems);
 
         let mut entries = Vec::with_capacity(found.len());
-        let mut index = HashMap::with_capacity(found.len());
-        let mut listed = Vec::with_capacity(found.len() + 1);
         for ((f, c), exposed) in found.iter().zip(&candidates).zip(exposed) {
             if let Some(why) = name_problem(&exposed) {
                 problems.push(format!(
@@ -169,8 +185,6 @@ impl Catalog {
                     (full.clone(), full)
                 }
             };
-            listed.push(minimal.clone());
-            index.insert(exposed.clone(), entries.len());
             entries.push(Arc::new(ToolEntry {
                 upstream: f.upstream,
                 original: c.original.to_owned(),
@@ -181,22 +195,7 @@ impl Catalog {
                 minimal,
             }));
         }
-        if let Some(name) = &describe_tool {
-            listed.push(disclosure::describe_tool_definition(name));
-        }
-
-        let list_result = json!({ "tools": listed });
-        Catalog {
-            entries,
-            index,
-            list_result_raw: raw(&list_result),
-            forwarded: Default::default(),
-            list_result,
-            problems,
-            has_progressive,
-            describe_tool,
-            fetch_limits: FetchLimits::from(disclosure),
-        }
+        Catalog::assemble(entries, problems, has_progressive, describe_tool, FetchLimits::from(disclosure))
     }
 
     /// The tool exposed under `exposed` (never the describe tool).
