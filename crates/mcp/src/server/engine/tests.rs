@@ -155,16 +155,22 @@ async fn batches_follow_the_session_revision() {
     assert_eq!(response.unwrap().outcome.result_value().unwrap()["method"], "tools/list");
 }
 
-#[tokio::test]
-async fn a_cancelled_request_is_not_answered() {
-    let engine = engine();
-    let s = session(&engine, "2025-11-25").await;
+/// Starts request 5, `slow`, in a task of its own, and lets it begin.
+async fn run_slow(engine: &Arc<Engine<Echo>>, s: &Arc<Session<()>>) -> tokio::task::JoinHandle<Option<Response>> {
     let slow = Request { id: Id::number(5), method: "slow".into(), params: None };
     let run = {
         let (engine, s) = (engine.clone(), s.clone());
         crate::spawn(async move { engine.run(&s, slow, Downlink::channel().0).await })
     };
     tokio::time::sleep(Duration::from_millis(20)).await;
+    run
+}
+
+#[tokio::test]
+async fn a_cancelled_request_is_not_answered() {
+    let engine = engine();
+    let s = session(&engine, "2025-11-25").await;
+    let run = run_slow(&engine, &s).await;
     let cancel = body(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}));
     engine.accept(SessionRef::Live(s), cancel).await;
     assert!(run.await.unwrap().is_none());
@@ -250,12 +256,7 @@ async fn requests_past_the_per_session_cap_are_answered_at_once() {
 async fn a_shutting_down_engine_refuses_new_work_and_drains_the_running() {
     let engine = engine();
     let s = session(&engine, "2025-11-25").await;
-    let slow = Request { id: Id::number(5), method: "slow".into(), params: None };
-    let run = {
-        let (engine, s) = (engine.clone(), s.clone());
-        crate::spawn(async move { engine.run(&s, slow, Downlink::channel().0).await })
-    };
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    let run = run_slow(&engine, &s).await;
     engine.begin_shutdown();
     let (refusal, _, message) = error_of(engine.accept(SessionRef::Missing, init("2025-11-25")).await);
     assert_eq!(refusal, Some(Refusal::ShuttingDown));
