@@ -12,9 +12,9 @@ mod validate;
 
 pub(crate) use auth::decode_sha256_hex;
 pub use auth::{AuthConfig, ClientConfig, DEFAULT_CLIENT, JwtConfig, Secret};
-#[cfg(test)]
-pub(crate) use load::load_str_jailed;
 pub use load::{ConfigError, load, load_str, load_str_in};
+#[cfg(test)]
+pub(crate) use load::{in_jail, load_str_jailed};
 pub use model::*;
 pub use observability::{MetricsConfig, OTEL_BUILT, TracingConfig};
 pub use target::{HttpTarget, StdioTarget, Target, TargetError};

@@ -50,17 +50,24 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     load_layered(&text, &path.display().to_string(), &base)
 }
 
-/// [`load_str`] inside figment's jail, for tests: loading reads `TOOLGATE_*`
-/// variables, which other tests set (in their own jails) at the same time.
+/// Runs `f` in a figment jail (private cwd, environment restored after) and
+/// hands its result out. For tests: loading reads `TOOLGATE_*` variables,
+/// which other tests set (in their own jails) at the same time.
 #[cfg(test)]
 #[allow(clippy::result_large_err, reason = "figment's Jail API returns figment::Error")]
-pub(crate) fn load_str_jailed(text: &str) -> Result<Config, ConfigError> {
-    let mut loaded = None;
-    figment::Jail::expect_with(|_| {
-        loaded = Some(load_str(text));
+pub(crate) fn in_jail<T>(f: impl FnOnce(&mut figment::Jail) -> T) -> T {
+    let mut out = None;
+    figment::Jail::expect_with(|jail| {
+        out = Some(f(jail));
         Ok(())
     });
-    loaded.expect("the jail ran the closure")
+    out.expect("the jail ran the closure")
+}
+
+/// [`load_str`] inside figment's jail, for tests (see [`in_jail`]).
+#[cfg(test)]
+pub(crate) fn load_str_jailed(text: &str) -> Result<Config, ConfigError> {
+    in_jail(|_| load_str(text))
 }
 
 /// Loads and validates configuration text, with environment overrides and

@@ -1,5 +1,5 @@
+use figment::Figment;
 use figment::providers::{Format, Toml};
-use figment::{Figment, Jail};
 
 use super::*;
 use crate::config::{Config, ConfigError, load_str, load_str_in};
@@ -24,15 +24,7 @@ const UPSTREAMS: &str = r#"
 
 const SHA_OF_SECRET: &str = "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b";
 
-#[allow(clippy::result_large_err, reason = "figment's Jail API returns figment::Error")]
-fn in_jail<T>(f: impl FnOnce(&mut Jail) -> T) -> T {
-    let mut out = None;
-    Jail::expect_with(|jail| {
-        out = Some(f(jail));
-        Ok(())
-    });
-    out.expect("the jail ran the closure")
-}
+use crate::config::in_jail;
 
 #[test]
 fn the_issue_example_is_valid_and_typed() {

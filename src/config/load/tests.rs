@@ -1,21 +1,9 @@
 use std::path::{Path, PathBuf};
 
-use figment::Jail;
-
 use super::*;
 use crate::config::{load, load_str, load_str_in};
 
-/// Runs `f` in a figment jail (private cwd, restored environment) and hands
-/// its result out, so snapshots are taken outside the jail.
-#[allow(clippy::result_large_err, reason = "figment's Jail API returns figment::Error")]
-fn in_jail<T>(f: impl FnOnce(&mut Jail) -> T) -> T {
-    let mut out = None;
-    Jail::expect_with(|jail| {
-        out = Some(f(jail));
-        Ok(())
-    });
-    out.expect("the jail ran the closure")
-}
+use crate::config::in_jail;
 
 fn repo_file(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
