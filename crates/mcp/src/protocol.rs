@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+pub mod modern;
+
 /// An MCP protocol revision toolgate knows how to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Version {
