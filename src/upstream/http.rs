@@ -11,6 +11,7 @@
 //! POSTs to a plain `http://` endpoint go through [`plain`], a lean client
 //! on hyper's connection API; everything else through reqwest.
 
+mod lost;
 mod plain;
 
 use std::sync::{Arc, OnceLock, Weak};
@@ -99,12 +100,24 @@ impl HttpTransport {
     /// A reqwest failure, with the URL left out (a query can carry a key).
     fn http_error(&self, e: reqwest::Error) -> UpstreamError {
         // Nothing listens there (yet): the upstream is down, not broken.
-        let make = if e.is_connect() { unavailable } else { http };
+        let make = if e.is_connect() {
+            unavailable
+        } else if lost::connection_lost(&e) {
+            closed
+        } else {
+            http
+        };
         self.error(make, Cause::new(e.without_url()))
     }
 
     fn plain_error(&self, e: plain::PlainError) -> UpstreamError {
-        let make = if matches!(e, plain::PlainError::Connect { .. }) { unavailable } else { http };
+        let make = if matches!(e, plain::PlainError::Connect { .. }) {
+            unavailable
+        } else if lost::connection_lost(&e) {
+            closed
+        } else {
+            http
+        };
         self.error(make, Cause::new(e))
     }
 
@@ -402,6 +415,10 @@ fn unavailable(upstream: Arc<str>, source: Cause) -> UpstreamError {
     UpstreamError::Unavailable { upstream, source }
 }
 
+fn closed(upstream: Arc<str>, source: Cause) -> UpstreamError {
+    UpstreamError::Closed { upstream, source }
+}
+
 fn http(upstream: Arc<str>, source: Cause) -> UpstreamError {
     UpstreamError::Http { upstream, source }
 }
@@ -457,7 +474,10 @@ impl Posted {
                 match http_body_util::Limited::new(r.into_body(), limit).collect().await {
                     Ok(collected) => Ok(collected.to_bytes()),
                     Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-                    Err(e) => Err(transport.error(http, Cause::msg(e.to_string()))),
+                    Err(e) => {
+                        let make = if lost::connection_lost(&*e) { closed } else { http };
+                        Err(transport.error(make, Cause::msg(e.to_string())))
+                    }
                 }
             }
         }

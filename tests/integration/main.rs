@@ -13,6 +13,7 @@
 mod auth;
 mod common;
 mod conformance;
+mod connections;
 mod disclosure;
 mod downstream;
 mod forwarding;
@@ -28,3 +29,4 @@ mod security;
 mod sessions;
 mod traces;
 mod transport;
+mod upstream_faults;

@@ -35,7 +35,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -196,6 +196,9 @@ async fn serve_connection(tcp: TcpStream, app: Router, options: &ListenOptions, 
                 graceful = true;
                 connection.as_mut().graceful_shutdown();
             }
+            // The state changed (a request began or ended, a head began to
+            // arrive): which clock runs, and when it ends, may have changed.
+            () = activity.changed.notified() => {}
             () = tokio::time::sleep_until(deadline) => {
                 if let Some(why) = activity.expired(options) {
                     // No request is in progress: dropping the connection
@@ -225,6 +228,10 @@ struct Activity {
     h2: AtomicBool,
     /// Whether the first read was seen.
     first_read: AtomicBool,
+    /// Signalled when the clock that runs may change (a request began or
+    /// ended, a request head began), so the connection's deadline is
+    /// computed again rather than waiting for the old one.
+    changed: Notify,
 }
 
 impl Activity {
@@ -237,6 +244,7 @@ impl Activity {
             head_at: AtomicU64::new(0),
             h2: AtomicBool::new(false),
             first_read: AtomicBool::new(false),
+            changed: Notify::new(),
         }
     }
 
@@ -255,6 +263,7 @@ impl Activity {
         }
         if self.in_flight.load(Ordering::Acquire) == 0 && self.head_at.load(Ordering::Relaxed) == 0 {
             self.head_at.store(self.now_ms() + 1, Ordering::Relaxed);
+            self.changed.notify_one();
         }
     }
 
@@ -309,6 +318,7 @@ impl Active {
     fn begin(activity: &Arc<Activity>) -> Self {
         activity.in_flight.fetch_add(1, Ordering::AcqRel);
         activity.head_at.store(0, Ordering::Relaxed);
+        activity.changed.notify_one();
         Active(activity.clone())
     }
 }
@@ -320,6 +330,7 @@ impl Drop for Active {
         if activity.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
             activity.idle_since.store(activity.now_ms(), Ordering::Relaxed);
             activity.head_at.store(0, Ordering::Relaxed);
+            activity.changed.notify_one();
         }
     }
 }

@@ -94,6 +94,54 @@ async fn an_idle_keep_alive_connection_is_closed_and_a_used_one_is_not() {
     assert!(took >= Duration::from_millis(400), "closed after {took:?}: the keep-alive timeout, not the header one");
 }
 
+/// Sends `GET /` on `tcp` and reads its answer.
+async fn get_ok(tcp: &mut TcpStream) {
+    tcp.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n").await.unwrap();
+    let mut buf = [0u8; 1024];
+    let n = tcp.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"), "answered");
+}
+
+#[tokio::test]
+async fn a_keep_alive_timeout_shorter_than_the_header_timeout_applies_on_time() {
+    // The connection's first clock is the header timeout (long here); once
+    // a request is answered, the (short) keep-alive clock must take over.
+    let options = ListenOptions {
+        header_read_timeout: Duration::from_secs(5),
+        keep_alive_timeout: Duration::from_millis(400),
+        ..options()
+    };
+    let (_server, addr) = start(options).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    get_ok(&mut tcp).await;
+    let idle = tokio::time::Instant::now();
+    let (_, closed) = read_to_close(&mut tcp, Duration::from_secs(4)).await;
+    let took = idle.elapsed();
+    assert!(closed, "still open after {took:?}");
+    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(3), "closed after {took:?}");
+}
+
+#[tokio::test]
+async fn half_a_header_on_a_kept_alive_connection_is_cut_off_after_the_header_timeout() {
+    // A second request head that never ends: the header clock (short) runs
+    // from its first byte, not the idle connection's (long).
+    let options = ListenOptions {
+        header_read_timeout: Duration::from_millis(400),
+        keep_alive_timeout: Duration::from_secs(5),
+        ..options()
+    };
+    let (_server, addr) = start(options).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    get_ok(&mut tcp).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    tcp.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nX-Slow: ").await.unwrap();
+    let started = tokio::time::Instant::now();
+    let (_, closed) = read_to_close(&mut tcp, Duration::from_secs(4)).await;
+    let took = started.elapsed();
+    assert!(closed, "still open after {took:?}");
+    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(3), "closed after {took:?}");
+}
+
 #[tokio::test]
 async fn a_trickled_body_gets_408_and_the_connection_closes() {
     let (_server, addr) = start(options()).await;
