@@ -274,3 +274,6 @@ fn describe_tool(gateway: &Gateway, session: &GwSession, view: &CatalogView, arg
 fn fingerprints(view: &CatalogView, names: Vec<String>) -> Vec<(String, u64)> {
     names.into_iter().filter_map(|n| view.catalog.get(&n).map(|e| e.fingerprint).map(|f| (n, f))).collect()
 }
+
+#[cfg(test)]
+mod tests;
