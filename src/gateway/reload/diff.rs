@@ -1,0 +1,98 @@
+//! What a reload changes: the upstreams added, removed and changed (by
+//! name), and the sections that changed but only take effect after a
+//! restart. Pure functions of the running and the new configuration.
+
+use std::fmt;
+
+use crate::config::{Config, UpstreamConfig};
+
+#[cfg(test)]
+mod tests;
+
+/// The difference between the running configuration and a new one.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Changes {
+    /// Upstreams in the new configuration only (they start).
+    pub added: Vec<String>,
+    /// Upstreams in the running configuration only (they stop).
+    pub removed: Vec<String>,
+    /// Upstreams whose settings differ (they restart with the new ones).
+    pub changed: Vec<String>,
+    /// Sections that differ but are kept as they are until a restart.
+    pub needs_restart: Vec<&'static str>,
+}
+
+impl Changes {
+    /// Whether the reload changes nothing that applies now.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+
+    /// Whether upstream `name` gets a new connection (added or changed).
+    pub fn starts(&self, name: &str) -> bool {
+        self.added.iter().chain(&self.changed).any(|n| n == name)
+    }
+}
+
+impl fmt::Display for Changes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        for (what, names) in [("added", &self.added), ("removed", &self.removed), ("restarted", &self.changed)] {
+            if !names.is_empty() {
+                parts.push(format!("upstreams {what}: {}", names.join(", ")));
+            }
+        }
+        if parts.is_empty() {
+            parts.push("no upstream changed".to_owned());
+        }
+        if !self.needs_restart.is_empty() {
+            parts.push(format!("changed but kept until a restart: [{}]", self.needs_restart.join("], [")));
+        }
+        f.write_str(&parts.join("; "))
+    }
+}
+
+/// Sections that cannot change under a running gateway: the listener and
+/// its limits (`[server]`), who may connect and with what policy (`[auth]`:
+/// its clients are authenticated by the running server), the metrics
+/// listener (`[metrics]`), the trace exporter (`[tracing]`), and
+/// `[disclosure]` (the shape of every served catalog and the answer cache).
+pub const RESTART_ONLY: [&str; 5] = ["server", "auth", "metrics", "tracing", "disclosure"];
+
+/// What changes from `old` to `new`.
+pub fn diff(old: &Config, new: &Config) -> Changes {
+    let find = |list: &[UpstreamConfig], name: &str| list.iter().position(|u| u.name == name);
+    let mut changes = Changes::default();
+    for up in &new.upstreams {
+        match find(&old.upstreams, &up.name) {
+            None => changes.added.push(up.name.clone()),
+            Some(i) if old.upstreams[i] != *up => changes.changed.push(up.name.clone()),
+            Some(_) => {}
+        }
+    }
+    changes.removed =
+        old.upstreams.iter().filter(|u| find(&new.upstreams, &u.name).is_none()).map(|u| u.name.clone()).collect();
+    let sections = [
+        old.server != new.server,
+        old.auth != new.auth,
+        old.metrics != new.metrics,
+        old.tracing != new.tracing,
+        old.disclosure != new.disclosure,
+    ];
+    changes.needs_restart =
+        RESTART_ONLY.iter().zip(sections).filter(|(_, changed)| *changed).map(|(s, _)| *s).collect();
+    changes
+}
+
+/// The configuration a reload puts in effect: `new`'s upstreams, with the
+/// [`RESTART_ONLY`] sections as they run now.
+pub fn effective(old: &Config, new: Config) -> Config {
+    Config {
+        upstreams: new.upstreams,
+        server: old.server.clone(),
+        auth: old.auth.clone(),
+        metrics: old.metrics.clone(),
+        tracing: old.tracing.clone(),
+        disclosure: old.disclosure.clone(),
+    }
+}
