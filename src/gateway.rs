@@ -184,7 +184,7 @@ impl Gateway {
             metrics,
         });
         gateway.metrics.attach(&gateway);
-        if let Some(authenticator) = gateway.clients.authenticator().filter(|a| a.has_jwt()).cloned() {
+        if let Some(authenticator) = gateway.clients.authenticator().filter(|a| a.has_jwt()) {
             // Load the issuer's keys now rather than on the first request.
             crate::spawn(async move {
                 match authenticator.prefetch_keys().await {

@@ -94,7 +94,7 @@ impl Catalogs {
         let mut changed_for: HashMap<String, bool> = HashMap::new();
         let upstreams = gateway.upstreams();
         for session in gateway.sessions().sessions() {
-            let principal = session.state.principal();
+            let principal = &session.state.principal();
             let restricted = !principal.tools().is_unrestricted() && session.state.tools.lock().overrides.is_empty();
             let sees = !restricted
                 || *changed_for.entry(policy_key(principal)).or_insert_with(|| {
@@ -155,7 +155,7 @@ impl Catalogs {
     /// without the tools its client's policy hides.
     pub(crate) fn for_session(&self, upstreams: &[Arc<UpstreamHandle>], session: &GwSession) -> Arc<CatalogView> {
         let global = self.current();
-        let principal = session.state.principal();
+        let principal = &session.state.principal();
         let restricted = !principal.tools().is_unrestricted();
         let mut tools = session.state.tools.lock();
         if tools.overrides.is_empty() {

@@ -97,6 +97,11 @@ async fn session_connection(
     // The connection's tasks outlive this request: they get a span of their own.
     let span = tracing::info_span!(parent: None, "upstream", upstream = %up.label, session = session.id());
     let peer = upstream::connect(&up.target, gateway.http(), options).instrument(span).await?;
+    if up.is_retired() {
+        // A reload removed or replaced the upstream while this connected.
+        peer.shutdown().await;
+        return Err(up.unavailable());
+    }
     tracing::debug!(upstream = %up.label, "opened a per-session upstream session");
     if let (Some(instances), Some(place)) = (&up.instances, place) {
         instances.hold(peer.clone(), place);

@@ -15,6 +15,12 @@
 //! `prompts/list_changed` where an upstream they use with those lists went
 //! or came.
 //!
+//! A change of `[[auth.clients]]` (keys, tool policies, limits) applies to
+//! the requests that follow and to running sessions: each session gets its
+//! client's new policy (what it sees, the upstreams it may use, its limits)
+//! and `list_changed` where its lists changed; a session whose client's API
+//! key entry is gone is ended.
+//!
 //! Requests in flight finish on what they started with: they hold their
 //! upstream's handle and connection, and a retired connection ends them with
 //! the transport's error. The sections of [`diff::RESTART_ONLY`] keep their
@@ -33,6 +39,7 @@ pub use watch::watch;
 
 use super::upstreams::{UpstreamHandle, supervise_one};
 use super::{Gateway, GwSession};
+use crate::auth::Authenticator;
 use crate::config::{Config, TargetError};
 use crate::jsonrpc::{Message, Notification};
 use crate::protocol::method;
@@ -40,6 +47,9 @@ use crate::protocol::method;
 /// Why a reload was refused (the running configuration stays).
 #[derive(Debug, thiserror::Error)]
 pub enum ReloadError {
+    /// The new `[[auth.clients]]` cannot be set up.
+    #[error("cannot set up the new [auth] clients: {0}")]
+    Auth(#[from] crate::auth::BuildError),
     /// An upstream's configuration names no usable target.
     #[error("upstream `{upstream}` has no usable target: {source}")]
     Target {
@@ -83,6 +93,11 @@ impl Gateway {
                 .map_err(|mut errors| ReloadError::Target { upstream: up.name.clone(), source: errors.remove(0) })?;
             targets.insert(up.name.clone(), target);
         }
+        // The new clients, checked before anything changes.
+        let authenticator = match changes.clients && new.auth.is_enabled() {
+            true => Some(Arc::new(Authenticator::new(&new.auth)?)),
+            false => None,
+        };
 
         let mut slots: Vec<Arc<UpstreamHandle>> = self.upstreams().as_ref().clone();
         let live = |slots: &[Arc<UpstreamHandle>], name: &str| {
@@ -122,6 +137,15 @@ impl Gateway {
         // Which sessions hear that a resource or prompt list changed: those
         // that used a stopped upstream with such a list.
         let sessions = self.sessions().sessions();
+        // What each session sees and may use, to tell it what a policy
+        // change changed.
+        let before: Vec<_> = sessions
+            .iter()
+            .map(|s| {
+                let uses: Vec<bool> = (0..slots.len()).map(|i| s.state.uses(i)).collect();
+                (self.catalog_for(s), uses)
+            })
+            .collect();
         let mut told: Vec<(Arc<GwSession>, ListsChanged)> = sessions
             .iter()
             .map(|s| {
@@ -141,7 +165,23 @@ impl Gateway {
         let slots = Arc::new(slots);
         self.upstreams.store(slots.clone());
         self.config.store(Arc::new(new));
+        if let Some(authenticator) = &authenticator {
+            self.clients.replace_authenticator(authenticator.clone());
+        }
         for session in &sessions {
+            if let Some(authenticator) = &authenticator {
+                match authenticator.refreshed(&session.state.principal()) {
+                    Some(principal) => session.state.set_principal(principal),
+                    None => {
+                        tracing::info!(
+                            client = session.state.client_name(),
+                            "ending a session: its client was removed from [auth]"
+                        );
+                        self.sessions().remove(session.id());
+                        continue;
+                    }
+                }
+            }
             session.state.refit(&slots);
             for r in &retired {
                 peers.extend(session.state.take_connection(r.index).await);
@@ -157,7 +197,19 @@ impl Gateway {
         // Tools of removed upstreams leave the list now; changed overrides
         // apply now (the replacement is seeded with the old tools).
         self.catalogs().rebuild(self);
-        for (session, lists) in &mut told {
+        for ((session, lists), (view, uses)) in told.iter_mut().zip(&before) {
+            if authenticator.is_some() {
+                // The policy may have changed what the session sees and uses.
+                let now = self.catalog_for(session);
+                if now.catalog.list_result_raw().get() != view.catalog.list_result_raw().get() {
+                    session.notify(Message::Notification(Notification::new(method::TOOLS_LIST_CHANGED, None)));
+                }
+                for (index, used) in uses.iter().enumerate() {
+                    if session.state.uses(index) != *used && !slots[index].is_retired() {
+                        *lists = [*lists, lists_of(&slots[index])].into_iter().sum();
+                    }
+                }
+            }
             lists.notify(session);
         }
         // The retired connections end (per-session children included);

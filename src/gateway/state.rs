@@ -47,7 +47,10 @@ pub type ConnectionSlot = Arc<tokio::sync::Mutex<Option<Arc<Peer>>>>;
 /// session may call, its own upstream sessions, and what it subscribed to.
 pub struct GatewaySession {
     /// The client (anonymous without `[auth]`, and on stdio) and its policy.
-    principal: Principal,
+    /// A reload that changes its client's policy replaces it.
+    principal: RwLock<Principal>,
+    /// The client's name (a reload never changes it).
+    client_name: Arc<str>,
     /// Upstream index → whether the client may use that upstream at all
     /// (refitted when a reload adds or removes upstreams).
     uses: RwLock<Box<[bool]>>,
@@ -88,7 +91,8 @@ impl GatewaySession {
     fn build(principal: Principal, uses: Box<[bool]>, slot: Option<SessionGuard>) -> Self {
         let upstreams = uses.len();
         Self {
-            principal,
+            client_name: Arc::from(principal.name()),
+            principal: RwLock::new(principal),
             uses: RwLock::new(uses),
             slot: Mutex::new(slot),
             grants: Grants::default(),
@@ -113,14 +117,14 @@ impl GatewaySession {
     }
 
     /// The client this session belongs to.
-    pub fn principal(&self) -> &Principal {
-        &self.principal
+    pub fn principal(&self) -> Principal {
+        self.principal.read().clone()
     }
 
     /// The client's name, for logs and metrics labels: the `[[auth.clients]]`
     /// name, the JWT's client claim, or `anonymous` without authentication.
     pub fn client_name(&self) -> &str {
-        self.principal.name()
+        &self.client_name
     }
 
     /// Whether the client may use upstream `index` at all (its tools,
@@ -148,7 +152,13 @@ impl GatewaySession {
             let missing = upstreams.len().saturating_sub(connections.len());
             connections.extend((0..missing).map(|_| ConnectionSlot::default()));
         }
-        *self.uses.write() = uses_of(upstreams, &self.principal);
+        *self.uses.write() = uses_of(upstreams, &self.principal.read());
+    }
+
+    /// Gives the session its client's policy as a reload changed it (the
+    /// caller refits the session and tells it what it now sees).
+    pub(crate) fn set_principal(&self, principal: Principal) {
+        *self.principal.write() = principal;
     }
 
     /// The session's own connection to upstream `index`, taken out (a

@@ -1,5 +1,6 @@
 //! Hot reload against the real binary: the configuration file changes (or
-//! SIGHUP arrives) under a live Streamable HTTP session.
+//! SIGHUP arrives) under a live Streamable HTTP session: upstreams added
+//! and removed, an invalid edit, a client's policy changed.
 
 use std::path::Path;
 use std::time::Duration;
@@ -144,6 +145,34 @@ async fn an_invalid_edit_keeps_the_running_configuration_and_sighup_reloads() ->
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP)?;
     wait_line(&gw, &["configuration reloaded: no upstream changed", "trigger=\"SIGHUP\""]).await?;
     assert!(gw.proc.child.id().is_some(), "SIGHUP does not stop toolgate");
+    whoami(&c, "a__fixture_whoami").await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_changed_client_policy_applies_to_its_running_session() -> Result<()> {
+    const KEY: &str = "reload-test-key-0123456789abcdef";
+    let client = |policy: &str| format!("[[auth.clients]]\nname = \"agent\"\napi_key = \"{KEY}\"\n{policy}\n");
+    let a = fixture_upstream("a", &[], "mode = \"passthrough\"");
+    let b = fixture_upstream("b", &[], "mode = \"passthrough\"");
+    let gw = Toolgate::start_raw(&format!("{SERVER}{}{a}{b}", client(""))).await?;
+    let mut c = Client::with_bearer(&gw.url, KEY)?;
+    c.initialize(json!({})).await?;
+    let mut events = c.listen().await?;
+    let names = tool_names(&c.result("tools/list", json!({})).await?);
+    assert!(names.contains(&"b__echo".into()), "{names:?}");
+    whoami(&c, "b__fixture_whoami").await?;
+
+    // The client may now use upstream `a` only.
+    replace_file(&gw.config_path, &format!("{SERVER}{}{a}{b}", client("upstreams = [\"a\"]")))?;
+    gw.wait_log("configuration reloaded: no upstream changed; client policies changed", WITHIN).await?;
+    wait_notification(&mut events, "notifications/tools/list_changed").await?;
+    let names = tool_names(&c.result("tools/list", json!({})).await?);
+    assert!(!names.iter().any(|n| n.starts_with("b__")), "upstream b is hidden now: {names:?}");
+    assert!(names.contains(&"a__echo".into()), "{names:?}");
+    let refused = c.request("tools/call", json!({"name": "b__echo", "arguments": {"text": "x"}})).await?;
+    assert!(refused["error"]["message"].as_str().is_some_and(|m| m.contains("Unknown tool")), "{refused}");
+    // The same session goes on with what it may still use.
     whoami(&c, "a__fixture_whoami").await?;
     Ok(())
 }

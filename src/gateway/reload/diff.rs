@@ -1,6 +1,6 @@
 //! What a reload changes: the upstreams added, removed and changed (by
-//! name), and the sections that changed but only take effect after a
-//! restart. Pure functions of the running and the new configuration.
+//! name), the clients' policies, and the sections that changed but only
+//! take effect after a restart. Pure functions of the running and the new configuration.
 
 use std::fmt;
 
@@ -18,6 +18,9 @@ pub struct Changes {
     pub removed: Vec<String>,
     /// Upstreams whose settings differ (they restart with the new ones).
     pub changed: Vec<String>,
+    /// `[[auth.clients]]` changed (keys, policies), the rest of `[auth]` not:
+    /// running sessions get their client's new policy.
+    pub clients: bool,
     /// Sections that differ but are kept as they are until a restart.
     pub needs_restart: Vec<&'static str>,
 }
@@ -25,7 +28,7 @@ pub struct Changes {
 impl Changes {
     /// Whether the reload changes nothing that applies now.
     pub fn is_empty(&self) -> bool {
-        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty() && !self.clients
     }
 
     /// Whether upstream `name` gets a new connection (added or changed).
@@ -45,6 +48,9 @@ impl fmt::Display for Changes {
         if parts.is_empty() {
             parts.push("no upstream changed".to_owned());
         }
+        if self.clients {
+            parts.push("client policies changed".to_owned());
+        }
         if !self.needs_restart.is_empty() {
             parts.push(format!("changed but kept until a restart: [{}]", self.needs_restart.join("], [")));
         }
@@ -53,8 +59,9 @@ impl fmt::Display for Changes {
 }
 
 /// Sections that cannot change under a running gateway: the listener and
-/// its limits (`[server]`), who may connect and with what policy (`[auth]`:
-/// its clients are authenticated by the running server), the metrics
+/// its limits (`[server]`), how clients authenticate (`[auth]` but its
+/// `[[auth.clients]]`: `[auth.jwt]`, `allow_anonymous`, and whether any
+/// credential is configured at all, which decides the routes), the metrics
 /// listener (`[metrics]`), the trace exporter (`[tracing]`), and
 /// `[disclosure]` (the shape of every served catalog and the answer cache).
 pub const RESTART_ONLY: [&str; 5] = ["server", "auth", "metrics", "tracing", "disclosure"];
@@ -74,23 +81,28 @@ pub fn diff(old: &Config, new: &Config) -> Changes {
         old.upstreams.iter().filter(|u| find(&new.upstreams, &u.name).is_none()).map(|u| u.name.clone()).collect();
     let sections = [
         old.server != new.server,
-        old.auth != new.auth,
+        old.auth.jwt != new.auth.jwt
+            || old.auth.allow_anonymous != new.auth.allow_anonymous
+            || old.auth.is_enabled() != new.auth.is_enabled(),
         old.metrics != new.metrics,
         old.tracing != new.tracing,
         old.disclosure != new.disclosure,
     ];
     changes.needs_restart =
         RESTART_ONLY.iter().zip(sections).filter(|(_, changed)| *changed).map(|(s, _)| *s).collect();
+    changes.clients = !changes.needs_restart.contains(&"auth") && old.auth.clients != new.auth.clients;
     changes
 }
 
-/// The configuration a reload puts in effect: `new`'s upstreams, with the
+/// The configuration a reload puts in effect: `new`'s upstreams (and
+/// clients, unless the rest of `[auth]` changed too), with the
 /// [`RESTART_ONLY`] sections as they run now.
 pub fn effective(old: &Config, new: Config) -> Config {
+    let keeps_auth = diff(old, &new).needs_restart.contains(&"auth");
     Config {
         upstreams: new.upstreams,
         server: old.server.clone(),
-        auth: old.auth.clone(),
+        auth: if keeps_auth { old.auth.clone() } else { new.auth },
         metrics: old.metrics.clone(),
         tracing: old.tracing.clone(),
         disclosure: old.disclosure.clone(),

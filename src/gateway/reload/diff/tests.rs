@@ -58,3 +58,21 @@ fn restart_only_sections_are_reported_and_kept() {
     assert_eq!(effective.upstreams, new.upstreams, "the upstreams are the new ones");
     assert!(diff(&old, &effective).needs_restart.is_empty());
 }
+
+const KEYED: &str = "[[auth.clients]]\nname = \"agent\"\napi_key = \"k-0123456789abcdef0123\"\n";
+
+#[test]
+fn a_client_policy_change_applies_but_turning_auth_on_needs_a_restart() {
+    let open = config(A);
+    let keyed = config(&format!("{KEYED}{A}"));
+    let denied = config(&format!("{KEYED}deny_tools = [\"a__*\"]\n{A}"));
+
+    let policy = diff(&keyed, &denied);
+    assert!(policy.clients && policy.needs_restart.is_empty(), "{policy:?}");
+    assert_eq!(policy.to_string(), "no upstream changed; client policies changed");
+    assert_eq!(effective(&keyed, denied.clone()).auth, denied.auth, "the new policy is put in effect");
+
+    let turned_on = diff(&open, &keyed);
+    assert!(!turned_on.clients && turned_on.needs_restart == ["auth"], "{turned_on:?}");
+    assert_eq!(effective(&open, keyed).auth, open.auth, "credentials wait for a restart");
+}
