@@ -176,3 +176,43 @@ async fn a_changed_client_policy_applies_to_its_running_session() -> Result<()> 
     whoami(&c, "a__fixture_whoami").await?;
     Ok(())
 }
+
+/// Makes `path` what a Kubernetes ConfigMap volume holds: a symlink through
+/// `..data`, itself a symlink to a timestamped directory with the content.
+fn configmap_version(path: &Path, version: &str, text: &str) -> Result<()> {
+    let dir = path.parent().context("a directory")?;
+    std::fs::create_dir(dir.join(version))?;
+    std::fs::write(dir.join(version).join("toolgate.toml"), text)?;
+    // The kubelet's atomic swap: a new symlink renamed over `..data`.
+    std::os::unix::fs::symlink(version, dir.join("..data_tmp"))?;
+    std::fs::rename(dir.join("..data_tmp"), dir.join("..data"))?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_configmap_symlink_swap_reloads_and_overrides_apply_to_the_session() -> Result<()> {
+    let fs = |extra: &str| fixture_upstream("fs", &[], extra);
+    let other = fixture_upstream("other", &[], "mode = \"passthrough\"");
+    let first = format!("{SERVER}{}{other}", fs(""));
+    let gw = Toolgate::start_raw(&first).await?;
+    // The file becomes a ConfigMap mount with the same content (no reload).
+    configmap_version(&gw.config_path, "..2026_11_23_v1", &first)?;
+    let dir = gw.config_path.parent().context("a directory")?;
+    std::os::unix::fs::symlink("..data/toolgate.toml", dir.join("toolgate.toml.link"))?;
+    std::fs::rename(dir.join("toolgate.toml.link"), &gw.config_path)?;
+
+    let c = Client::connected(&gw.url, json!({})).await?;
+    let mut events = c.listen().await?;
+    let other_child = whoami(&c, "other__fixture_whoami").await?;
+
+    // A new ConfigMap version overrides a description of `fs`.
+    let override_ = "[upstream.tools.echo]\ndescription = \"Echo, as the operator describes it\"";
+    configmap_version(&gw.config_path, "..2026_11_23_v2", &format!("{SERVER}{}{other}", fs(override_)))?;
+    gw.wait_log("configuration reloaded: upstreams restarted: fs", WITHIN).await?;
+    wait_notification(&mut events, "notifications/tools/list_changed").await?;
+    let list = c.result("tools/list", json!({})).await?;
+    let echo = list["tools"].as_array().into_iter().flatten().find(|t| t["name"] == "fs__echo").context("fs__echo")?;
+    assert_eq!(echo["description"], "Echo, as the operator describes it", "{echo}");
+    assert_eq!(whoami(&c, "other__fixture_whoami").await?, other_child, "the unchanged upstream was kept");
+    Ok(())
+}
