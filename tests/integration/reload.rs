@@ -90,7 +90,7 @@ async fn a_reload_adds_and_removes_upstreams_under_a_live_session() -> Result<()
     let names = tool_names(&c.result("tools/list", json!({})).await?);
     assert!(names.contains(&"keep__echo".into()) && names.contains(&"gone__echo".into()), "{names:?}");
     let child = whoami(&c, "keep__fixture_whoami").await?;
-    whoami(&c, "gone__fixture_whoami").await?;
+    let gone_child = whoami(&c, "gone__fixture_whoami").await?;
 
     replace_file(&gw.config_path, &format!("{SERVER}{keep}{added}"))?;
     gw.wait_log("configuration reloaded: upstreams added: added; upstreams removed: gone", WITHIN).await?;
@@ -110,6 +110,15 @@ async fn a_reload_adds_and_removes_upstreams_under_a_live_session() -> Result<()
     let refused = c.request("tools/call", json!({"name": "gone__echo", "arguments": {"text": "x"}})).await?;
     let message = refused["error"]["message"].as_str().context("an error")?;
     assert!(message.contains("gone") && message.contains("removed"), "{refused}");
+    // And its child process ended.
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(gone_child.as_i64().context("a pid")?)?);
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    while nix::sys::signal::kill(pid, None).is_ok() {
+        if tokio::time::Instant::now() > deadline {
+            bail!("the removed upstream's process {pid} still runs");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     Ok(())
 }
 
