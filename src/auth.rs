@@ -228,6 +228,21 @@ impl Authenticator {
         Ok(Principal::new(PrincipalId::new(PrincipalKind::Jwt, name), policy))
     }
 
+    /// `principal` with the policy its client has under this
+    /// authenticator's configuration (a reload changed `[[auth.clients]]`),
+    /// or `None` when its client is gone (its API key entry was removed).
+    pub fn refreshed(&self, principal: &Principal) -> Option<Principal> {
+        let policy = match principal.kind() {
+            PrincipalKind::Anonymous => return (!self.enabled).then(|| principal.clone()),
+            PrincipalKind::ApiKey => self.api_keys.policy_of(principal.name())?,
+            PrincipalKind::Jwt => {
+                self.jwt.as_ref()?;
+                self.jwt_policies.get(principal.name()).unwrap_or(&self.jwt_default).clone()
+            }
+        };
+        Some(Principal::new(principal.id().clone(), policy))
+    }
+
     /// The `WWW-Authenticate` value to send with `error`'s 401.
     pub fn challenge(&self, error: &AuthError) -> String {
         challenge(self.resource_metadata.as_deref(), &self.scopes, Some(error))

@@ -127,6 +127,17 @@ impl Catalog {
     /// (even one that lists no tools yet), so the resource and describe tool
     /// do not flicker while an upstream starts.
     pub fn build(upstreams: &[UpstreamTools<'_>], disclosure: &DisclosureConfig) -> Catalog {
+        Self::build_with_ids(upstreams, None, disclosure)
+    }
+
+    /// As [`Catalog::build`], where each entry's `upstream` is `ids[i]` for
+    /// the tools of `upstreams[i]` rather than `i` (the gateway's upstream
+    /// slots, which a reload keeps stable while it removes upstreams).
+    pub fn build_with_ids(
+        upstreams: &[UpstreamTools<'_>],
+        ids: Option<&[usize]>,
+        disclosure: &DisclosureConfig,
+    ) -> Catalog {
         let mut problems = Vec::new();
         let has_progressive = upstreams.iter().any(|u| u.config.mode == Mode::Progressive);
         let describe_tool = describe_tool_name(disclosure, has_progressive, &mut problems);
@@ -186,7 +197,7 @@ impl Catalog {
                 }
             };
             entries.push(Arc::new(ToolEntry {
-                upstream: f.upstream,
+                upstream: ids.and_then(|ids| ids.get(f.upstream).copied()).unwrap_or(f.upstream),
                 original: c.original.to_owned(),
                 exposed,
                 mode,

@@ -25,6 +25,8 @@
 //!   page lists; [`translate`] downgrades content for older clients;
 //! - [`events`]: where upstream traffic goes back to;
 //! - [`state`]: what the gateway keeps per downstream session.
+//! - [`reload`]: a new configuration swapped in under running sessions
+//!   (SIGHUP, file watcher).
 
 mod admission;
 mod catalogs;
@@ -40,6 +42,7 @@ mod lists;
 mod note;
 mod pages;
 mod policy;
+mod reload;
 mod startup;
 mod state;
 mod translate;
@@ -51,16 +54,18 @@ mod tests;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arc_swap::ArcSwap;
 use futures::FutureExt as _;
 use tokio_util::sync::CancellationToken;
 
 pub use catalogs::{CatalogView, Catalogs};
+pub use reload::{Changes, ReloadError, watch as watch_config};
 pub use state::GatewaySession;
 pub use upstreams::{UpstreamHandle, crawl, toolgate_info};
 
 use crate::auth::Principal;
-use crate::catalog::{ToolEntry, load_extras_dir};
-use crate::config::{Config, Mode, Target};
+use crate::catalog::ToolEntry;
+use crate::config::{Config, Target};
 use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request};
 use crate::metrics::{self, Metrics};
 use crate::protocol::method;
@@ -98,15 +103,22 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The gateway.
 pub struct Gateway {
-    config: Arc<Config>,
-    upstreams: Vec<Arc<UpstreamHandle>>,
+    /// The configuration in effect (a reload swaps it; sections that need
+    /// a restart keep their values from the start).
+    config: ArcSwap<Config>,
+    /// The upstream slots: an upstream's index is its identity for as long
+    /// as it runs; a reload retires the slots of removed upstreams and
+    /// appends new ones (see [`reload`]).
+    upstreams: ArcSwap<Vec<Arc<UpstreamHandle>>>,
+    /// Serializes reloads; remembers the tools of removed upstreams.
+    reload: reload::ReloadState,
     catalogs: Catalogs,
     sessions: Arc<SessionStore<GatewaySession>>,
     /// Who may connect, and each client's session count.
     clients: clients::Clients,
     /// The policy layer, when `[auth]` configures credentials (outermost).
     policy: Option<policy::Policy>,
-    /// The disclosure layer, when any upstream is progressive.
+    /// The disclosure layer (it steps aside while no upstream is progressive).
     disclosure: Option<disclosure::Disclosure>,
     forwarder: Forwarder,
     http: reqwest::Client,
@@ -148,34 +160,21 @@ impl Gateway {
             .cloned()
             .zip(targets)
             .enumerate()
-            .map(|(i, (cfg, target))| {
-                let extras = match &cfg.descriptions_dir {
-                    Some(dir) => {
-                        let (extras, warnings) = load_extras_dir(dir);
-                        for w in warnings {
-                            tracing::warn!(upstream = %cfg.name, "{w}");
-                        }
-                        extras
-                    }
-                    None => Default::default(),
-                };
-                Arc::new(UpstreamHandle::new(i, cfg, target, extras))
-            })
+            .map(|(i, (cfg, target))| Arc::new(UpstreamHandle::configured(i, cfg, target)))
             .collect();
         let clients = clients::Clients::new(&config)?;
         let policy = clients.is_enabled().then(policy::Policy::new);
         let names = config.upstreams.iter().map(|u| Arc::from(u.name.as_str())).collect();
         let metrics = Arc::new(Metrics::new(names, config.metrics.enabled));
-        let disclosure = config
-            .upstreams
-            .iter()
-            .any(|u| u.mode == Mode::Progressive)
-            .then(|| disclosure::Disclosure::new(config.disclosure.cache_bytes));
+        // Present even while every upstream is in passthrough mode (it then
+        // steps aside), so a reload may make one progressive.
+        let disclosure = Some(disclosure::Disclosure::new(config.disclosure.cache_bytes));
         let gateway = Arc::new(Self {
             catalogs: Catalogs::new(config.disclosure.clone()),
             forwarder: Forwarder::new(config.server.page_size),
-            config: Arc::new(config),
-            upstreams,
+            config: ArcSwap::from_pointee(config),
+            upstreams: ArcSwap::from_pointee(upstreams),
+            reload: reload::ReloadState::default(),
             sessions,
             clients,
             policy,
@@ -185,7 +184,7 @@ impl Gateway {
             metrics,
         });
         gateway.metrics.attach(&gateway);
-        if let Some(authenticator) = gateway.clients.authenticator().filter(|a| a.has_jwt()).cloned() {
+        if let Some(authenticator) = gateway.clients.authenticator().filter(|a| a.has_jwt()) {
             // Load the issuer's keys now rather than on the first request.
             crate::spawn(async move {
                 match authenticator.prefetch_keys().await {
@@ -199,14 +198,16 @@ impl Gateway {
         Ok(gateway)
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &Config {
-        &self.config
+    /// The configuration in effect.
+    pub fn config(&self) -> Arc<Config> {
+        self.config.load_full()
     }
 
-    /// The configured upstreams, in order.
-    pub fn upstreams(&self) -> &[Arc<UpstreamHandle>] {
-        &self.upstreams
+    /// The upstream slots, by index: the configured upstreams in order,
+    /// then those a reload added; a slot whose upstream a reload removed is
+    /// retired ([`UpstreamHandle::is_retired`]).
+    pub fn upstreams(&self) -> Arc<Vec<Arc<UpstreamHandle>>> {
+        self.upstreams.load_full()
     }
 
     /// The merged tool catalog.
@@ -221,7 +222,7 @@ impl Gateway {
 
     /// The catalog as `session` sees it.
     pub(crate) fn catalog_for(&self, session: &GwSession) -> Arc<CatalogView> {
-        self.catalogs.for_session(&self.upstreams, session)
+        self.catalogs.for_session(&self.upstreams(), session)
     }
 
     /// The live downstream sessions.
@@ -280,26 +281,28 @@ impl Gateway {
     /// and whatever the session asks later waits no longer than that
     /// wait's end (see [`startup`]).
     pub(crate) async fn wait_ready(&self, session: &GwSession) {
-        startup::wait(&self.upstreams, session.state.startup_deadline(), &self.config.server).await;
+        startup::wait(&self.upstreams(), session.state.startup_deadline(), &self.config().server).await;
     }
 
     /// Stops the supervisors and every upstream connection.
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
         self.sessions.clear();
-        let controls: Vec<_> = self.upstreams.iter().filter_map(|u| u.control()).collect();
+        let controls: Vec<_> = self.upstreams().iter().filter_map(|u| u.control()).collect();
         futures::future::join_all(controls.iter().map(|p| p.shutdown())).await;
     }
 
     /// What `/readyz` reports: ready once each upstream's first connection
     /// attempt finished, either way (a failed upstream is restarted in the
     /// background and reported `down`; the rest of the catalog is served).
-    pub fn readiness(&self) -> Readiness {
-        let upstreams = self.upstreams.clone();
+    pub fn readiness(self: &Arc<Self>) -> Readiness {
+        let gateway = Arc::downgrade(self);
         Readiness::new(move || {
             let mut ready = true;
+            let upstreams = gateway.upgrade().map(|g| g.upstreams()).unwrap_or_default();
             let states = upstreams
                 .iter()
+                .filter(|u| !u.is_retired())
                 .map(|u| {
                     let state = if u.wait_ready().now_or_never().is_none() {
                         ready = false;
@@ -342,9 +345,10 @@ impl Handler for Gateway {
         // refused at once.
         let slot = self.clients.open_session(&principal)?;
         // The session's one start-up wait: what it asks later waits no longer.
-        let deadline = tokio::time::Instant::now() + self.config.server.startup_timeout;
-        startup::wait(&self.upstreams, deadline, &self.config.server).await;
-        let state = GatewaySession::for_client(&self.upstreams, principal, slot).with_startup_deadline(deadline);
+        let server = self.config().server.clone();
+        let deadline = tokio::time::Instant::now() + server.startup_timeout;
+        startup::wait(&self.upstreams(), deadline, &server).await;
+        let state = GatewaySession::for_client(&self.upstreams(), principal, slot).with_startup_deadline(deadline);
         self.metrics.session_started();
         let (method, outcome) = (metrics::Method::Initialize, metrics::Outcome::Ok);
         self.metrics.request(method, None, outcome, started.elapsed(), state.client_name());
@@ -375,8 +379,9 @@ impl Handler for Gateway {
             tracing::debug!(method = %notification.method, "client notification named like a request dropped");
             return;
         }
+        let upstreams = self.upstreams();
         for (index, peer) in session.state.live_connections() {
-            if notification.method == method::ROOTS_LIST_CHANGED && !self.upstreams[index].config.forward_roots {
+            if notification.method == method::ROOTS_LIST_CHANGED && !upstreams[index].config.forward_roots {
                 continue;
             }
             peer.notify(&notification.method, notification.params.clone()).await;

@@ -131,13 +131,13 @@ fn main() -> anyhow::Result<()> {
 
 fn run(runtime: &tokio::runtime::Runtime, command: Command, gateway_config: Option<Config>) -> anyhow::Result<()> {
     match command {
-        Command::Serve { .. } | Command::Stdio { .. } => {
+        Command::Serve { config: path } => {
             let config = gateway_config.context("the configuration was not loaded")?;
-            if matches!(command, Command::Serve { .. }) {
-                runtime.block_on(serve(config))
-            } else {
-                runtime.block_on(stdio(config))
-            }
+            runtime.block_on(serve(config, path))
+        }
+        Command::Stdio { config: path } => {
+            let config = gateway_config.context("the configuration was not loaded")?;
+            runtime.block_on(stdio(config, path))
         }
         Command::CheckConfig { config } => {
             let config = load(&config)?;
@@ -201,9 +201,10 @@ fn start(config: Config) -> anyhow::Result<(Arc<Gateway>, Arc<Engine<Gateway>>)>
 /// How long connections may take to close once their sessions ended.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
-async fn serve(config: Config) -> anyhow::Result<()> {
+async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
     let server = config.server.clone();
     let (gateway, engine) = start(config)?;
+    toolgate::gateway::watch_config(&gateway, path, |_| {});
     let options = HttpOptions {
         path: server.path.clone(),
         guard: Guard::new(&server.allowed_hosts, &server.allowed_origins),
@@ -283,7 +284,7 @@ async fn drain(engine: &Engine<Gateway>, grace: Duration) {
     }
 }
 
-async fn stdio(mut config: Config) -> anyhow::Result<()> {
+async fn stdio(mut config: Config, path: PathBuf) -> anyhow::Result<()> {
     // stdio serves the local user who launched toolgate, through a pipe no
     // one else can reach: `[auth]` (credentials, tool policy, limits) is for
     // HTTP clients only.
@@ -293,6 +294,7 @@ async fn stdio(mut config: Config) -> anyhow::Result<()> {
     config.auth = Default::default();
     let grace = config.server.shutdown_grace;
     let (gateway, engine) = start(config)?;
+    toolgate::gateway::watch_config(&gateway, path, |config| config.auth = Default::default());
     let metrics = gateway.config().metrics.clone();
     if let Some(listen) = metrics.listen.filter(|_| metrics.enabled) {
         serve_metrics(listen, gateway.metrics().clone()).await?;

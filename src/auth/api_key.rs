@@ -62,6 +62,12 @@ impl ApiKeys {
         }
         found
     }
+
+    /// The policy of the client named `name` (a reload looks up the
+    /// clients of running sessions).
+    pub(crate) fn policy_of(&self, name: &str) -> Option<Arc<ClientPolicy>> {
+        self.entries.iter().find(|e| &*e.name == name).map(|e| e.policy.clone())
+    }
 }
 
 impl fmt::Debug for ApiKeys {

@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use axum::Router;
 use axum::body::Body;
 use axum::response::Response;
@@ -27,12 +28,13 @@ use crate::server::http::health::{HEALTHZ_PATH, READYZ_PATH};
 
 /// The admission hook of a gateway with credentials configured.
 pub struct Admission {
-    authenticator: Arc<Authenticator>,
+    /// Swapped when a reload changes `[[auth.clients]]`.
+    authenticator: Arc<ArcSwap<Authenticator>>,
 }
 
 impl Admission {
     /// A hook that authenticates with `authenticator`.
-    pub fn new(authenticator: Arc<Authenticator>) -> Self {
+    pub fn new(authenticator: Arc<ArcSwap<Authenticator>>) -> Self {
         Self { authenticator }
     }
 }
@@ -40,9 +42,10 @@ impl Admission {
 impl Admit for Admission {
     fn admit<'a>(&'a self, headers: &'a HeaderMap) -> BoxFuture<'a, Result<Caller, Response>> {
         Box::pin(async move {
-            match self.authenticator.authenticate_headers(headers).await {
+            let authenticator = self.authenticator.load_full();
+            match authenticator.authenticate_headers(headers).await {
                 Ok(principal) => Ok(caller(principal)),
-                Err(error) => Err(refusal(&self.authenticator, &error)),
+                Err(error) => Err(refusal(&authenticator, &error)),
             }
         })
     }

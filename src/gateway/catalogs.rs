@@ -67,7 +67,7 @@ impl Catalogs {
     /// `tools/list_changed` when the served list actually changed.
     pub(crate) fn rebuild(&self, gateway: &Gateway) {
         let _guard = self.rebuilding.lock();
-        let view = self.build(gateway.upstreams(), |_| None);
+        let view = self.build(&gateway.upstreams(), |_| None);
         let old = self.current.load();
         for p in view.catalog.problems() {
             if !old.catalog.problems().contains(p) {
@@ -94,12 +94,12 @@ impl Catalogs {
         let mut changed_for: HashMap<String, bool> = HashMap::new();
         let upstreams = gateway.upstreams();
         for session in gateway.sessions().sessions() {
-            let principal = session.state.principal();
+            let principal = &session.state.principal();
             let restricted = !principal.tools().is_unrestricted() && session.state.tools.lock().overrides.is_empty();
             let sees = !restricted
                 || *changed_for.entry(policy_key(principal)).or_insert_with(|| {
-                    let before = visible_to(&old.catalog, upstreams, principal);
-                    let after = self.visible_view(&new, upstreams, principal);
+                    let before = visible_to(&old.catalog, &upstreams, principal);
+                    let after = self.visible_view(&new, &upstreams, principal);
                     before.list_result_raw().get() != after.catalog.list_result_raw().get()
                 });
             if sees {
@@ -137,13 +137,16 @@ impl Catalogs {
         upstreams: &[Arc<UpstreamHandle>],
         replaced: impl Fn(usize) -> Option<Arc<Vec<Value>>>,
     ) -> CatalogView {
-        let tools: Vec<_> = upstreams.iter().map(|u| replaced(u.index).unwrap_or_else(|| u.tools())).collect();
-        let inputs: Vec<UpstreamTools<'_>> = upstreams
+        // Slots a reload retired are left out; entries keep naming slots.
+        let live: Vec<_> = upstreams.iter().filter(|u| !u.is_retired()).collect();
+        let tools: Vec<_> = live.iter().map(|u| replaced(u.index).unwrap_or_else(|| u.tools())).collect();
+        let inputs: Vec<UpstreamTools<'_>> = live
             .iter()
             .zip(&tools)
             .map(|(u, t)| UpstreamTools { config: &u.config, tools: t, extras: &u.extras })
             .collect();
-        let catalog = Catalog::build(&inputs, &self.disclosure);
+        let ids: Vec<usize> = live.iter().map(|u| u.index).collect();
+        let catalog = Catalog::build_with_ids(&inputs, Some(&ids), &self.disclosure);
         CatalogView { catalog, epoch: self.epochs.fetch_add(1, Ordering::Relaxed) }
     }
 
@@ -152,7 +155,7 @@ impl Catalogs {
     /// without the tools its client's policy hides.
     pub(crate) fn for_session(&self, upstreams: &[Arc<UpstreamHandle>], session: &GwSession) -> Arc<CatalogView> {
         let global = self.current();
-        let principal = session.state.principal();
+        let principal = &session.state.principal();
         let restricted = !principal.tools().is_unrestricted();
         let mut tools = session.state.tools.lock();
         if tools.overrides.is_empty() {
@@ -183,7 +186,7 @@ impl Catalogs {
         peer: Option<&Arc<Peer>>,
     ) {
         let upstreams = gateway.upstreams();
-        let before = self.for_session(upstreams, session);
+        let before = self.for_session(&upstreams, session);
         let tools = match peer {
             Some(peer) => match crawl(peer, upstreams[index].config.timeout, method::TOOLS_LIST, "tools").await {
                 Ok(tools) => Some(tools),
@@ -203,7 +206,7 @@ impl Catalogs {
             };
             state.view = None;
         }
-        let after = self.for_session(upstreams, session);
+        let after = self.for_session(&upstreams, session);
         if before.catalog.list_result_raw().get() != after.catalog.list_result_raw().get() {
             session.notify(Message::Notification(Notification::new(method::TOOLS_LIST_CHANGED, None)));
         }

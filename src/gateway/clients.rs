@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use axum::Router;
 use serde_json::json;
 
@@ -18,8 +19,9 @@ use crate::server::http::Admit;
 
 /// Authentication and per-client session counts.
 pub struct Clients {
-    /// `None` when no credentials are configured.
-    authenticator: Option<Arc<Authenticator>>,
+    /// `None` when no credentials are configured. A reload that changes
+    /// `[[auth.clients]]` swaps in a new one.
+    authenticator: Option<Arc<ArcSwap<Authenticator>>>,
     sessions: SessionLimiter,
     /// The metadata routes (with `[auth.jwt]`).
     metadata: Option<Router>,
@@ -31,7 +33,7 @@ impl Clients {
         if !config.auth.is_enabled() {
             return Ok(Self::anonymous());
         }
-        let authenticator = Arc::new(Authenticator::new(&config.auth)?);
+        let authenticator = Arc::new(ArcSwap::from_pointee(Authenticator::new(&config.auth)?));
         let metadata = config.auth.jwt.as_ref().map(|jwt| metadata_routes(jwt, &config.server.path));
         Ok(Self { authenticator: Some(authenticator), sessions: SessionLimiter::new(), metadata })
     }
@@ -47,8 +49,17 @@ impl Clients {
     }
 
     /// The authenticator, when credentials are configured.
-    pub fn authenticator(&self) -> Option<&Arc<Authenticator>> {
-        self.authenticator.as_ref()
+    pub fn authenticator(&self) -> Option<Arc<Authenticator>> {
+        self.authenticator.as_ref().map(|a| a.load_full())
+    }
+
+    /// Puts `authenticator` in effect for the requests that follow (a reload
+    /// changed `[[auth.clients]]`). Without credentials configured at start
+    /// there is none to replace (the reload keeps `[auth]` then).
+    pub fn replace_authenticator(&self, authenticator: Arc<Authenticator>) {
+        if let Some(current) = &self.authenticator {
+            current.store(authenticator);
+        }
     }
 
     /// The admission hook for the HTTP transports (`None`: everyone is

@@ -19,14 +19,14 @@ pub(crate) fn for_call<'a>(
     session: &'a Arc<GwSession>,
     index: usize,
 ) -> CallConnections<'a> {
-    let up = &gateway.upstreams()[index];
+    let up = gateway.upstreams()[index].clone();
     if up.is_shared() { CallConnections::Shared(up) } else { CallConnections::PerSession { gateway, session, index } }
 }
 
 /// Where one call's connection comes from.
 pub(crate) enum CallConnections<'a> {
     /// The upstream's one connection, shared by every session.
-    Shared(&'a UpstreamHandle),
+    Shared(Arc<UpstreamHandle>),
     /// A downstream session's own upstream session.
     PerSession { gateway: &'a Arc<Gateway>, session: &'a Arc<GwSession>, index: usize },
 }
@@ -61,7 +61,7 @@ async fn session_connection(
     session: &Arc<GwSession>,
     index: usize,
 ) -> Result<Arc<Peer>, UpstreamError> {
-    let up = &gateway.upstreams()[index];
+    let up = gateway.upstreams()[index].clone();
     // A down control connection means the upstream cannot start: fail
     // fast instead of spawning a doomed child per request.
     if up.control().is_none() {
@@ -97,6 +97,11 @@ async fn session_connection(
     // The connection's tasks outlive this request: they get a span of their own.
     let span = tracing::info_span!(parent: None, "upstream", upstream = %up.label, session = session.id());
     let peer = upstream::connect(&up.target, gateway.http(), options).instrument(span).await?;
+    if up.is_retired() {
+        // A reload removed or replaced the upstream while this connected.
+        peer.shutdown().await;
+        return Err(up.unavailable());
+    }
     tracing::debug!(upstream = %up.label, "opened a per-session upstream session");
     if let (Some(instances), Some(place)) = (&up.instances, place) {
         instances.hold(peer.clone(), place);

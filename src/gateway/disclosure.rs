@@ -5,8 +5,8 @@
 //! the completion of its `tools` argument) and the `describe_tools` tool,
 //! and refuses `tools/call` for a progressive tool until the session has
 //! fetched that tool's current description. Everything else passes through
-//! to the forwarder untouched. A gateway whose upstreams are all in
-//! `passthrough` mode has no such layer.
+//! to the forwarder untouched. While every upstream is in `passthrough`
+//! mode the layer steps aside (a reload may make one progressive).
 
 use std::sync::Arc;
 
@@ -59,6 +59,10 @@ impl Disclosure {
     }
 
     async fn serve_request<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
+        // No progressive upstream (a reload may add one): the forwarder alone.
+        if !cx.gateway.catalogs().current().catalog.has_progressive() {
+            return next.run(cx, request).await;
+        }
         match request.method.as_str() {
             method::TOOLS_LIST => {
                 cx.gateway.wait_ready(cx.session).await;
@@ -187,6 +191,9 @@ impl Layer for Disclosure {
     /// and explains the workflow first in the instructions.
     fn offer(&self, gateway: &Gateway, offer: &mut ServerOffer) {
         let view = gateway.catalogs().current();
+        if !view.catalog.has_progressive() {
+            return;
+        }
         let Value::Object(caps) = &mut offer.capabilities else { return };
         let resources = caps.entry("resources").or_insert_with(|| json!({}));
         if let Value::Object(r) = resources {

@@ -42,6 +42,17 @@ pub struct Forwarder {
     elicitations: moka::sync::Cache<String, Arc<str>>,
 }
 
+/// The index of the one upstream, when exactly one is configured (slots a
+/// reload retired do not count).
+fn only_upstream(gateway: &Gateway) -> Option<usize> {
+    let upstreams = gateway.upstreams();
+    let mut live = upstreams.iter().filter(|u| !u.is_retired());
+    match (live.next(), live.next()) {
+        (Some(up), None) => Some(up.index),
+        _ => None,
+    }
+}
+
 fn invalid(message: impl Into<String>) -> Outcome {
     Outcome::error(ErrorObject::invalid_params(message))
 }
@@ -98,10 +109,10 @@ impl Forwarder {
             method::LOGGING_SET_LEVEL => self.set_level(cx, params).await,
             // Anything else (vendor methods) belongs to the upstream when
             // there is only one; with several there is no owner to pick.
-            other if cx.gateway.upstreams().len() == 1 && cx.session.state.uses(0) => {
-                self.forward(cx, 0, other, params).await
-            }
-            other => Outcome::error(ErrorObject::method_not_found(other)),
+            other => match only_upstream(cx.gateway) {
+                Some(index) if cx.session.state.uses(index) => self.forward(cx, index, other, params).await,
+                _ => Outcome::error(ErrorObject::method_not_found(other)),
+            },
         }
     }
 
@@ -141,7 +152,7 @@ impl Forwarder {
             .iter()
             .filter_map(|up| {
                 let text = up.hello().and_then(|h| h.instructions.clone()).filter(|t| !t.trim().is_empty())?;
-                Some(if all.len() == 1 { text } else { format!("## {}\n{text}", up.label) })
+                Some(if only_upstream(gateway).is_some() { text } else { format!("## {}\n{text}", up.label) })
             })
             .collect();
         let instructions = (!sections.is_empty()).then(|| sections.join("\n\n"));
@@ -219,6 +230,11 @@ impl Forwarder {
         };
         cx.ctx.span.record("tool", name);
         let Some(entry) = cx.gateway.tool(cx.session, name).await else {
+            if let Some(upstream) = cx.gateway.removed_tool(name) {
+                return invalid(format!(
+                    "Unknown tool: {name} (its upstream `{upstream}` was removed from toolgate's configuration)"
+                ));
+            }
             return invalid(format!("Unknown tool: {name}"));
         };
         params["name"] = json!(entry.original);
@@ -234,8 +250,8 @@ impl Forwarder {
             return Outcome::error(e);
         }
         let upstreams = cx.gateway.upstreams();
-        let pages = crawl_all(upstreams, cx.session, kind).await;
-        let items = self.routes.merge(upstreams, kind, pages);
+        let pages = crawl_all(&upstreams, cx.session, kind).await;
+        let items = self.routes.merge(&upstreams, kind, pages);
         match self.pager.page(kind.key(), kind.key(), &items, params) {
             Ok(page) => Outcome::Result(page),
             Err(e) => Outcome::error(e),
@@ -244,7 +260,7 @@ impl Forwarder {
 
     /// The upstreams `session` may use that may own resource `uri`.
     fn resource_candidates(&self, gateway: &Gateway, session: &GwSession, uri: &str) -> Vec<usize> {
-        self.routes.resource_candidates(gateway.upstreams(), uri, |i| session.state.uses(i))
+        self.routes.resource_candidates(&gateway.upstreams(), uri, |i| session.state.uses(i))
     }
 
     /// Forwards to each candidate in turn until one knows the resource.
@@ -335,7 +351,7 @@ impl Forwarder {
             "ref/resource" => {
                 let uri = params.pointer("/ref/uri").and_then(Value::as_str).unwrap_or("");
                 let candidates =
-                    self.routes.template_candidates(cx.gateway.upstreams(), uri, |i| cx.session.state.uses(i));
+                    self.routes.template_candidates(&cx.gateway.upstreams(), uri, |i| cx.session.state.uses(i));
                 if candidates.is_empty() {
                     return invalid(format!("Unknown resource template: {uri}"));
                 }
@@ -356,7 +372,7 @@ impl Forwarder {
     /// The upstream and upstream name of an exposed prompt name, among the
     /// upstreams the client may use.
     fn resolve_prompt(&self, cx: Exchange<'_>, name: &str) -> Option<(usize, String)> {
-        self.routes.resolve_prompt(cx.gateway.upstreams(), name).filter(|(i, _)| cx.session.state.uses(*i))
+        self.routes.resolve_prompt(&cx.gateway.upstreams(), name).filter(|(i, _)| cx.session.state.uses(*i))
     }
 
     /// `logging/setLevel`: remembered for the session and applied to every

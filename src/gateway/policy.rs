@@ -40,7 +40,7 @@ impl Policy {
 impl Layer for Policy {
     async fn serve<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
         if counts(&request) {
-            let principal = cx.session.state.principal();
+            let principal = &cx.session.state.principal();
             if let Err(wait) = self.calls.check(principal) {
                 tracing::info!(client = %principal.id(), retry_after = ?wait.0, "request refused: calls_per_minute");
                 return Outcome::error(rate_limited(principal, wait));

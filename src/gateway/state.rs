@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 
 use super::CatalogView;
@@ -40,21 +40,29 @@ impl Grants {
     }
 }
 
+/// The place of one per-session upstream connection.
+pub type ConnectionSlot = Arc<tokio::sync::Mutex<Option<Arc<Peer>>>>;
+
 /// Per-session gateway state: the client it belongs to, the tools this
 /// session may call, its own upstream sessions, and what it subscribed to.
 pub struct GatewaySession {
     /// The client (anonymous without `[auth]`, and on stdio) and its policy.
-    principal: Principal,
-    /// Upstream index → whether the client may use that upstream at all.
-    uses: Box<[bool]>,
+    /// A reload that changes its client's policy replaces it.
+    principal: RwLock<Principal>,
+    /// The client's name (a reload never changes it).
+    client_name: Arc<str>,
+    /// Upstream index → whether the client may use that upstream at all
+    /// (refitted when a reload adds or removes upstreams).
+    uses: RwLock<Box<[bool]>>,
     /// The client's `max_sessions` slot, released when the session ends.
     slot: Mutex<Option<SessionGuard>>,
     /// What the disclosure layer allows this session to call.
     pub grants: Grants,
     /// This session's own upstream sessions (`sharing = "per_session"`), by
     /// upstream index, created on first use. The async lock makes concurrent
-    /// first uses share one connection instead of racing two.
-    connections: Box<[tokio::sync::Mutex<Option<Arc<Peer>>>]>,
+    /// first uses share one connection instead of racing two. A reload
+    /// appends the slots of upstreams it adds.
+    connections: RwLock<Vec<ConnectionSlot>>,
     /// Resource URIs this session subscribed to.
     subscriptions: Mutex<HashSet<String>>,
     /// The level from the client's last `logging/setLevel`, replayed on
@@ -76,18 +84,19 @@ impl GatewaySession {
     /// State for a session of `principal`, holding its `max_sessions` slot
     /// (if it has a limit).
     pub fn for_client(upstreams: &[Arc<UpstreamHandle>], principal: Principal, slot: Option<SessionGuard>) -> Self {
-        let uses = upstreams.iter().map(|u| principal.tools().allows_upstream(&u.config.name)).collect();
+        let uses = uses_of(upstreams, &principal);
         Self::build(principal, uses, slot)
     }
 
     fn build(principal: Principal, uses: Box<[bool]>, slot: Option<SessionGuard>) -> Self {
         let upstreams = uses.len();
         Self {
-            principal,
-            uses,
+            client_name: Arc::from(principal.name()),
+            principal: RwLock::new(principal),
+            uses: RwLock::new(uses),
             slot: Mutex::new(slot),
             grants: Grants::default(),
-            connections: (0..upstreams).map(|_| tokio::sync::Mutex::new(None)).collect(),
+            connections: RwLock::new((0..upstreams).map(|_| ConnectionSlot::default()).collect()),
             subscriptions: Mutex::new(HashSet::new()),
             log_level: Mutex::new(None),
             tools: Mutex::new(SessionTools::default()),
@@ -108,20 +117,20 @@ impl GatewaySession {
     }
 
     /// The client this session belongs to.
-    pub fn principal(&self) -> &Principal {
-        &self.principal
+    pub fn principal(&self) -> Principal {
+        self.principal.read().clone()
     }
 
     /// The client's name, for logs and metrics labels: the `[[auth.clients]]`
     /// name, the JWT's client claim, or `anonymous` without authentication.
     pub fn client_name(&self) -> &str {
-        self.principal.name()
+        &self.client_name
     }
 
     /// Whether the client may use upstream `index` at all (its tools,
     /// resources, templates, prompts and completions).
     pub fn uses(&self, index: usize) -> bool {
-        self.uses.get(index).copied().unwrap_or(false)
+        self.uses.read().get(index).copied().unwrap_or(false)
     }
 
     /// Frees the client's `max_sessions` slot (the session has ended).
@@ -130,14 +139,40 @@ impl GatewaySession {
     }
 
     /// The slot of upstream `index`'s per-session connection.
-    pub fn connection_slot(&self, index: usize) -> Option<&tokio::sync::Mutex<Option<Arc<Peer>>>> {
-        self.connections.get(index)
+    pub fn connection_slot(&self, index: usize) -> Option<ConnectionSlot> {
+        self.connections.read().get(index).cloned()
+    }
+
+    /// Fits the session to the upstream slots after a reload: a place for
+    /// each new slot, and which upstreams its client may use (none that is
+    /// retired).
+    pub(crate) fn refit(&self, upstreams: &[Arc<UpstreamHandle>]) {
+        {
+            let mut connections = self.connections.write();
+            let missing = upstreams.len().saturating_sub(connections.len());
+            connections.extend((0..missing).map(|_| ConnectionSlot::default()));
+        }
+        *self.uses.write() = uses_of(upstreams, &self.principal.read());
+    }
+
+    /// Gives the session its client's policy as a reload changed it (the
+    /// caller refits the session and tells it what it now sees).
+    pub(crate) fn set_principal(&self, principal: Principal) {
+        *self.principal.write() = principal;
+    }
+
+    /// The session's own connection to upstream `index`, taken out (a
+    /// reload removed or replaced that upstream).
+    pub(crate) async fn take_connection(&self, index: usize) -> Option<Arc<Peer>> {
+        let slot = self.connection_slot(index)?;
+        slot.lock().await.take()
     }
 
     /// Every per-session connection, taken out (the session is ending).
     pub async fn take_connections(&self) -> Vec<Arc<Peer>> {
         let mut peers = Vec::new();
-        for slot in self.connections.iter() {
+        let slots = self.connections.read().clone();
+        for slot in slots.iter() {
             if let Some(p) = slot.lock().await.take() {
                 peers.push(p);
             }
@@ -148,6 +183,7 @@ impl GatewaySession {
     /// The live per-session connections (without waiting on one being made).
     pub fn live_connections(&self) -> Vec<(usize, Arc<Peer>)> {
         self.connections
+            .read()
             .iter()
             .enumerate()
             .filter_map(|(i, slot)| slot.try_lock().ok().and_then(|s| s.clone()).map(|p| (i, p)))
@@ -184,6 +220,11 @@ impl GatewaySession {
     pub fn log_level(&self) -> Option<Value> {
         self.log_level.lock().clone()
     }
+}
+
+/// Which of `upstreams` `principal` may use: retired slots never.
+fn uses_of(upstreams: &[Arc<UpstreamHandle>], principal: &Principal) -> Box<[bool]> {
+    upstreams.iter().map(|u| !u.is_retired() && principal.tools().allows_upstream(&u.config.name)).collect()
 }
 
 #[cfg(test)]

@@ -17,13 +17,14 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
 
 use super::instances::Instances;
 use tracing::Instrument as _;
 
 use super::Gateway;
 use super::events::ControlEvents;
-use crate::catalog::Extras;
+use crate::catalog::{Extras, load_extras_dir};
 use crate::config::{Sharing, Target, UpstreamConfig};
 use crate::jsonrpc::Outcome;
 use crate::protocol::method;
@@ -63,6 +64,10 @@ pub struct UpstreamHandle {
     reconnect: Notify,
     /// The places of its per-session children (stdio, `per_session` only).
     pub(crate) instances: Option<Instances>,
+    /// Cancelled when a reload removes or replaces this upstream: its
+    /// supervisor stops, and its slot serves nothing until a reload fills
+    /// it again (see [`super::reload`]).
+    retired: CancellationToken,
 }
 
 impl UpstreamHandle {
@@ -84,12 +89,55 @@ impl UpstreamHandle {
             ready: watch::channel(false).0,
             refresh: Notify::new(),
             reconnect: Notify::new(),
+            retired: CancellationToken::new(),
         }
+    }
+
+    /// The handle of configured upstream `config` at slot `index`, with
+    /// the extras of its `descriptions_dir` (problems there are logged).
+    pub(crate) fn configured(index: usize, config: UpstreamConfig, target: Target) -> Self {
+        let extras = match &config.descriptions_dir {
+            Some(dir) => {
+                let (extras, warnings) = load_extras_dir(dir);
+                for w in warnings {
+                    tracing::warn!(upstream = %config.name, "{w}");
+                }
+                extras
+            }
+            None => Default::default(),
+        };
+        Self::new(index, config, target, extras)
+    }
+
+    /// Whether a reload removed or replaced this upstream.
+    pub fn is_retired(&self) -> bool {
+        self.retired.is_cancelled()
+    }
+
+    /// Stops serving this upstream (a reload removed or replaced it): its
+    /// supervisor ends, calls get `why` as the cause of their error, and
+    /// its tools and capabilities leave every list. The caller shuts its
+    /// connections down, starting with the control connection returned.
+    pub(crate) fn retire(&self, why: &str) -> Option<Arc<Peer>> {
+        self.retired.cancel();
+        let control = self.control.swap(None);
+        self.set_down(Cause::msg(why.to_owned()));
+        self.hello.store(None);
+        self.set_tools(Vec::new());
+        self.mark_ready();
+        control
+    }
+
+    /// Starts from what `old` (the handle this one replaces) last knew: its
+    /// tools and capabilities, so lists do not flap while this one connects.
+    pub(crate) fn seed_from(&self, old: &UpstreamHandle) {
+        self.hello.store(old.hello());
+        self.set_tools(old.tools().as_ref().clone());
     }
 
     /// The control connection, while it is up.
     pub fn control(&self) -> Option<Arc<Peer>> {
-        self.control.load_full().filter(|p| !p.is_closed())
+        self.control.load_full().filter(|p| !p.is_closed() && !self.is_retired())
     }
 
     /// A control connection that replaces one that just failed: the
@@ -232,11 +280,16 @@ pub fn backoff(attempt: u32) -> Duration {
 
 /// Starts the supervisor of every upstream.
 pub(super) fn supervise_all(gateway: &Arc<Gateway>) {
-    for up in gateway.upstreams() {
-        let span = tracing::info_span!("upstream", upstream = %up.label);
-        #[allow(clippy::disallowed_methods)] // a span of its own, not the caller's
-        tokio::spawn(supervise(Arc::downgrade(gateway), up.clone()).instrument(span));
+    for up in gateway.upstreams().iter() {
+        supervise_one(gateway, up.clone());
     }
+}
+
+/// Starts the supervisor of one upstream (at start, or added by a reload).
+pub(super) fn supervise_one(gateway: &Arc<Gateway>, up: Arc<UpstreamHandle>) {
+    let span = tracing::info_span!("upstream", upstream = %up.label);
+    #[allow(clippy::disallowed_methods)] // a span of its own, not the caller's
+    tokio::spawn(supervise(Arc::downgrade(gateway), up).instrument(span));
 }
 
 /// Keeps one upstream's control connection up: connect, crawl its tools,
@@ -246,7 +299,7 @@ async fn supervise(gateway: Weak<Gateway>, up: Arc<UpstreamHandle>) {
     let mut first = true;
     loop {
         let Some(gw) = gateway.upgrade() else { return };
-        if gw.is_shutting_down() {
+        if gw.is_shutting_down() || up.is_retired() {
             return;
         }
         if !std::mem::take(&mut first) {
@@ -261,7 +314,15 @@ async fn supervise(gateway: Weak<Gateway>, up: Arc<UpstreamHandle>) {
         };
         let connected = upstream::connect(&up.target, gw.http(), options).await;
         let shutdown = gw.shutdown_token();
+        let retired = up.retired.clone();
         drop(gw);
+        if retired.is_cancelled() {
+            // Removed while it connected: the new connection is not wanted.
+            if let Ok(peer) = connected {
+                peer.shutdown().await;
+            }
+            return;
+        }
         match connected {
             Ok(peer) => {
                 attempt = 0;
@@ -272,6 +333,7 @@ async fn supervise(gateway: Weak<Gateway>, up: Arc<UpstreamHandle>) {
                     tokio::select! {
                         _ = peer.closed().cancelled() => break,
                         _ = shutdown.cancelled() => return,
+                        _ = retired.cancelled() => return,
                         _ = up.refresh.notified() => refresh_tools(&gateway, &up, &peer).await,
                     }
                 }
@@ -290,6 +352,7 @@ async fn supervise(gateway: Weak<Gateway>, up: Arc<UpstreamHandle>) {
             // A caller needs a new connection now (the old one's session expired).
             _ = up.reconnect.notified() => {}
             _ = shutdown.cancelled() => return,
+            _ = retired.cancelled() => return,
         }
         attempt = attempt.saturating_add(1);
     }
@@ -311,7 +374,9 @@ async fn refresh_tools(gateway: &Weak<Gateway>, up: &Arc<UpstreamHandle>, peer: 
             }
         }
     }
-    if let Some(gw) = gateway.upgrade() {
+    if let Some(gw) = gateway.upgrade()
+        && !up.is_retired()
+    {
         gw.catalogs().rebuild(&gw);
     }
 }

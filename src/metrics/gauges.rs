@@ -78,7 +78,11 @@ impl Collector for GatewayGauges {
             "toolgate_upstream_up",
             "Whether the gateway's own connection to the upstream is up (1) or not (0: starting, failed, restarting)",
             "upstream",
-            upstreams.iter().map(|u| (Label::Name(u.label.clone()), i64::from(u.control().is_some()))),
+            // Slots a reload retired are no upstream any more.
+            upstreams
+                .iter()
+                .filter(|u| !u.is_retired())
+                .map(|u| (Label::Name(u.label.clone()), i64::from(u.control().is_some()))),
         )?;
         let mut connections: Vec<i64> = upstreams.iter().map(|u| i64::from(u.control().is_some())).collect();
         for s in &sessions {
@@ -93,7 +97,11 @@ impl Collector for GatewayGauges {
             "toolgate_upstream_connections",
             "Live connections to the upstream (child processes for stdio): the gateway's own plus each session's own",
             "upstream",
-            upstreams.iter().zip(connections).map(|(u, n)| (Label::Name(u.label.clone()), n)),
+            upstreams
+                .iter()
+                .zip(connections)
+                .filter(|(u, _)| !u.is_retired())
+                .map(|(u, n)| (Label::Name(u.label.clone()), n)),
         )
     }
 }

@@ -25,6 +25,7 @@ mod legacy_upstream;
 mod limits;
 mod metrics;
 mod outage;
+mod reload;
 mod security;
 mod sessions;
 mod traces;
