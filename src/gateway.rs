@@ -61,6 +61,7 @@ pub use upstreams::{UpstreamHandle, crawl, toolgate_info};
 use crate::auth::Principal;
 use crate::catalog::{ToolEntry, load_extras_dir};
 use crate::config::{Config, Mode, Target};
+use crate::grants::{GrantStore, Grants, Scope};
 use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request};
 use crate::metrics::{self, Metrics};
 use crate::protocol::method;
@@ -88,6 +89,10 @@ pub enum StartError {
     /// `[auth]` could not be set up (e.g. an unreadable JWKS file).
     #[error("cannot set up authentication")]
     Auth(#[from] crate::auth::BuildError),
+    /// `[state] redis_url` is not a usable Redis URL (the loader validates
+    /// this; a configuration built in code may not).
+    #[error("cannot set up the grant store")]
+    GrantStore(#[source] redis::RedisError),
 }
 
 /// A downstream session of the gateway.
@@ -108,6 +113,8 @@ pub struct Gateway {
     policy: Option<policy::Policy>,
     /// The disclosure layer, when any upstream is progressive.
     disclosure: Option<disclosure::Disclosure>,
+    /// Sessionless clients' grants (`[state]`): in memory, or in Redis.
+    grant_store: Arc<GrantStore>,
     forwarder: Forwarder,
     http: reqwest::Client,
     shutdown: CancellationToken,
@@ -171,6 +178,7 @@ impl Gateway {
             .iter()
             .any(|u| u.mode == Mode::Progressive)
             .then(|| disclosure::Disclosure::new(config.disclosure.cache_bytes));
+        let grant_store = GrantStore::from_config(&config.disclosure, &config.state).map_err(StartError::GrantStore)?;
         let gateway = Arc::new(Self {
             catalogs: Catalogs::new(config.disclosure.clone()),
             forwarder: Forwarder::new(config.server.page_size),
@@ -180,6 +188,7 @@ impl Gateway {
             clients,
             policy,
             disclosure,
+            grant_store: Arc::new(grant_store),
             http,
             shutdown: CancellationToken::new(),
             metrics,
@@ -222,6 +231,13 @@ impl Gateway {
     /// The catalog as `session` sees it.
     pub(crate) fn catalog_for(&self, session: &GwSession) -> Arc<CatalogView> {
         self.catalogs.for_session(&self.upstreams, session)
+    }
+
+    /// The grants of `principal`'s sessionless requests: its scope in the
+    /// gateway's grant store (every anonymous client shares one), for
+    /// [`GatewaySession::sessionless`].
+    pub fn grants_for(&self, principal: &Principal) -> Grants {
+        Grants::shared(self.grant_store.clone(), Scope::of(principal))
     }
 
     /// The live downstream sessions.

@@ -224,6 +224,13 @@ impl<S> Session<S> {
         }
     }
 
+    /// A session that no `initialize` opened and no store holds: the
+    /// context of one sessionless request (MCP 2026-07-28), with the
+    /// application's `state` for it. Its id is empty.
+    pub fn sessionless(version: Version, state: S, caller: Caller) -> Self {
+        Self::new(Arc::from(""), version, &Value::Null, state, caller)
+    }
+
     /// Caps the client requests this session may have in flight.
     pub(crate) fn with_max_in_flight(mut self, max: usize) -> Self {
         self.max_in_flight = max;
