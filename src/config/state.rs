@@ -56,3 +56,6 @@ pub(super) fn check(state: &StateConfig) -> Vec<Problem> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;
