@@ -91,6 +91,23 @@ impl RedisServer {
         }
     }
 
+    /// Freezes the process (SIGSTOP): connections stay open, nothing is
+    /// answered, as with a hung server or a network that drops packets.
+    pub fn freeze(&self) {
+        self.signal(nix::sys::signal::Signal::SIGSTOP);
+    }
+
+    /// Lets a frozen process go on (SIGCONT).
+    pub fn thaw(&self) {
+        self.signal(nix::sys::signal::Signal::SIGCONT);
+    }
+
+    fn signal(&self, signal: nix::sys::signal::Signal) {
+        let child = self.child.as_ref().expect("redis-server is running");
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("a pid"));
+        nix::sys::signal::kill(pid, signal).expect("signal redis-server");
+    }
+
     /// Runs one command in Redis's inline protocol (`PTTL key`) and returns
     /// the first line of the answer, e.g. `:3599000`.
     pub fn command(&self, line: &str) -> String {
@@ -119,6 +136,7 @@ impl RedisServer {
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
+        // A frozen process ignores nothing but SIGKILL, which `stop` sends.
         self.stop();
     }
 }

@@ -212,6 +212,24 @@ async fn without_redis_requests_fail_within_the_bound_and_recover_when_it_return
 }
 
 #[tokio::test]
+async fn a_redis_that_stops_answering_fails_requests_within_the_bound() {
+    let Some(server) = RedisServer::start() else { return };
+    let store = redis_store(&server, HOUR);
+    store.grant(&scope("alice"), &grant("echo", 1)).await.unwrap();
+
+    // Connected, but nothing comes back: only the timeouts end the wait.
+    server.freeze();
+    let started = Instant::now();
+    let result = store.allows(&scope("alice"), "echo", 1).await;
+    let took = started.elapsed();
+    server.thaw();
+    assert!(result.is_err(), "a hung Redis is unavailable, not a refusal: {result:?}");
+    assert!(took < STORE_TIMEOUT + Duration::from_secs(3), "took {took:?}");
+
+    assert!(until_ok(async || store.allows(&scope("alice"), "echo", 1).await).await, "the grant is still there");
+}
+
+#[tokio::test]
 async fn a_store_made_while_redis_is_down_works_once_it_is_up() {
     let Some(mut server) = RedisServer::start() else { return };
     server.stop();
