@@ -20,7 +20,7 @@ impl Setup {
         let grants = self.gateway.grants_for(&principal);
         let state = GatewaySession::sessionless(self.gateway.upstreams(), principal, grants)
             .with_startup_deadline(tokio::time::Instant::now() + Duration::from_secs(30));
-        let session = Arc::new(Session::sessionless(crate::protocol::Version::LATEST, state, Caller::anonymous()));
+        let session = Arc::new(Session::detached(crate::protocol::Version::LATEST, state, Caller::anonymous()));
         Client { engine: self.engine.clone(), session }
     }
 }

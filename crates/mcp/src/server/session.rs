@@ -224,10 +224,11 @@ impl<S> Session<S> {
         }
     }
 
-    /// A session that no `initialize` opened and no store holds: the
-    /// context of one sessionless request (MCP 2026-07-28), with the
-    /// application's `state` for it. Its id is empty.
-    pub fn sessionless(version: Version, state: S, caller: Caller) -> Self {
+    /// A session that no `initialize` opened and no store holds, with the
+    /// application's `state`: for an application's tests that run requests
+    /// on a state of their own making (e.g. a sessionless request's). Its id
+    /// is empty.
+    pub fn detached(version: Version, state: S, caller: Caller) -> Self {
         Self::new(Arc::from(""), version, &Value::Null, state, caller)
     }
 
