@@ -203,6 +203,19 @@ impl Gateway {
                 }
             });
         }
+        if matches!(*gateway.grant_store, GrantStore::Redis(_)) {
+            // Say early whether sessionless grants will work, rather than on
+            // the first request.
+            let store = gateway.grant_store.clone();
+            crate::spawn(async move {
+                match store.ping().await {
+                    Ok(()) => tracing::info!("the grant store (Redis) answers"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the grant store (Redis) does not answer yet; sessionless requests that need a grant fail until it does")
+                    }
+                }
+            });
+        }
         gateway.catalogs.rebuild(&gateway);
         upstreams::supervise_all(&gateway);
         Ok(gateway)

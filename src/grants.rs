@@ -138,6 +138,15 @@ impl GrantStore {
         }
     }
 
+    /// Whether the store answers (always, in memory). Toolgate starts
+    /// either way; this only tells the log early.
+    pub async fn ping(&self) -> Result<(), Unavailable> {
+        match self {
+            Self::Memory(_) => Ok(()),
+            Self::Redis(r) => r.ping().await,
+        }
+    }
+
     /// Which kind of store this is, for logs: `memory` or `redis`.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -88,6 +88,11 @@ impl RedisStore {
         }
     }
 
+    /// Whether Redis answers (`PING`), for the start-up log.
+    pub async fn ping(&self) -> Result<(), Unavailable> {
+        self.query::<()>(redis::cmd("PING")).await
+    }
+
     /// Whether `scope` holds a grant for this definition of `tool`; reading
     /// it starts its time over.
     pub async fn allows(&self, scope: &Scope, tool: &str, fingerprint: u64) -> Result<bool, Unavailable> {

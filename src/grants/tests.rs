@@ -149,6 +149,7 @@ async fn two_stores_on_one_redis_honour_each_others_grants_per_client() {
     let Some(server) = RedisServer::start() else { return };
     // Two stores: two replicas' connections to the same Redis.
     let (a, b) = (redis_store(&server, HOUR), redis_store(&server, HOUR));
+    a.ping().await.expect("Redis answers");
     assert!(!b.allows(&scope("alice"), "echo", 1).await.unwrap());
     a.grant(&scope("alice"), &[("echo".into(), 1), ("a:b".into(), 2)]).await.unwrap();
     assert!(b.allows(&scope("alice"), "echo", 1).await.unwrap(), "granted through the other replica");
@@ -234,6 +235,7 @@ async fn a_store_made_while_redis_is_down_works_once_it_is_up() {
     let Some(mut server) = RedisServer::start() else { return };
     server.stop();
     let store = redis_store(&server, HOUR);
+    assert!(store.ping().await.is_err());
     assert!(store.allows(&scope("alice"), "echo", 1).await.is_err());
     server.resume();
     until_ok(async || store.grant(&scope("alice"), &grant("echo", 1)).await).await;
