@@ -7,6 +7,7 @@ mod load;
 mod model;
 mod observability;
 mod path;
+mod state;
 mod target;
 mod validate;
 
@@ -17,5 +18,6 @@ pub use load::{ConfigError, load, load_str, load_str_in};
 pub(crate) use load::{in_jail, load_str_jailed};
 pub use model::*;
 pub use observability::{MetricsConfig, OTEL_BUILT, TracingConfig};
+pub use state::{DEFAULT_KEY_PREFIX, StateConfig};
 pub use target::{HttpTarget, StdioTarget, Target, TargetError};
 pub use validate::Problem;

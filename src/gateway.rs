@@ -66,6 +66,7 @@ pub use upstreams::{UpstreamHandle, crawl, toolgate_info};
 use crate::auth::Principal;
 use crate::catalog::ToolEntry;
 use crate::config::{Config, Target};
+use crate::grants::{GrantStore, Grants, Scope};
 use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request};
 use crate::metrics::{self, Metrics};
 use crate::protocol::method;
@@ -93,6 +94,10 @@ pub enum StartError {
     /// `[auth]` could not be set up (e.g. an unreadable JWKS file).
     #[error("cannot set up authentication")]
     Auth(#[from] crate::auth::BuildError),
+    /// `[state] redis_url` is not a usable Redis URL (the loader validates
+    /// this; a configuration built in code may not).
+    #[error("cannot set up the grant store")]
+    GrantStore(#[source] redis::RedisError),
 }
 
 /// A downstream session of the gateway.
@@ -120,6 +125,8 @@ pub struct Gateway {
     policy: Option<policy::Policy>,
     /// The disclosure layer (it steps aside while no upstream is progressive).
     disclosure: Option<disclosure::Disclosure>,
+    /// Sessionless clients' grants (`[state]`): in memory, or in Redis.
+    grant_store: Arc<GrantStore>,
     forwarder: Forwarder,
     http: reqwest::Client,
     shutdown: CancellationToken,
@@ -169,6 +176,7 @@ impl Gateway {
         // Present even while every upstream is in passthrough mode (it then
         // steps aside), so a reload may make one progressive.
         let disclosure = Some(disclosure::Disclosure::new(config.disclosure.cache_bytes));
+        let grant_store = GrantStore::from_config(&config.disclosure, &config.state).map_err(StartError::GrantStore)?;
         let gateway = Arc::new(Self {
             catalogs: Catalogs::new(config.disclosure.clone()),
             forwarder: Forwarder::new(config.server.page_size),
@@ -179,6 +187,7 @@ impl Gateway {
             clients,
             policy,
             disclosure,
+            grant_store: Arc::new(grant_store),
             http,
             shutdown: CancellationToken::new(),
             metrics,
@@ -190,6 +199,19 @@ impl Gateway {
                 match authenticator.prefetch_keys().await {
                     Ok(keys) => tracing::info!(keys, "JWT signing keys loaded"),
                     Err(e) => tracing::warn!(error = %e, "cannot load the JWT signing keys yet; retrying on use"),
+                }
+            });
+        }
+        if matches!(*gateway.grant_store, GrantStore::Redis(_)) {
+            // Say early whether sessionless grants will work, rather than on
+            // the first request.
+            let store = gateway.grant_store.clone();
+            crate::spawn(async move {
+                match store.ping().await {
+                    Ok(()) => tracing::info!("the grant store (Redis) answers"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the grant store (Redis) does not answer yet; sessionless requests that need a grant fail until it does")
+                    }
                 }
             });
         }
@@ -223,6 +245,13 @@ impl Gateway {
     /// The catalog as `session` sees it.
     pub(crate) fn catalog_for(&self, session: &GwSession) -> Arc<CatalogView> {
         self.catalogs.for_session(&self.upstreams(), session)
+    }
+
+    /// The grants of `principal`'s sessionless requests: its scope in the
+    /// gateway's grant store (every anonymous client shares one), for
+    /// [`GatewaySession::sessionless`].
+    pub fn grants_for(&self, principal: &Principal) -> Grants {
+        Grants::shared(self.grant_store.clone(), Scope::of(principal))
     }
 
     /// The live downstream sessions.

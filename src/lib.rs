@@ -25,6 +25,7 @@ pub mod catalog;
 pub mod config;
 pub mod disclosure;
 pub mod gateway;
+pub mod grants;
 pub mod import;
 pub mod metrics;
 pub mod telemetry;

@@ -29,6 +29,9 @@
 # 5b. tests/deploy/validate.sh: the Kubernetes manifests against their schemas
 #    (kubernetes-validate from PyPI in target/k8s-validate-venv; offline), and
 #    the ConfigMap's toolgate.toml through check-config.
+# 5c. redis-server for the grant-store tests (they start their own on a free
+#    loopback port, without persistence): Debian's package, installed when
+#    missing (as root), unless TOOLGATE_SKIP_REDIS=1.
 # 6. cargo test --locked --workspace --all-targets "$@" (every crate of the
 #    workspace; cargo builds the fixture binary the gateway's tests start
 #    before running any test), with TOOLGATE_TEST_PYTHON set to the venv's
@@ -42,6 +45,11 @@
 #   TOOLGATE_FIDELITY_PYTHON  the same for the selection-fidelity venv
 #   PYTHON                interpreter that creates the venv (default python3)
 #   TOOLGATE_SKIP_PEER_SELFTEST=1   skip step 2
+#   TOOLGATE_SKIP_REDIS=1           skip the tests that need a redis-server
+#                                   (otherwise step 5c installs Debian's
+#                                   redis-server when it is missing and we are root)
+#   TOOLGATE_REDIS_SERVER           the redis-server executable the tests start
+#                                   (default: redis-server on the PATH)
 #   TOOLGATE_SKIP_CONFORMANCE=1     skip steps 3 and 4's conformance run, for
 #                                   local iteration (CI always runs them)
 set -euo pipefail
@@ -137,6 +145,22 @@ export TOOLGATE_TEST_NODE_MODULES="$node_dir/node_modules"
 
 # --- 5b. Deployment manifests (offline schema validation, config check) -----
 tests/deploy/validate.sh || die "deploy/kubernetes is invalid (see above)"
+
+# --- 5c. Redis (the grant-store tests start their own redis-server) ---------
+if [[ "${TOOLGATE_SKIP_REDIS:-}" == 1 ]]; then
+    say "Redis tests skipped (TOOLGATE_SKIP_REDIS=1)"
+elif [[ -n "${TOOLGATE_REDIS_SERVER:-}" ]]; then
+    [[ -x "$TOOLGATE_REDIS_SERVER" ]] || die "TOOLGATE_REDIS_SERVER is not an executable: $TOOLGATE_REDIS_SERVER"
+elif ! command -v redis-server >/dev/null; then
+    if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+        say "redis-server missing; installing Debian's redis-server"
+        export DEBIAN_FRONTEND=noninteractive
+        { apt-get update -qq && apt-get install -y -qq --no-install-recommends redis-server; } \
+            || die "installing redis-server failed"
+    else
+        die "redis-server not found: install the Debian package redis-server (apt-get install redis-server), point TOOLGATE_REDIS_SERVER at one, or set TOOLGATE_SKIP_REDIS=1 to skip the Redis tests"
+    fi
+fi
 
 # --- 6. Rust tests -----------------------------------------------------------
 say "cargo test --locked --workspace --all-targets $*"

@@ -36,6 +36,9 @@ pub struct Config {
     /// OpenTelemetry traces.
     #[serde(default)]
     pub tracing: super::TracingConfig,
+    /// Shared state (the grant store of sessionless clients).
+    #[serde(default)]
+    pub state: super::StateConfig,
 }
 
 /// `[server]`: the downstream listener.
@@ -156,6 +159,13 @@ pub struct DisclosureConfig {
     /// Memory for rendered description answers kept for repeated fetches,
     /// in bytes. Default 16 MiB; `0` keeps none.
     pub cache_bytes: u64,
+    /// How long a sessionless client's grant (a fetched description that lets
+    /// it call the tool) lasts after it was given or last used: each call
+    /// through the gate and each fetch of the description starts it again.
+    /// Session-based clients keep their grants for their session instead.
+    /// Default `1h`; must be > 0.
+    #[serde(with = "humantime_serde")]
+    pub grant_ttl: Duration,
 }
 
 impl Default for DisclosureConfig {
@@ -167,6 +177,7 @@ impl Default for DisclosureConfig {
             max_tools_per_fetch: 64,
             max_answer_bytes: 1024 * 1024,
             cache_bytes: 16 * 1024 * 1024,
+            grant_ttl: Duration::from_secs(3600),
         }
     }
 }

@@ -77,6 +77,7 @@ pub(crate) fn check(config: &Config, written: &dyn Fn(usize, &str) -> bool) -> V
     }
     out.0.extend(super::auth::check(&config.auth, &config.upstreams, config.server.listen));
     out.0.extend(super::observability::check(&config.metrics, &config.tracing, config.server.listen));
+    out.0.extend(super::state::check(&config.state));
     out.0
 }
 
@@ -145,6 +146,7 @@ fn check_disclosure(disclosure: &DisclosureConfig, out: &mut Problems) {
     }
     out.at_least(path.key("max_tools_per_fetch"), disclosure.max_tools_per_fetch, 1);
     out.at_least(path.key("max_answer_bytes"), disclosure.max_answer_bytes, MIN_ANSWER_BYTES);
+    out.positive(path.key("grant_ttl"), disclosure.grant_ttl);
     let name = &disclosure.describe_tool_name;
     if name.is_empty() || name.len() > 64 || !name.bytes().all(is_tool_name_byte) {
         out.push(

@@ -19,6 +19,7 @@ use super::layer::{Exchange, Layer, Next};
 use super::{Gateway, GwSession};
 use crate::config::Mode;
 use crate::disclosure::{self, Selection};
+use crate::grants::Unavailable;
 use crate::jsonrpc::{Outcome, Request};
 use crate::metrics::Via;
 use crate::protocol::method;
@@ -90,7 +91,7 @@ impl Disclosure {
                 Some(uri) => {
                     let Some(selection) = disclosure::parse_selection(&uri) else { return next.run(cx, request).await };
                     cx.gateway.wait_ready(cx.session).await;
-                    self.read_descriptions(cx.gateway, cx.session, &uri, selection)
+                    self.read_descriptions(cx.gateway, cx.session, &uri, selection).await
                 }
                 None => next.run(cx, request).await,
             },
@@ -123,23 +124,34 @@ impl Disclosure {
         }
         if view.catalog.describe_tool_name() == Some(name) {
             let arguments = request.params.as_ref().and_then(|p| p.get("arguments"));
-            return describe_tool(cx.gateway, cx.session, &view, arguments);
+            return describe_tool(cx.gateway, cx.session, &view, arguments).await;
         }
         if let Some(entry) = view.catalog.get(name)
             && entry.mode == Mode::Progressive
-            && !cx.session.state.grants.allows(name, entry.fingerprint)
         {
-            tracing::debug!(tool = %name, "call refused until the description is fetched");
-            cx.note.refused();
-            cx.gateway.metrics().gate_refused(entry.upstream);
-            return Outcome::Result(disclosure::description_required(name, view.catalog.describe_tool_name()));
+            match cx.session.state.grants.allows(name, entry.fingerprint).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::debug!(tool = %name, "call refused until the description is fetched");
+                    cx.note.refused();
+                    cx.gateway.metrics().gate_refused(entry.upstream);
+                    return Outcome::Result(disclosure::description_required(name, view.catalog.describe_tool_name()));
+                }
+                Err(e) => return store_unavailable(&e),
+            }
         }
         next.run(cx, request).await
     }
-
     /// Reads `resource:///tool_descriptions?tools=...`: the full definitions,
-    /// which authorizes exactly the tools returned, for this session.
-    fn read_descriptions(&self, gateway: &Gateway, session: &GwSession, uri: &str, selection: Selection) -> Outcome {
+    /// which authorizes exactly the tools returned, for this session (or,
+    /// sessionless, its client).
+    async fn read_descriptions(
+        &self,
+        gateway: &Gateway,
+        session: &GwSession,
+        uri: &str,
+        selection: Selection,
+    ) -> Outcome {
         let view = gateway.catalog_for(session);
         let key = (view.epoch, uri.to_owned());
         let rendered = self.rendered.get(&key).unwrap_or_else(|| {
@@ -170,9 +182,13 @@ impl Disclosure {
             let tools: Vec<_> = rendered.authorized.iter().map(|(n, _)| n).collect();
             tracing::debug!(?tools, "descriptions fetched");
         }
+        // Granted before it counts as fetched: without the grant, the client
+        // is told to retry rather than handed definitions it cannot call.
+        if let Err(e) = session.state.grants.grant(&rendered.authorized).await {
+            return store_unavailable(&e);
+        }
         let upstreams = rendered.authorized.iter().filter_map(|(n, _)| view.catalog.get(n)).map(|e| e.upstream);
         gateway.metrics().descriptions_fetched(Via::Resource, upstreams);
-        session.state.grants.grant(rendered.authorized.iter().cloned());
         Outcome::Prepared(rendered.result.clone())
     }
 }
@@ -262,7 +278,12 @@ fn prepend(outcome: Outcome, key: &str, entry: Value) -> Outcome {
 
 /// The synthesized describe tool: the same bodies as the resource, and the
 /// same authorization.
-fn describe_tool(gateway: &Gateway, session: &GwSession, view: &CatalogView, arguments: Option<&Value>) -> Outcome {
+async fn describe_tool(
+    gateway: &Gateway,
+    session: &GwSession,
+    view: &CatalogView,
+    arguments: Option<&Value>,
+) -> Outcome {
     match disclosure::parse_describe_args(arguments) {
         Err(_) => Outcome::Result(disclosure::describe_args_error(&view.catalog)),
         Ok(names) if let Some(refused) = view.catalog.fetch_limits().refusal(&names) => {
@@ -270,12 +291,21 @@ fn describe_tool(gateway: &Gateway, session: &GwSession, view: &CatalogView, arg
         }
         Ok(names) => {
             let described = disclosure::describe(&view.catalog, &names);
-            let upstreams = described.authorized.iter().filter_map(|n| view.catalog.get(n)).map(|e| e.upstream);
+            let upstreams: Vec<_> =
+                described.authorized.iter().filter_map(|n| view.catalog.get(n)).map(|e| e.upstream).collect();
+            if let Err(e) = session.state.grants.grant(&fingerprints(view, described.authorized)).await {
+                return store_unavailable(&e);
+            }
             gateway.metrics().descriptions_fetched(Via::Tool, upstreams);
-            session.state.grants.grant(fingerprints(view, described.authorized));
             Outcome::Result(disclosure::describe_tool_result(&described.body))
         }
     }
+}
+
+/// The answer to a request whose grants could not be read or written.
+fn store_unavailable(e: &Unavailable) -> Outcome {
+    tracing::warn!(error = %e, "a request failed: the grant store is unavailable");
+    Outcome::error(e.to_error())
 }
 
 fn fingerprints(view: &CatalogView, names: Vec<String>) -> Vec<(String, u64)> {

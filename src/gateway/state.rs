@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::CatalogView;
 use super::upstreams::UpstreamHandle;
 use crate::auth::{Principal, SessionGuard};
+pub use crate::grants::Grants;
 use crate::upstream::Peer;
 
 /// Tool lists this session's own upstream sessions reported that differ
@@ -20,24 +21,6 @@ pub struct SessionTools {
     pub overrides: HashMap<usize, Arc<Vec<Value>>>,
     /// The session's catalog, and the gateway-wide epoch it was built on.
     pub view: Option<(u64, Arc<CatalogView>)>,
-}
-
-/// The tools a session may call (the disclosure layer's): those whose
-/// description it fetched, with the fingerprint of the definition it saw,
-/// since a changed definition must be fetched again.
-#[derive(Default)]
-pub struct Grants(Mutex<HashMap<String, u64>>);
-
-impl Grants {
-    /// Records that the session fetched these definitions.
-    pub fn grant(&self, tools: impl IntoIterator<Item = (String, u64)>) {
-        self.0.lock().extend(tools);
-    }
-
-    /// Whether the session fetched the current definition of `tool`.
-    pub fn allows(&self, tool: &str, fingerprint: u64) -> bool {
-        self.0.lock().get(tool) == Some(&fingerprint)
-    }
 }
 
 /// The place of one per-session upstream connection.
@@ -56,7 +39,8 @@ pub struct GatewaySession {
     uses: RwLock<Box<[bool]>>,
     /// The client's `max_sessions` slot, released when the session ends.
     slot: Mutex<Option<SessionGuard>>,
-    /// What the disclosure layer allows this session to call.
+    /// What the disclosure layer allows this session to call: its own
+    /// grants, or (sessionless) its client's in the gateway's store.
     pub grants: Grants,
     /// This session's own upstream sessions (`sharing = "per_session"`), by
     /// upstream index, created on first use. The async lock makes concurrent
@@ -78,24 +62,34 @@ pub struct GatewaySession {
 impl GatewaySession {
     /// State for an anonymous session of a gateway with `upstreams` upstreams.
     pub fn new(upstreams: usize) -> Self {
-        Self::build(Principal::anonymous(), vec![true; upstreams].into_boxed_slice(), None)
+        Self::build(Principal::anonymous(), vec![true; upstreams].into_boxed_slice(), None, Grants::session())
     }
 
     /// State for a session of `principal`, holding its `max_sessions` slot
     /// (if it has a limit).
     pub fn for_client(upstreams: &[Arc<UpstreamHandle>], principal: Principal, slot: Option<SessionGuard>) -> Self {
         let uses = uses_of(upstreams, &principal);
-        Self::build(principal, uses, slot)
+        Self::build(principal, uses, slot, Grants::session())
     }
 
-    fn build(principal: Principal, uses: Box<[bool]>, slot: Option<SessionGuard>) -> Self {
+    /// State for one sessionless request (MCP 2026-07-28) of `principal`,
+    /// whose gate consults `grants`: its client's in the gateway's store
+    /// ([`Gateway::grants_for`](super::Gateway::grants_for)), so that every
+    /// request of that client, on any replica sharing the store, sees the
+    /// same grants. It holds no `max_sessions` slot.
+    pub fn sessionless(upstreams: &[Arc<UpstreamHandle>], principal: Principal, grants: Grants) -> Self {
+        let uses = uses_of(upstreams, &principal);
+        Self::build(principal, uses, None, grants)
+    }
+
+    fn build(principal: Principal, uses: Box<[bool]>, slot: Option<SessionGuard>, grants: Grants) -> Self {
         let upstreams = uses.len();
         Self {
             client_name: Arc::from(principal.name()),
             principal: RwLock::new(principal),
             uses: RwLock::new(uses),
             slot: Mutex::new(slot),
-            grants: Grants::default(),
+            grants,
             connections: RwLock::new((0..upstreams).map(|_| ConnectionSlot::default()).collect()),
             subscriptions: Mutex::new(HashSet::new()),
             log_level: Mutex::new(None),
@@ -231,13 +225,13 @@ fn uses_of(upstreams: &[Arc<UpstreamHandle>], principal: &Principal) -> Box<[boo
 mod tests {
     use super::*;
 
-    #[test]
-    fn grants_are_per_definition() {
+    #[tokio::test]
+    async fn grants_are_per_definition() {
         let s = GatewaySession::new(2);
-        assert!(!s.grants.allows("a", 1));
-        s.grants.grant([("a".to_owned(), 1)]);
-        assert!(s.grants.allows("a", 1));
-        assert!(!s.grants.allows("a", 2), "a changed definition must be fetched again");
-        assert!(!GatewaySession::new(2).grants.allows("a", 1), "sessions do not share grants");
+        assert!(!s.grants.allows("a", 1).await.unwrap());
+        s.grants.grant(&[("a".to_owned(), 1)]).await.unwrap();
+        assert!(s.grants.allows("a", 1).await.unwrap());
+        assert!(!s.grants.allows("a", 2).await.unwrap(), "a changed definition must be fetched again");
+        assert!(!GatewaySession::new(2).grants.allows("a", 1).await.unwrap(), "sessions do not share grants");
     }
 }

@@ -14,6 +14,8 @@ use crate::jsonrpc::{Body, Id, Response};
 use crate::server::{Accepted, Downlink, Engine, Frame, SessionRef};
 use crate::upstream::MemoryTarget;
 
+mod sessionless;
+
 // === the upstream ===
 
 /// What the upstream received.

@@ -64,7 +64,7 @@ impl fmt::Display for Changes {
 /// credential is configured at all, which decides the routes), the metrics
 /// listener (`[metrics]`), the trace exporter (`[tracing]`), and
 /// `[disclosure]` (the shape of every served catalog and the answer cache).
-pub const RESTART_ONLY: [&str; 5] = ["server", "auth", "metrics", "tracing", "disclosure"];
+pub const RESTART_ONLY: [&str; 6] = ["server", "auth", "metrics", "tracing", "disclosure", "state"];
 
 /// What changes from `old` to `new`.
 pub fn diff(old: &Config, new: &Config) -> Changes {
@@ -87,6 +87,7 @@ pub fn diff(old: &Config, new: &Config) -> Changes {
         old.metrics != new.metrics,
         old.tracing != new.tracing,
         old.disclosure != new.disclosure,
+        old.state != new.state,
     ];
     changes.needs_restart =
         RESTART_ONLY.iter().zip(sections).filter(|(_, changed)| *changed).map(|(s, _)| *s).collect();
@@ -106,5 +107,6 @@ pub fn effective(old: &Config, new: Config) -> Config {
         metrics: old.metrics.clone(),
         tracing: old.tracing.clone(),
         disclosure: old.disclosure.clone(),
+        state: old.state.clone(),
     }
 }

@@ -224,6 +224,14 @@ impl<S> Session<S> {
         }
     }
 
+    /// A session that no `initialize` opened and no store holds, with the
+    /// application's `state`: for an application's tests that run requests
+    /// on a state of their own making (e.g. a sessionless request's). Its id
+    /// is empty.
+    pub fn detached(version: Version, state: S, caller: Caller) -> Self {
+        Self::new(Arc::from(""), version, &Value::Null, state, caller)
+    }
+
     /// Caps the client requests this session may have in flight.
     pub(crate) fn with_max_in_flight(mut self, max: usize) -> Self {
         self.max_in_flight = max;
