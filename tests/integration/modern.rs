@@ -252,3 +252,37 @@ async fn a_stdio_connection_is_pinned_by_its_first_request() -> Result<()> {
     assert!(plain["result"]["tools"].is_array());
     Ok(())
 }
+
+#[tokio::test]
+async fn progress_rides_the_request_stream_and_closing_it_cancels() -> Result<()> {
+    let gw = Toolgate::start(&fixture_upstream("fx", &[], "mode = \"passthrough\"")).await?;
+    let c = gw.client();
+    let mut call = body(1, "tools/call", json!({"name": "test_tool_with_progress", "arguments": {}}));
+    call["params"]["_meta"]["progressToken"] = json!("p1");
+    let r = post(&c, &call, Some("test_tool_with_progress")).await?;
+    assert_eq!(r.status, StatusCode::OK, "{r:?}");
+    assert_eq!(r.content_type, "text/event-stream", "progress goes out before the answer");
+    let progress: Vec<&Value> = r.related().into_iter().filter(|m| m["method"] == "notifications/progress").collect();
+    assert!(!progress.is_empty(), "{r:?}");
+    assert!(progress.iter().all(|p| p["params"]["progressToken"] == "p1"));
+    assert!(r.related().iter().all(|m| m["method"] != "notifications/message"), "no logLevel, no log messages");
+    let result = &r.response(&json!(1)).expect("the answer")["result"];
+    assert_eq!(result["resultType"], "complete");
+
+    // A slow call whose stream the client closes is cancelled.
+    let slow = body(2, "tools/call", json!({"name": "test_tool_slow", "arguments": {"durationMs": 20000}}));
+    let response = c
+        .bare(Method::POST)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "test_tool_slow")
+        .body(slow.to_string())
+        .send()
+        .await?;
+    assert_eq!(response.headers()["content-type"], "text/event-stream", "a slow call is streamed");
+    drop(response);
+    gw.wait_log("closed a modern request's stream: cancelled", std::time::Duration::from_secs(20)).await?;
+    Ok(())
+}
