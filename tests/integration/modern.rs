@@ -286,3 +286,22 @@ async fn progress_rides_the_request_stream_and_closing_it_cancels() -> Result<()
     gw.wait_log("closed a modern request's stream: cancelled", std::time::Duration::from_secs(20)).await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn with_auth_answers_are_private_and_follow_the_client_policy() -> Result<()> {
+    const KEY: &str = "modern-key-0123456789abcdef";
+    let auth = format!("[[auth.clients]]\nname = \"alice\"\napi_key = \"{KEY}\"\ntools = [\"list_projects\"]\n");
+    let gw = Toolgate::start(&format!("{auth}\n{}", demo(""))).await?;
+    let anonymous = gw.client();
+    let r = post(&anonymous, &body(1, "server/discover", json!({})), None).await?;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "modern requests are authenticated too");
+    let alice = Client::with_bearer(&gw.url, KEY)?;
+    let r = post(&alice, &body(2, "server/discover", json!({})), None).await?;
+    assert_eq!(r.messages[0]["result"]["cacheScope"], "private", "{r:?}");
+    let r = post(&alice, &body(3, "tools/list", json!({})), None).await?;
+    let tools = &r.messages[0]["result"];
+    assert_eq!(tools["cacheScope"], "private");
+    let names: Vec<&str> = tools["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"list_projects") && !names.contains(&"summarize_project"), "alice's view: {names:?}");
+    Ok(())
+}
