@@ -115,6 +115,10 @@ pub struct Gateway {
     http: reqwest::Client,
     shutdown: CancellationToken,
     metrics: Arc<Metrics>,
+    /// grants: interim, until the grant store (h-grants): the grants of
+    /// sessionless requests, by client name (anonymous clients share one
+    /// scope), in memory, without expiry.
+    sessionless_grants: parking_lot::Mutex<std::collections::HashMap<String, Vec<(String, u64)>>>,
 }
 
 impl Gateway {
@@ -186,6 +190,7 @@ impl Gateway {
             http,
             shutdown: CancellationToken::new(),
             metrics,
+            sessionless_grants: Default::default(),
         });
         gateway.metrics.attach(&gateway);
         if let Some(authenticator) = gateway.clients.authenticator().filter(|a| a.has_jwt()).cloned() {
@@ -382,7 +387,9 @@ impl Handler for Gateway {
         let principal = ctx.caller.principal::<Principal>().cloned().unwrap_or_else(Principal::anonymous);
         let deadline = tokio::time::Instant::now() + self.config.server.startup_timeout;
         // grants: GatewaySession::sessionless(&self.upstreams, principal.clone(), self.grants_for(&principal))
+        let granted = self.sessionless_grants.lock().get(principal.name()).cloned().unwrap_or_default();
         let state = GatewaySession::for_client(&self.upstreams, principal, None);
+        state.grants.grant(granted);
         Ok(state.with_startup_deadline(deadline))
     }
 
@@ -397,6 +404,13 @@ impl Handler for Gateway {
         let cx = Exchange { gateway: self, session, ctx: &ctx, note: &note };
         let chain = Then { layer: &self.disclosure, next: &self.forwarder };
         let outcome = Then { layer: &self.policy, next: chain }.run(cx, request).await;
+        if session.is_sessionless() {
+            // grants: interim (see `sessionless_grants`); the grant store keeps them itself.
+            let granted = session.state.grants.snapshot();
+            if !granted.is_empty() {
+                self.sessionless_grants.lock().insert(session.state.client_name().to_owned(), granted);
+            }
+        }
         let counted = metrics::Outcome::of(method, &outcome, note.was_refused(), ctx.cancel.is_cancelled());
         self.metrics.request(method, note.upstream(), counted, started.elapsed(), session.state.client_name());
         outcome
