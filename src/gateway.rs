@@ -72,7 +72,10 @@ use crate::metrics::{self, Metrics};
 use crate::protocol::method;
 use crate::server::http::Admit;
 use crate::server::http::health::{Readiness, Ready};
-use crate::server::{Handler, InitContext, RequestCtx, ServerOffer, Session, SessionStore, TraceHeaders};
+use crate::server::{
+    CacheHints, CacheScope, Discovery, Handler, InitContext, ModernContext, RequestCtx, ServerOffer, Session,
+    SessionStore, TraceHeaders,
+};
 use forward::Forwarder;
 use layer::{Exchange, Layer, Next, Then};
 use note::RequestNote;
@@ -348,6 +351,13 @@ impl Gateway {
         })
     }
 
+    /// The `cacheScope` of what toolgate answers modern clients: `private`
+    /// when `[auth]` identifies clients (a client's allowlist or token can
+    /// change what it is shown), else `public`.
+    fn cache_scope(&self) -> CacheScope {
+        if self.clients.is_enabled() { CacheScope::Private } else { CacheScope::Public }
+    }
+
     /// What toolgate offers a client that may use every upstream.
     #[cfg(test)]
     fn offer(&self, version: crate::protocol::Version) -> ServerOffer {
@@ -382,6 +392,36 @@ impl Handler for Gateway {
         let (method, outcome) = (metrics::Method::Initialize, metrics::Outcome::Ok);
         self.metrics.request(method, None, outcome, started.elapsed(), state.client_name());
         Ok((self.offer_for(ctx.version, |i| state.uses(i)), state))
+    }
+
+    /// `server/discover`: the offer `initialize` would make this client
+    /// (toolgate's workflow instructions plus the upstreams'), once the
+    /// upstreams' first connection attempts are done; no session, no slot.
+    async fn discover(self: &Arc<Self>, ctx: &ModernContext) -> Result<Discovery, ErrorObject> {
+        let principal = ctx.caller.principal::<Principal>().cloned().unwrap_or_else(Principal::anonymous);
+        let deadline = tokio::time::Instant::now() + self.config().server.startup_timeout;
+        startup::wait(&self.upstreams(), deadline, &self.config().server).await;
+        let upstreams = self.upstreams();
+        let offer = self.offer_for(crate::protocol::Version::LATEST, |i| {
+            upstreams.get(i).is_some_and(|u| principal.tools().allows_upstream(&u.config.name))
+        });
+        Ok(Discovery { offer, hints: CacheHints { ttl_ms: 0, scope: self.cache_scope() } })
+    }
+
+    /// The state of one sessionless request: the client's view, without a
+    /// `max_sessions` slot (nothing outlives the request). Its calls use each
+    /// upstream's shared (control) connection, `per_session` upstreams
+    /// included (see `connections::for_call`).
+    async fn sessionless(self: &Arc<Self>, ctx: &ModernContext) -> Result<GatewaySession, ErrorObject> {
+        let principal = ctx.caller.principal::<Principal>().cloned().unwrap_or_else(Principal::anonymous);
+        let deadline = tokio::time::Instant::now() + self.config().server.startup_timeout;
+        let grants = self.grants_for(&principal);
+        let state = GatewaySession::sessionless(&self.upstreams(), principal, grants);
+        Ok(state.with_startup_deadline(deadline))
+    }
+
+    fn cache_hints(self: &Arc<Self>, _: &Arc<GwSession>, _: &str) -> CacheHints {
+        CacheHints { ttl_ms: 0, scope: self.cache_scope() }
     }
 
     async fn request(self: &Arc<Self>, session: &Arc<GwSession>, request: Request, ctx: RequestCtx) -> Outcome {

@@ -24,6 +24,7 @@ mod interop_matrix;
 mod legacy_upstream;
 mod limits;
 mod metrics;
+mod modern;
 mod outage;
 mod reload;
 mod security;

@@ -18,7 +18,7 @@ impl Setup {
     /// sessionless path builds it for each request.
     fn sessionless(&self, principal: Principal) -> Client {
         let grants = self.gateway.grants_for(&principal);
-        let state = GatewaySession::sessionless(self.gateway.upstreams(), principal, grants)
+        let state = GatewaySession::sessionless(&self.gateway.upstreams(), principal, grants)
             .with_startup_deadline(tokio::time::Instant::now() + Duration::from_secs(30));
         let session = Arc::new(Session::detached(crate::protocol::Version::LATEST, state, Caller::anonymous()));
         Client { engine: self.engine.clone(), session }

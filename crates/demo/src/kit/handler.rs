@@ -18,7 +18,9 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 use toolgate_mcp::jsonrpc::{ErrorObject, Id, Notification, Outcome, Request, Response, codes};
 use toolgate_mcp::protocol::method;
-use toolgate_mcp::server::{Handler, InitContext, RequestCtx, ServerOffer, Session};
+use toolgate_mcp::server::{
+    CacheHints, Discovery, Handler, InitContext, ModernContext, RequestCtx, ServerOffer, Session,
+};
 
 use super::context::RequestContext;
 use super::level::LogLevel;
@@ -73,6 +75,22 @@ impl Handler for RegistryHandler {
 
     async fn initialize(self: &Arc<Self>, _: &InitContext) -> Result<(ServerOffer, SessionState), ErrorObject> {
         Ok((self.registry.offer(), SessionState::default()))
+    }
+
+    /// The kit serves the 2026-07-28 era too: discover says what
+    /// `initialize` would (the engine drops what needs a listen stream).
+    async fn discover(self: &Arc<Self>, _: &ModernContext) -> Result<Discovery, ErrorObject> {
+        Ok(Discovery { offer: self.registry.offer(), hints: CacheHints::default() })
+    }
+
+    /// A sessionless request's state: its `logLevel` in place of
+    /// `logging/setLevel` (the engine drops every log message of a request
+    /// without one).
+    async fn sessionless(self: &Arc<Self>, ctx: &ModernContext) -> Result<SessionState, ErrorObject> {
+        let state = SessionState::default();
+        let level = ctx.log_level.as_deref().and_then(LogLevel::parse);
+        *state.log_level.lock() = level;
+        Ok(state)
     }
 
     async fn request(self: &Arc<Self>, session: &Arc<KitSession>, request: Request, ctx: RequestCtx) -> Outcome {

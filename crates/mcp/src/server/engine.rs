@@ -10,6 +10,12 @@
 //! returns the requests the transport must run ([`Engine::run`]) and the
 //! answers it already has. Transports only move frames and map
 //! [`Refusal`]s to their own status codes.
+//!
+//! Requests of the sessionless 2026-07-28 era take another way in
+//! ([`Engine::accept_modern`], see `engine/modern.rs`): validated one by one,
+//! answered (`server/discover`) or run on a transient session, never stored.
+//! A `server/discover` without the modern envelope still gets the
+//! handshake-era refusal below, which sends a probing client to `initialize`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -438,6 +444,16 @@ impl<H: Handler> Engine<H> {
         remote: Option<&TraceHeaders>,
     ) -> Option<Response> {
         let id = request.id.clone();
+        // A modern request's answer is completed on the way out; its
+        // downlink drops the log messages its `logLevel` does not ask for.
+        let modern = session.modern().map(|ctx| {
+            let uri = request.params.as_ref().and_then(|p| p.get("uri")).cloned();
+            (request.method.clone(), uri, ctx.log_level.clone())
+        });
+        let downlink = match &modern {
+            Some((_, _, level)) => downlink.for_modern(level.as_deref()),
+            None => downlink,
+        };
         // At debug level: a span costs little when disabled, and the default
         // `info` filter leaves the hot path without one (`TOOLGATE_LOG=debug`
         // follows every request, an OpenTelemetry exporter traces it; the
@@ -471,6 +487,10 @@ impl<H: Handler> Engine<H> {
         if cancel.is_cancelled() {
             return None;
         }
+        let outcome = match modern {
+            Some((method, uri, _)) => self.finish_modern(session, &method, uri, outcome),
+            None => outcome,
+        };
         Some(Response { id: Some(id), outcome })
     }
 }
@@ -562,6 +582,10 @@ fn initialize_result(version: Version, offer: ServerOffer) -> Value {
     }
     Value::Object(result)
 }
+
+mod modern;
+
+pub use modern::{ModernAccepted, RoutingHeaders};
 
 #[cfg(test)]
 mod tests;
