@@ -21,6 +21,7 @@ use tracing::Instrument as _;
 use super::layer::Exchange;
 use super::lists::{ListKind, RouteMaps, crawl_all};
 use super::pages::Pager;
+use super::upstreams::UpstreamHandle;
 use super::{Gateway, GwSession, connections, events, translate};
 use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
 use crate::metrics::Method;
@@ -189,7 +190,10 @@ impl Forwarder {
         // and the `traceparent` header over HTTP).
         let params = crate::telemetry::inject(&span, params);
         let route = events::SessionRoute::new(cx.gateway, cx.session, cx.ctx);
-        let call = Call::new(method, params).routed(Arc::new(route)).cancelled_by(cx.ctx.cancel.clone());
+        let mut call = Call::new(method, params).routed(Arc::new(route)).cancelled_by(cx.ctx.cancel.clone());
+        if up.hello().is_some_and(|h| h.modern.is_some()) {
+            call = call.for_client(connections::client_context(cx.session, up.config.forward_roots));
+        }
         let connections = connections::for_call(cx.gateway, cx.session, index);
         let started = Instant::now();
         let result = upstream::service::call(connections, up.config.timeout, call).instrument(span).await;
@@ -389,7 +393,11 @@ impl Forwarder {
         cx.session.state.set_log_level(level.clone());
         let live = cx.session.state.live_connections();
         let mut targets = Vec::new();
-        for up in cx.gateway.upstreams().iter().filter(|u| u.has("logging") && cx.session.state.uses(u.index)) {
+        // A modern upstream has no `logging/setLevel`: the level travels on
+        // each request (`_meta` logLevel, from the session's).
+        let modern = |u: &UpstreamHandle| u.hello().is_some_and(|h| h.modern.is_some());
+        let uses = |u: &UpstreamHandle| u.has("logging") && !modern(u) && cx.session.state.uses(u.index);
+        for up in cx.gateway.upstreams().iter().filter(|u| uses(u)) {
             let peer = match up.is_shared() {
                 true => up.control(),
                 false => live.iter().find(|(i, _)| *i == up.index).map(|(_, p)| p.clone()),
