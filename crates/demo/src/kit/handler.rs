@@ -21,6 +21,7 @@ use toolgate_mcp::protocol::method;
 use toolgate_mcp::server::{Handler, InitContext, RequestCtx, ServerOffer, Session};
 
 use super::context::RequestContext;
+use super::envelope::{self, Envelope};
 use super::level::LogLevel;
 use super::registry::{Registry, Tool, ToolFailure, ToolHandler, ToolResult};
 use super::result;
@@ -82,6 +83,7 @@ impl Handler for RegistryHandler {
         }
         let params = params.as_ref();
         let registry = &self.registry;
+        let modern = Envelope::of(params).is_modern();
         let answer = match m.as_str() {
             method::TOOLS_LIST => list("tools", registry.tool_definitions(), registry.page_size(), params),
             method::RESOURCES_LIST => list("resources", registry.resource_definitions(), registry.page_size(), params),
@@ -97,6 +99,21 @@ impl Handler for RegistryHandler {
             method::LOGGING_SET_LEVEL => set_level(&session.state, params),
             other => Err(ErrorObject::method_not_found(other)),
         };
+        // 2026-07-28: list and read results say how long they stay fresh.
+        let cacheable = matches!(
+            m.as_str(),
+            method::TOOLS_LIST
+                | method::RESOURCES_LIST
+                | method::RESOURCES_TEMPLATES_LIST
+                | method::RESOURCES_READ
+                | method::PROMPTS_LIST
+        );
+        let answer = answer.map(|mut a| {
+            if modern && cacheable {
+                envelope::add_cache_hints(&mut a);
+            }
+            a
+        });
         outcome(answer)
     }
 
@@ -117,7 +134,7 @@ impl RegistryHandler {
         // they are quick, as toolgate's own do.
         ctx.downlink.prefer_stream();
         let id = request.id;
-        let Call { tool, args, progress_token } = match Call::read(&self.registry, request.params) {
+        let Call { tool, args, progress_token, envelope } = match Call::read(&self.registry, request.params) {
             Ok(call) => call,
             Err(e) => return Outcome::error(e),
         };
@@ -138,6 +155,7 @@ impl RegistryHandler {
             registry: self.registry.clone(),
             request_id: id,
             progress_token,
+            envelope: Arc::new(envelope),
             downlink: ctx.downlink,
             cancel: ctx.cancel.clone(),
         };
@@ -170,6 +188,8 @@ struct Call {
     /// text into the answer).
     args: Map<String, Value>,
     progress_token: Option<Value>,
+    /// The rest of the params: `_meta` and the multi-round-trip fields.
+    envelope: Envelope,
 }
 
 impl Call {
@@ -187,7 +207,7 @@ impl Call {
             Some(_) => return Err(ErrorObject::invalid_params("\"arguments\" must be an object")),
         };
         let progress_token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
-        Ok(Call { tool, args, progress_token })
+        Ok(Call { tool, args, progress_token, envelope: Envelope::new(params) })
     }
 }
 
@@ -259,7 +279,7 @@ fn get_prompt(registry: &Registry, params: Option<&Value>) -> Result<Value, Erro
         Some(_) => return Err(ErrorObject::invalid_params("\"arguments\" must be an object")),
     };
     registry
-        .get_prompt(name, args)
+        .get_prompt(name, args, &Envelope::of(params))
         .unwrap_or_else(|| Err(ErrorObject::invalid_params(format!("Unknown prompt: {name}"))))
 }
 
