@@ -20,8 +20,10 @@ pub mod stdio;
 mod store;
 
 pub use caller::Caller;
-pub use engine::{Accepted, Engine, Refusal, SessionRef};
-pub use handler::{Handler, InitContext, RequestCtx, ServerOffer, TraceHeaders};
+pub use engine::{Accepted, Engine, ModernAccepted, Refusal, RoutingHeaders, SessionRef};
+pub use handler::{
+    CacheHints, CacheScope, Discovery, Handler, InitContext, ModernContext, RequestCtx, ServerOffer, TraceHeaders,
+};
 pub use limits::{Limits, shutting_down, too_many_requests, too_many_sessions};
 pub use session::{ClientRequestError, Downlink, Frame, Frames, Session};
 pub use store::{Reservation, SessionStore};

@@ -2,6 +2,15 @@
 //! the request envelope in `_meta`, the routing headers, the result fields and
 //! the error codes. Both legs use them: the server engine to validate what a
 //! client sends, the upstream leg to build what toolgate sends.
+//!
+//! Beside the names: the few pure rules both legs apply to them (reading the
+//! envelope, decoding a header value, the errors and HTTP statuses of the
+//! revision), so neither leg spells them out again.
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use crate::jsonrpc::{ErrorObject, codes as rpc};
 
 /// The modern revision's string.
 pub const VERSION_2026_07_28: &str = "2026-07-28";
@@ -43,6 +52,19 @@ pub mod method {
     /// request for one gets `-32601` (HTTP 404).
     pub const REMOVED: [&str; 5] =
         ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
+
+    /// Methods whose results are cacheable (`ttlMs` and `cacheScope`).
+    pub const CACHEABLE: [&str; 6] =
+        [SERVER_DISCOVER, "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
+
+    /// The `params` member `Mcp-Name` mirrors for `method`, if it has one.
+    pub fn name_param(method: &str) -> Option<&'static str> {
+        match method {
+            "tools/call" | "prompts/get" => Some("name"),
+            "resources/read" => Some("uri"),
+            _ => None,
+        }
+    }
 }
 
 /// HTTP headers of the modern Streamable HTTP transport (lower case).
@@ -56,6 +78,11 @@ pub mod header {
     pub const PARAM_PREFIX: &str = "mcp-param-";
     /// The schema keyword that marks an argument to mirror in a header.
     pub const SCHEMA_KEYWORD: &str = "x-mcp-header";
+    /// A header value that is not plain visible ASCII travels as
+    /// `=?base64?<standard base64 of the UTF-8 bytes>?=`.
+    pub const BASE64_PREFIX: &str = "=?base64?";
+    /// The end of a base64 header value.
+    pub const BASE64_SUFFIX: &str = "?=";
 }
 
 /// Result fields.
@@ -76,6 +103,12 @@ pub mod result {
     pub const REQUEST_STATE: &str = "requestState";
     /// The retry's params: the client's answers, by key.
     pub const INPUT_RESPONSES: &str = "inputResponses";
+    /// `cacheScope`: any cache may serve the result to anyone.
+    pub const PUBLIC: &str = "public";
+    /// `cacheScope`: the result may differ by authorization context.
+    pub const PRIVATE: &str = "private";
+    /// `server/discover` result: the revisions the server speaks.
+    pub const SUPPORTED_VERSIONS: &str = "supportedVersions";
 }
 
 /// Error codes of the modern era (`-32020..=-32099` is reserved for the spec).
@@ -89,3 +122,119 @@ pub mod code {
     /// `data: {supported: [...], requested: "..."}`.
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
+
+/// Whether `version` is a revision of the handshake (`initialize`) era.
+pub fn is_handshake_version(version: &str) -> bool {
+    crate::protocol::Version::parse(version).is_some()
+}
+
+/// The request's claim to the modern era: `params._meta`'s protocol version
+/// key, if present (whatever its value).
+pub fn claim(params: Option<&Value>) -> Option<&Value> {
+    params?.get("_meta")?.get(meta::PROTOCOL_VERSION)
+}
+
+/// What a modern request's `_meta` envelope says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope {
+    /// `protocolVersion`.
+    pub version: String,
+    /// `clientCapabilities`, as sent.
+    pub capabilities: Value,
+    /// `clientInfo`, if sent (it is a SHOULD).
+    pub client_info: Option<Value>,
+    /// `logLevel`, if sent.
+    pub log_level: Option<String>,
+}
+
+impl Envelope {
+    /// Reads the envelope of a request's `params`, or the `-32602` naming
+    /// what is missing or malformed (`data: {envelope: {missing: [...]}}`).
+    pub fn read(params: Option<&Value>) -> Result<Envelope, ErrorObject> {
+        let meta = params.and_then(|p| p.get("_meta")).filter(|m| m.is_object());
+        let Some(meta) = meta else {
+            return Err(envelope_error(&["_meta"], "the request has no params._meta envelope"));
+        };
+        let version = meta.get(meta::PROTOCOL_VERSION).and_then(Value::as_str);
+        let capabilities = meta.get(meta::CLIENT_CAPABILITIES).filter(|c| c.is_object());
+        let mut missing = Vec::new();
+        if version.is_none() {
+            missing.push(meta::PROTOCOL_VERSION);
+        }
+        if capabilities.is_none() {
+            missing.push(meta::CLIENT_CAPABILITIES);
+        }
+        match (version, capabilities) {
+            (Some(version), Some(capabilities)) => Ok(Envelope {
+                version: version.to_owned(),
+                capabilities: capabilities.clone(),
+                client_info: meta.get(meta::CLIENT_INFO).filter(|i| i.is_object()).cloned(),
+                log_level: meta.get(meta::LOG_LEVEL).and_then(Value::as_str).map(str::to_owned),
+            }),
+            _ => Err(envelope_error(&missing, "the _meta envelope lacks a required field")),
+        }
+    }
+}
+
+fn envelope_error(missing: &[&str], why: &str) -> ErrorObject {
+    ErrorObject::new(rpc::INVALID_PARAMS, format!("Invalid params: {why} ({})", missing.join(", ")))
+        .with_data(json!({"envelope": {"missing": missing}}))
+}
+
+/// `-32022` for a revision toolgate does not serve, naming the ones it does.
+pub fn unsupported_version(requested: &str) -> ErrorObject {
+    ErrorObject::new(
+        code::UNSUPPORTED_PROTOCOL_VERSION,
+        format!("Unsupported protocol version {requested:?}; supported: {}", VERSIONS.join(", ")),
+    )
+    .with_data(json!({"supported": VERSIONS, "requested": requested}))
+}
+
+/// `-32020`: `header` is missing (`sent: None`), malformed, or differs from
+/// the body's `body`.
+pub fn header_mismatch(header: &str, sent: Option<&str>, body: &str) -> ErrorObject {
+    let message = match sent {
+        None => format!("Header mismatch: the {header} header is required and must be {body:?}"),
+        Some(sent) => format!("Header mismatch: {header} is {sent:?} but the body says {body:?}"),
+    };
+    ErrorObject::new(code::HEADER_MISMATCH, message)
+        .with_data(json!({"mismatch": {"header": header, "sent": sent, "body": body}}))
+}
+
+/// The value of an `Mcp-*` header: optional white space trimmed, and a
+/// `=?base64?…?=` value decoded. `None` when the base64 is invalid or does
+/// not decode to UTF-8 (a malformed header).
+pub fn decode_header_value(raw: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(raw).ok()?.trim_matches([' ', '\t']);
+    match text.strip_prefix(header::BASE64_PREFIX).and_then(|t| t.strip_suffix(header::BASE64_SUFFIX)) {
+        Some(encoded) => {
+            let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).ok()?;
+            String::from_utf8(bytes).ok()
+        }
+        None => Some(text.to_owned()),
+    }
+}
+
+/// The HTTP status of a modern response carrying error `code` that did not
+/// come from the envelope check (whose `-32602` is always 400): the
+/// revision's own errors and malformed requests are 400, an unknown method
+/// 404, everything else (a handler's `-32602` included, as the TypeScript
+/// SDK does) 200 with the error in the body.
+pub fn http_status(code: i64) -> u16 {
+    match code {
+        code::HEADER_MISMATCH | code::MISSING_REQUIRED_CLIENT_CAPABILITY | code::UNSUPPORTED_PROTOCOL_VERSION => 400,
+        rpc::PARSE_ERROR | rpc::INVALID_REQUEST => 400,
+        rpc::METHOD_NOT_FOUND => 404,
+        _ => 200,
+    }
+}
+
+/// The rank of a log level (`debug` lowest, `emergency` highest), for
+/// comparing a message's level with a request's `logLevel`.
+pub fn log_rank(level: &str) -> Option<u8> {
+    const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+    LEVELS.iter().position(|l| *l == level).and_then(|p| u8::try_from(p).ok())
+}
+
+#[cfg(test)]
+mod tests;

@@ -438,6 +438,16 @@ impl<H: Handler> Engine<H> {
         remote: Option<&TraceHeaders>,
     ) -> Option<Response> {
         let id = request.id.clone();
+        // A modern request's answer is completed on the way out; its
+        // downlink drops the log messages its `logLevel` does not ask for.
+        let modern = session.modern().map(|ctx| {
+            let uri = request.params.as_ref().and_then(|p| p.get("uri")).cloned();
+            (request.method.clone(), uri, ctx.log_level.clone())
+        });
+        let downlink = match &modern {
+            Some((_, _, level)) => downlink.for_modern(level.as_deref()),
+            None => downlink,
+        };
         // At debug level: a span costs little when disabled, and the default
         // `info` filter leaves the hot path without one (`TOOLGATE_LOG=debug`
         // follows every request, an OpenTelemetry exporter traces it; the
@@ -471,6 +481,10 @@ impl<H: Handler> Engine<H> {
         if cancel.is_cancelled() {
             return None;
         }
+        let outcome = match modern {
+            Some((method, uri, _)) => self.finish_modern(session, &method, uri, outcome),
+            None => outcome,
+        };
         Some(Response { id: Some(id), outcome })
     }
 }
@@ -562,6 +576,10 @@ fn initialize_result(version: Version, offer: ServerOffer) -> Value {
     }
     Value::Object(result)
 }
+
+mod modern;
+
+pub use modern::{ModernAccepted, RoutingHeaders};
 
 #[cfg(test)]
 mod tests;

@@ -35,6 +35,70 @@ pub struct ServerOffer {
     pub instructions: Option<String>,
 }
 
+/// What a sessionless (2026-07-28, "modern") request tells the server about
+/// its client: the `_meta` envelope every such request carries, and who sent
+/// it. There is no session behind it: the application builds what the one
+/// request needs from this ([`Handler::sessionless`]) and drops it after.
+#[derive(Debug, Clone)]
+pub struct ModernContext {
+    /// The request's revision (one of [`modern::VERSIONS`](crate::protocol::modern::VERSIONS)).
+    pub version: String,
+    /// `clientCapabilities`, for this request only.
+    pub capabilities: Value,
+    /// `clientInfo`, or `null` when the client sent none.
+    pub client_info: Value,
+    /// `logLevel`: the lowest level of `notifications/message` the client
+    /// wants on this request's stream; none at all without one.
+    pub log_level: Option<String>,
+    /// Who sent the request (as [`Admit`](super::http::Admit) decided).
+    pub caller: Caller,
+}
+
+/// `cacheScope` of a modern cacheable result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheScope {
+    /// Any cache may serve it to anyone.
+    Public,
+    /// It may differ by authorization context: caches must not share it.
+    Private,
+}
+
+impl CacheScope {
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheScope::Public => crate::protocol::modern::result::PUBLIC,
+            CacheScope::Private => crate::protocol::modern::result::PRIVATE,
+        }
+    }
+}
+
+/// The cache hints of a modern cacheable result (`ttlMs`, `cacheScope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheHints {
+    /// How long the result stays fresh, in milliseconds.
+    pub ttl_ms: u64,
+    /// Who may share it.
+    pub scope: CacheScope,
+}
+
+impl Default for CacheHints {
+    /// Not to be reused without asking again, by anyone.
+    fn default() -> Self {
+        Self { ttl_ms: 0, scope: CacheScope::Public }
+    }
+}
+
+/// What a server says in its `server/discover` result (the engine adds
+/// `supportedVersions` and `resultType`, and `serverInfo` goes in `_meta`).
+#[derive(Debug, Clone)]
+pub struct Discovery {
+    /// `capabilities`, `serverInfo` and `instructions`, as for `initialize`.
+    pub offer: ServerOffer,
+    /// The discover result's own cache hints.
+    pub hints: CacheHints,
+}
+
 /// Per-request context handed to [`Handler::request`].
 #[derive(Clone)]
 pub struct RequestCtx {
@@ -77,6 +141,36 @@ pub trait Handler: Send + Sync + 'static {
         ctx: &InitContext,
     ) -> impl Future<Output = Result<(ServerOffer, Self::State), ErrorObject>> + Send;
 
+    /// Answers `server/discover` for a modern client: what the server offers
+    /// `ctx`'s caller. Must not create per-client state. By default the
+    /// application serves no modern revision: `-32022` naming the
+    /// handshake-era revisions, which sends a dual-era client to `initialize`.
+    fn discover(self: &Arc<Self>, ctx: &ModernContext) -> impl Future<Output = Result<Discovery, ErrorObject>> + Send {
+        let refused = legacy_only(&ctx.version);
+        async move { Err(refused) }
+    }
+
+    /// Builds the state one sessionless (modern) request runs with: the
+    /// engine then hands the request to [`Handler::request`] with a
+    /// transient [`Session`] holding it ([`Session::modern`] says so), and
+    /// drops both once it is answered ([`Handler::closed`] is not called).
+    /// By default refused like [`Handler::discover`].
+    fn sessionless(
+        self: &Arc<Self>,
+        ctx: &ModernContext,
+    ) -> impl Future<Output = Result<Self::State, ErrorObject>> + Send {
+        let refused = legacy_only(&ctx.version);
+        async move { Err(refused) }
+    }
+
+    /// The cache hints of a cacheable result for a modern request (the list
+    /// methods and `resources/read`), where the result has none of its own.
+    /// Public and not to be reused by default.
+    fn cache_hints(self: &Arc<Self>, session: &Arc<Session<Self::State>>, method: &str) -> CacheHints {
+        let _ = (session, method);
+        CacheHints::default()
+    }
+
     /// Answers a request. Messages produced while answering (progress, logs,
     /// server-to-client requests) go to `ctx.downlink`.
     fn request(
@@ -115,4 +209,14 @@ pub trait Handler: Send + Sync + 'static {
     /// The session ended (client `DELETE`, idle expiry or shutdown): release
     /// what it holds.
     fn closed(self: &Arc<Self>, session: Arc<Session<Self::State>>) -> impl Future<Output = ()> + Send;
+}
+
+/// The refusal of an application that serves no modern revision.
+fn legacy_only(requested: &str) -> ErrorObject {
+    let supported: Vec<&str> = Version::ALL.iter().rev().map(|v| v.as_str()).collect();
+    ErrorObject::new(
+        crate::protocol::modern::code::UNSUPPORTED_PROTOCOL_VERSION,
+        format!("This server speaks only the initialize handshake ({}); send initialize", supported.join(", ")),
+    )
+    .with_data(serde_json::json!({"supported": supported, "requested": requested}))
 }

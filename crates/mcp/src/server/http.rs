@@ -14,6 +14,7 @@ mod guard;
 pub mod health;
 mod legacy;
 mod listen;
+mod modern;
 mod post;
 mod reply;
 mod stream;
@@ -131,6 +132,9 @@ async fn endpoint<H: Handler>(State(state): State<Arc<HttpState<H>>>, mut reques
     };
     match *request.method() {
         Method::POST => post::handle(state, request, caller).await,
+        Method::GET | Method::DELETE if !request.headers().contains_key(protocol::header::SESSION_ID) => {
+            modern::not_allowed()
+        }
         Method::GET => stream::open(state, request.headers(), &caller),
         Method::DELETE => delete(state, request.headers(), &caller),
         _ => {

@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::caller::Caller;
+use super::handler::ModernContext;
 use super::limits::{DEFAULT_MAX_REQUESTS_PER_SESSION, DEFAULT_STREAM_BUFFER};
 use super::replay::{self, Replay};
 use crate::jsonrpc::{Id, Message, Notification, Outcome, Request, Response};
@@ -44,6 +45,9 @@ pub enum Frame {
 pub struct Downlink {
     tx: mpsc::UnboundedSender<Frame>,
     queue: Arc<Queue>,
+    /// For a modern request: the rank of its `logLevel` (`Some(None)`: it
+    /// sent none, so no `notifications/message` may go out for it).
+    log_floor: Option<Option<u8>>,
 }
 
 /// What a [`Downlink`] holds back.
@@ -101,7 +105,7 @@ impl Downlink {
     pub fn with_capacity(capacity: usize) -> (Downlink, Frames) {
         let (tx, rx) = mpsc::unbounded_channel();
         let queue = Arc::new(Queue { notes: AtomicUsize::new(0), capacity, dropped: AtomicU64::new(0) });
-        (Downlink { tx, queue: queue.clone() }, Frames { rx, queue })
+        (Downlink { tx, queue: queue.clone(), log_floor: None }, Frames { rx, queue })
     }
 
     /// Sends a message related to the request. Returns `false` when the
@@ -111,8 +115,30 @@ impl Downlink {
         self.offer(message.into()).is_ok()
     }
 
+    /// This downlink for a modern request with `log_level` (its `_meta`
+    /// `logLevel`): `notifications/message` below that level, or any at all
+    /// without one, is dropped, as the 2026-07-28 revision requires.
+    pub fn for_modern(&self, log_level: Option<&str>) -> Downlink {
+        let floor = log_level.map(|l| crate::protocol::modern::log_rank(l).unwrap_or(0));
+        Downlink { tx: self.tx.clone(), queue: self.queue.clone(), log_floor: Some(floor) }
+    }
+
+    /// Whether a modern request's log floor lets `message` through.
+    fn admits(&self, message: &Message) -> bool {
+        let (Some(floor), Message::Notification(n)) = (self.log_floor, message) else { return true };
+        if n.method != method::MESSAGE {
+            return true;
+        }
+        let level = n.params.as_ref().and_then(|p| p.get("level")).and_then(Value::as_str);
+        let rank = level.and_then(crate::protocol::modern::log_rank).unwrap_or(u8::MAX);
+        floor.is_some_and(|floor| rank >= floor)
+    }
+
     /// Queues a message, or hands it back when the stream is gone.
     fn offer(&self, message: Message) -> Result<(), Message> {
+        if !self.admits(&message) {
+            return Ok(());
+        }
         let note = matches!(message, Message::Notification(_));
         if note {
             let queued = self.queue.notes.fetch_add(1, Ordering::AcqRel);
@@ -189,6 +215,8 @@ pub struct Session<S> {
     client_info: Value,
     /// The application's state for this session.
     pub state: S,
+    /// Set for the transient session of one sessionless (modern) request.
+    modern: Option<Arc<ModernContext>>,
     initialized: AtomicBool,
     /// Lives as long as its connection: never expires when idle.
     pinned: AtomicBool,
@@ -213,6 +241,7 @@ impl<S> Session<S> {
             client_capabilities: init_params.get("capabilities").cloned().unwrap_or_else(|| json!({})),
             client_info: init_params.get("clientInfo").cloned().unwrap_or(Value::Null),
             state,
+            modern: None,
             initialized: AtomicBool::new(false),
             pinned: AtomicBool::new(false),
             max_in_flight: DEFAULT_MAX_REQUESTS_PER_SESSION,
@@ -222,6 +251,29 @@ impl<S> Session<S> {
             replay: Mutex::new(Replay::default()),
             closed: CancellationToken::new(),
         }
+    }
+
+    /// The transient session one sessionless (modern) request runs in: the
+    /// envelope's capabilities and client info stand in for `initialize`'s,
+    /// and the revision is the newest handshake one (what the application
+    /// may send is the latest content; the envelope names the real revision).
+    pub(crate) fn sessionless(id: Arc<str>, ctx: ModernContext, state: S) -> Self {
+        let params = json!({"capabilities": ctx.capabilities, "clientInfo": ctx.client_info});
+        let mut session = Self::new(id, Version::LATEST, &params, state, ctx.caller.clone()).with_max_in_flight(1);
+        session.initialized = AtomicBool::new(true);
+        session.modern = Some(Arc::new(ctx));
+        session
+    }
+
+    /// The envelope of the sessionless request this transient session
+    /// serves; `None` for a real (handshake-era) session.
+    pub fn modern(&self) -> Option<&ModernContext> {
+        self.modern.as_deref()
+    }
+
+    /// Whether this is the transient session of a sessionless request.
+    pub fn is_sessionless(&self) -> bool {
+        self.modern.is_some()
     }
 
     /// Caps the client requests this session may have in flight.

@@ -17,10 +17,17 @@
 //! their bounded [`Downlink`] and the surplus is dropped. Responses are
 //! never dropped.
 //!
+//! A stdio connection ([`Lifetime::Connection`]) may also speak the
+//! sessionless 2026-07-28 era: its first request pins the era (see [`era`]).
+//! Legacy HTTP+SSE is a handshake-era transport only.
+//!
 //! A connection's session lives as the transport says ([`Lifetime`]): as
 //! long as the connection (stdio), or until it is idle too long (legacy
 //! HTTP+SSE), when the connection ends with it.
 
+mod era;
+
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -37,7 +44,7 @@ use super::engine::{Accepted, Engine, SessionRef};
 use super::handler::Handler;
 use super::replay::{self, Event};
 use super::session::{Downlink, Frame, Session};
-use crate::jsonrpc::{Body, DecodeError, Message, Response};
+use crate::jsonrpc::{Body, DecodeError, Id, Message, Response};
 
 /// Where a single-channel transport's messages go out, encoded: a bounded
 /// queue, so a slow reader holds the driver back instead of growing memory.
@@ -64,6 +71,8 @@ type Running = Pin<Box<dyn Future<Output = Answer> + Send>>;
 enum Answer {
     One(Option<Response>),
     Batch(Vec<Response>),
+    /// A modern request's answer (`None`: cancelled), by request id.
+    Modern(Id, Option<Response>),
 }
 
 /// Serves one client connection until `inbound` ends (or its session does),
@@ -103,6 +112,9 @@ where
     let mut running: FuturesUnordered<Running> = FuturesUnordered::new();
     // Set when the input ended with requests still running.
     let mut ending: Option<Instant> = None;
+    // The connection's era (stdio only) and its modern requests running.
+    let mut pinned = era::Pinned::default();
+    let mut modern: HashMap<Id, Arc<Session<H::State>>> = HashMap::new();
     loop {
         let closed = out.closed.clone();
         tokio::select! {
@@ -131,6 +143,12 @@ where
                     Answer::One(Some(response)) => out.message(&Message::Response(response)).await,
                     Answer::One(None) => {}
                     Answer::Batch(responses) => out.batch(responses).await,
+                    Answer::Modern(id, response) => {
+                        modern.remove(&id);
+                        if let Some(response) = response {
+                            out.message(&Message::Response(response)).await;
+                        }
+                    }
                 }
             }
             () = tokio::time::sleep_until(ending.unwrap_or_else(Instant::now)), if ending.is_some() => break,
@@ -142,6 +160,39 @@ where
                     }
                     ending = Some(Instant::now() + EOF_GRACE);
                     continue;
+                };
+                let body = match lifetime {
+                    Lifetime::Connection => match pinned.route(body) {
+                        era::Route::Legacy(body) => body,
+                        era::Route::Modern(request) => {
+                            match engine.accept_modern(request, None, &caller).await {
+                                crate::server::ModernAccepted::Answered { response, .. } => {
+                                    out.message(&Message::Response(response)).await;
+                                }
+                                crate::server::ModernAccepted::Run { session, request } => {
+                                    let (engine, downlink, id) = (engine.clone(), downlink.clone(), request.id.clone());
+                                    modern.insert(id.clone(), session.clone());
+                                    running.push(Box::pin(async move {
+                                        Answer::Modern(id, engine.run(&session, request, downlink).await)
+                                    }));
+                                }
+                            }
+                            continue;
+                        }
+                        era::Route::Cancel(id) => {
+                            if let Some(session) = modern.remove(&id) {
+                                tracing::debug!(%id, "client cancelled a modern request");
+                                session.close();
+                            }
+                            continue;
+                        }
+                        era::Route::Answer(response) => {
+                            out.message(&Message::Response(response)).await;
+                            continue;
+                        }
+                        era::Route::Drop => continue,
+                    },
+                    Lifetime::Idle => body,
                 };
                 let reference = match &out.session {
                     Some(s) => {

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::jsonrpc::Outcome;
-use crate::server::RequestCtx;
+use crate::server::{CacheHints, CacheScope, Discovery, ModernContext, RequestCtx};
 
 /// Echoes every request's method and params; `slow` waits for cancellation.
 struct Echo;
@@ -22,9 +22,35 @@ impl Handler for Echo {
         Ok((offer, ()))
     }
 
+    async fn discover(self: &Arc<Self>, _: &ModernContext) -> Result<Discovery, ErrorObject> {
+        let offer = ServerOffer {
+            capabilities: json!({"tools": {"listChanged": true}, "resources": {"subscribe": true}}),
+            server_info: json!({"name": "echo", "version": "1"}),
+            instructions: Some("be kind".into()),
+        };
+        Ok(Discovery { offer, hints: CacheHints { ttl_ms: 5, scope: CacheScope::Public } })
+    }
+
+    async fn sessionless(self: &Arc<Self>, _: &ModernContext) -> Result<(), ErrorObject> {
+        Ok(())
+    }
+
+    fn cache_hints(self: &Arc<Self>, _: &Arc<Session<()>>, _: &str) -> CacheHints {
+        CacheHints { ttl_ms: 0, scope: CacheScope::Private }
+    }
+
     async fn request(self: &Arc<Self>, _: &Arc<Session<()>>, request: Request, ctx: RequestCtx) -> Outcome {
         if request.method == "slow" {
             ctx.cancel.cancelled().await;
+        }
+        if request.method == "resources/read" {
+            return Outcome::error(ErrorObject::new(codes::RESOURCE_NOT_FOUND, "Resource not found"));
+        }
+        if request.method == "log" {
+            for level in ["debug", "info", "error"] {
+                let params = json!({"level": level, "data": level});
+                ctx.downlink.send(Notification::new(method::MESSAGE, Some(params)));
+            }
         }
         Outcome::Result(json!({"method": request.method, "params": request.params}))
     }
@@ -271,3 +297,6 @@ async fn a_shutting_down_engine_refuses_new_work_and_drains_the_running() {
     assert!(engine.drain(Duration::from_secs(1)).await);
     assert!(run.await.unwrap().is_none());
 }
+
+#[path = "modern_tests.rs"]
+mod modern_tests;

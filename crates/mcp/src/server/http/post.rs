@@ -46,7 +46,11 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, call
             Ok(b) => b,
             Err(e) => return e.into_response(),
         };
-    let body = Body::decode(&bytes);
+    let body = match super::modern::classify(Body::decode(&bytes), headers) {
+        super::modern::Era::Legacy(body) => body,
+        super::modern::Era::Modern(request) => return super::modern::serve(state, request, headers, caller).await,
+        super::modern::Era::Answered(response) => return response,
+    };
     let session = match body {
         // `initialize` names no session (a stale id just gets a new one),
         // unless it names a live one: re-initializing is a client bug.

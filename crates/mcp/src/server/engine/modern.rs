@@ -1,0 +1,250 @@
+//! The sessionless (2026-07-28, "modern") era of the engine: the per-request
+//! validation ladder, `server/discover`, and the transient session a modern
+//! request runs in.
+//!
+//! A transport that saw a request claim the modern era (its `params._meta`
+//! names a protocol version) hands it to [`Engine::accept_modern`] with the
+//! routing headers it carried (none on stdio). The checks run in the order
+//! the TypeScript SDK and the conformance suite expect:
+//!
+//! - a. the `_meta` envelope (protocol version and client capabilities) →
+//!   `-32602` naming what is missing (HTTP 400);
+//! - b. `MCP-Protocol-Version` present and equal to the envelope's → `-32020`;
+//! - c. a revision toolgate serves → `-32022` with `{supported, requested}`;
+//! - d. `Mcp-Method` present and equal to the body's `method` → `-32020`;
+//! - e. `Mcp-Name` (for `tools/call`, `prompts/get`, `resources/read`) present
+//!   and equal to `params.name`/`params.uri` once decoded → `-32020`;
+//! - f. a method the modern era removed → `-32601` (HTTP 404); methods it
+//!   does not know go to the application, whose `-32601` is also a 404
+//!   (a gateway forwards what it does not know);
+//! - then `server/discover` is answered here, with the application's
+//!   [`Handler::discover`], and anything else runs on a transient session
+//!   built by [`Handler::sessionless`]: never stored, never named by an
+//!   `Mcp-Session-Id`, dropped once answered.
+//!
+//! What a modern request's answer gets on the way out ([`Engine::run`] does
+//! it): `resultType` (`"complete"` when the application's result has none),
+//! the cache hints on cacheable results ([`Handler::cache_hints`], where the
+//! result has none of its own; a `private` hint wins), and a resource-not-found
+//! `-32002` from an older server becomes `-32602` with `data.uri`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Map, Value, json};
+
+use super::Engine;
+use crate::jsonrpc::{ErrorObject, Outcome, Request, Response, codes};
+use crate::protocol::modern::{self, Envelope, header, meta, result};
+use crate::server::caller::Caller;
+use crate::server::handler::{CacheScope, Handler, ModernContext};
+use crate::server::limits;
+use crate::server::session::Session;
+
+/// The routing headers of a modern HTTP request, as sent (stdio has none).
+#[derive(Debug, Clone, Default)]
+pub struct RoutingHeaders {
+    /// `MCP-Protocol-Version`, optional white space trimmed.
+    pub protocol_version: Option<String>,
+    /// `Mcp-Method`, raw.
+    pub method: Option<Vec<u8>>,
+    /// `Mcp-Name`, raw (trimmed and base64-decoded when checked).
+    pub name: Option<Vec<u8>>,
+}
+
+impl RoutingHeaders {
+    /// The routing headers of an HTTP request.
+    pub fn from_headers(headers: &http::HeaderMap) -> Self {
+        let raw = |name: &str| headers.get(name).map(|v| v.as_bytes().to_vec());
+        Self {
+            protocol_version: headers
+                .get(crate::protocol::header::PROTOCOL_VERSION)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).trim_matches([' ', '\t']).to_owned()),
+            method: raw(header::METHOD),
+            name: raw(header::NAME),
+        }
+    }
+}
+
+/// What the engine made of a modern request.
+pub enum ModernAccepted<S: Send + Sync + 'static> {
+    /// Answered without running anything: a refusal or `server/discover`.
+    /// `status` is the HTTP status the answer goes with.
+    Answered { response: Response, status: u16 },
+    /// Run `request` on this transient session with [`Engine::run`].
+    Run { session: Arc<Session<S>>, request: Request },
+}
+
+/// Numbers transient sessions, for logs only (they are never looked up).
+static SESSIONLESS: AtomicU64 = AtomicU64::new(1);
+
+impl<H: Handler> Engine<H> {
+    /// Takes a request that claims the modern era (see the module doc).
+    pub async fn accept_modern(
+        &self,
+        request: Request,
+        headers: Option<&RoutingHeaders>,
+        caller: &Caller,
+    ) -> ModernAccepted<H::State> {
+        let refuse = |request: Request, error: ErrorObject, status: u16| ModernAccepted::Answered {
+            response: Response::error(Some(request.id), error),
+            status,
+        };
+        // a. The envelope.
+        let envelope = match Envelope::read(request.params.as_ref()) {
+            Ok(envelope) => envelope,
+            Err(e) => return refuse(request, e, 400),
+        };
+        // b. The version header mirrors the envelope.
+        if let Some(headers) = headers
+            && headers.protocol_version.as_deref() != Some(envelope.version.as_str())
+        {
+            let e =
+                modern::header_mismatch("MCP-Protocol-Version", headers.protocol_version.as_deref(), &envelope.version);
+            return refuse(request, e, 400);
+        }
+        // c. A revision toolgate serves.
+        if !modern::is_supported(&envelope.version) {
+            let e = modern::unsupported_version(&envelope.version);
+            return refuse(request, e, 400);
+        }
+        if let Some(headers) = headers
+            && let Err(e) = check_routing(&request, headers)
+        {
+            return refuse(request, e, 400);
+        }
+        // f. What the modern era removed.
+        if modern::method::REMOVED.contains(&request.method.as_str()) {
+            let e = ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!("Method not found: {} is not part of protocol version {}", request.method, envelope.version),
+            );
+            return refuse(request, e, 404);
+        }
+        // Listen streams are not served (yet): discover declares no
+        // `listChanged` and no `subscribe`, which makes this a clean -32601.
+        if request.method == modern::method::SUBSCRIPTIONS_LISTEN {
+            return refuse(request.clone(), ErrorObject::method_not_found(&request.method), 404);
+        }
+        if self.is_shutting_down() {
+            return refuse(request, limits::shutting_down(), 503);
+        }
+        let ctx = ModernContext {
+            version: envelope.version,
+            capabilities: envelope.capabilities,
+            client_info: envelope.client_info.unwrap_or(Value::Null),
+            log_level: envelope.log_level,
+            caller: caller.clone(),
+        };
+        if request.method == modern::method::SERVER_DISCOVER {
+            return match self.handler.discover(&ctx).await {
+                Ok(discovery) => ModernAccepted::Answered {
+                    response: Response::result(request.id, discover_result(discovery)),
+                    status: 200,
+                },
+                Err(e) => {
+                    let status = modern::http_status(e.code);
+                    refuse(request, e, status)
+                }
+            };
+        }
+        match self.handler.sessionless(&ctx).await {
+            Ok(state) => {
+                let id = Arc::from(format!("sessionless-{}", SESSIONLESS.fetch_add(1, Ordering::Relaxed)));
+                let session = Arc::new(Session::sessionless(id, ctx, state));
+                ModernAccepted::Run { session, request }
+            }
+            Err(e) => {
+                let status = if e.code == codes::INVALID_PARAMS { 400 } else { modern::http_status(e.code) };
+                refuse(request, e, status)
+            }
+        }
+    }
+
+    /// What a modern request's outcome gets on the way out (see the module doc).
+    pub(super) fn finish_modern(
+        &self,
+        session: &Arc<Session<H::State>>,
+        method: &str,
+        uri: Option<Value>,
+        outcome: Outcome,
+    ) -> Outcome {
+        match outcome {
+            Outcome::Error(mut error) => {
+                if error.get("code").and_then(Value::as_i64) == Some(codes::RESOURCE_NOT_FOUND) {
+                    error["code"] = json!(codes::INVALID_PARAMS);
+                    let mut data = match error.get("data") {
+                        Some(Value::Object(data)) => data.clone(),
+                        _ => Map::new(),
+                    };
+                    if let Some(uri) = uri {
+                        data.entry("uri").or_insert(uri);
+                    }
+                    error["data"] = Value::Object(data);
+                }
+                Outcome::Error(error)
+            }
+            outcome => {
+                let Some(Value::Object(mut fields)) = outcome.result_value() else { return outcome };
+                let kind = fields.entry(result::RESULT_TYPE).or_insert_with(|| json!(result::COMPLETE));
+                let complete = kind.as_str() == Some(result::COMPLETE);
+                if complete && modern::method::CACHEABLE.contains(&method) {
+                    let hints = self.handler.cache_hints(session, method);
+                    fields.entry(result::TTL_MS).or_insert_with(|| json!(hints.ttl_ms));
+                    let scope = fields.entry(result::CACHE_SCOPE).or_insert_with(|| json!(hints.scope.as_str()));
+                    if hints.scope == CacheScope::Private {
+                        *scope = json!(result::PRIVATE);
+                    }
+                }
+                Outcome::Result(Value::Object(fields))
+            }
+        }
+    }
+}
+
+/// d and e: `Mcp-Method` and `Mcp-Name` mirror the body.
+fn check_routing(request: &Request, headers: &RoutingHeaders) -> Result<(), ErrorObject> {
+    let sent_method = headers.method.as_deref().map(String::from_utf8_lossy);
+    if sent_method.as_deref() != Some(request.method.as_str()) {
+        return Err(modern::header_mismatch("Mcp-Method", sent_method.as_deref(), &request.method));
+    }
+    let Some(param) = modern::method::name_param(&request.method) else { return Ok(()) };
+    let body = request.params.as_ref().and_then(|p| p.get(param)).and_then(Value::as_str).unwrap_or_default();
+    match headers.name.as_deref() {
+        None => Err(modern::header_mismatch("Mcp-Name", None, body)),
+        Some(raw) => match modern::decode_header_value(raw) {
+            Some(name) if name == body => Ok(()),
+            Some(name) => Err(modern::header_mismatch("Mcp-Name", Some(&name), body)),
+            None => Err(ErrorObject::new(modern::code::HEADER_MISMATCH, "Header mismatch: Mcp-Name is malformed")
+                .with_data(json!({"mismatch": {"header": "Mcp-Name", "body": body}}))),
+        },
+    }
+}
+
+/// The `server/discover` result: the revisions served, what the application
+/// offers, its cache hints, and its identity in `_meta`. Listen streams are
+/// not served, so nothing that needs one is declared (`listChanged`,
+/// resource `subscribe`).
+fn discover_result(discovery: crate::server::handler::Discovery) -> Value {
+    let offer = discovery.offer;
+    let mut capabilities = offer.capabilities;
+    if let Value::Object(caps) = &mut capabilities {
+        for kind in ["tools", "prompts", "resources"] {
+            if let Some(Value::Object(cap)) = caps.get_mut(kind) {
+                cap.remove("listChanged");
+                cap.remove("subscribe");
+            }
+        }
+    }
+    let mut fields = Map::new();
+    fields.insert(result::RESULT_TYPE.into(), json!(result::COMPLETE));
+    fields.insert(result::SUPPORTED_VERSIONS.into(), json!(modern::VERSIONS));
+    fields.insert("capabilities".into(), capabilities);
+    if let Some(instructions) = offer.instructions {
+        fields.insert("instructions".into(), Value::String(instructions));
+    }
+    fields.insert(result::TTL_MS.into(), json!(discovery.hints.ttl_ms));
+    fields.insert(result::CACHE_SCOPE.into(), json!(discovery.hints.scope.as_str()));
+    fields.insert("_meta".into(), json!({meta::SERVER_INFO: offer.server_info}));
+    Value::Object(fields)
+}
