@@ -29,7 +29,7 @@ mod serve;
 
 pub use args::Args;
 pub use context::{RequestContext, RequestError};
-pub use envelope::{CACHE_SCOPE, CACHE_TTL_MS, Envelope};
+pub use envelope::{CACHE_TTL_MS, Envelope};
 pub use handler::{RegistryHandler, SessionState};
 pub use level::LogLevel;
 pub use registry::{

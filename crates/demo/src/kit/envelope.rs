@@ -20,9 +20,6 @@ use super::level::LogLevel;
 /// sooner.
 pub const CACHE_TTL_MS: u64 = 60_000;
 
-/// The kit serves every client the same lists and contents.
-pub const CACHE_SCOPE: &str = "public";
-
 /// A request's params, seen through the 2026-07-28 envelope.
 #[derive(Debug, Clone, Default)]
 pub struct Envelope {
@@ -80,14 +77,5 @@ impl Envelope {
     /// `params.requestState` as sent.
     pub fn request_state(&self) -> Option<&Value> {
         self.params.get(result::REQUEST_STATE)
-    }
-}
-
-/// Adds the 2026 caching hints (`ttlMs`, `cacheScope`) to a list or
-/// `resources/read` result that has none.
-pub fn add_cache_hints(answer: &mut Value) {
-    if let Value::Object(fields) = answer {
-        fields.entry(result::TTL_MS).or_insert_with(|| json!(CACHE_TTL_MS));
-        fields.entry(result::CACHE_SCOPE).or_insert_with(|| json!(CACHE_SCOPE));
     }
 }

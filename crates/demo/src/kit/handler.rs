@@ -18,7 +18,9 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 use toolgate_mcp::jsonrpc::{ErrorObject, Id, Notification, Outcome, Request, Response, codes};
 use toolgate_mcp::protocol::method;
-use toolgate_mcp::server::{Handler, InitContext, RequestCtx, ServerOffer, Session};
+use toolgate_mcp::server::{
+    CacheHints, CacheScope, Discovery, Handler, InitContext, ModernContext, RequestCtx, ServerOffer, Session,
+};
 
 use super::context::RequestContext;
 use super::envelope::{self, Envelope};
@@ -76,6 +78,22 @@ impl Handler for RegistryHandler {
         Ok((self.registry.offer(), SessionState::default()))
     }
 
+    /// A 2026-07-28 client gets what an `initialize` would offer, with the
+    /// kit's cache hints.
+    async fn discover(self: &Arc<Self>, _: &ModernContext) -> Result<Discovery, ErrorObject> {
+        Ok(Discovery { offer: self.registry.offer(), hints: hints() })
+    }
+
+    /// A sessionless request starts from a fresh state: no log level (its
+    /// `_meta` says), no subscriptions.
+    async fn sessionless(self: &Arc<Self>, _: &ModernContext) -> Result<SessionState, ErrorObject> {
+        Ok(SessionState::default())
+    }
+
+    fn cache_hints(self: &Arc<Self>, _: &Arc<KitSession>, _: &str) -> CacheHints {
+        hints()
+    }
+
     async fn request(self: &Arc<Self>, session: &Arc<KitSession>, request: Request, ctx: RequestCtx) -> Outcome {
         let Request { id: _, method: m, params } = &request;
         if m == method::TOOLS_CALL {
@@ -83,7 +101,6 @@ impl Handler for RegistryHandler {
         }
         let params = params.as_ref();
         let registry = &self.registry;
-        let modern = Envelope::of(params).is_modern();
         let answer = match m.as_str() {
             method::TOOLS_LIST => list("tools", registry.tool_definitions(), registry.page_size(), params),
             method::RESOURCES_LIST => list("resources", registry.resource_definitions(), registry.page_size(), params),
@@ -99,21 +116,6 @@ impl Handler for RegistryHandler {
             method::LOGGING_SET_LEVEL => set_level(&session.state, params),
             other => Err(ErrorObject::method_not_found(other)),
         };
-        // 2026-07-28: list and read results say how long they stay fresh.
-        let cacheable = matches!(
-            m.as_str(),
-            method::TOOLS_LIST
-                | method::RESOURCES_LIST
-                | method::RESOURCES_TEMPLATES_LIST
-                | method::RESOURCES_READ
-                | method::PROMPTS_LIST
-        );
-        let answer = answer.map(|mut a| {
-            if modern && cacheable {
-                envelope::add_cache_hints(&mut a);
-            }
-            a
-        });
         outcome(answer)
     }
 
@@ -322,4 +324,9 @@ fn decode_cursor(cursor: &str) -> Option<usize> {
 
 fn invalid_cursor(cursor: &str) -> ErrorObject {
     ErrorObject::invalid_params(format!("Invalid cursor: {cursor:?}"))
+}
+
+/// The kit's cache hints for 2026-07-28 lists, reads and discovery.
+fn hints() -> CacheHints {
+    CacheHints { ttl_ms: envelope::CACHE_TTL_MS, scope: CacheScope::Public }
 }
