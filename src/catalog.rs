@@ -149,6 +149,12 @@ impl Catalog {
                     problems.push(format!("upstream `{uname}`: tool #{} has no name; skipped", ti + 1));
                     continue;
                 };
+                // A client must not call a tool whose header annotations it
+                // cannot honour (2026-07-28, `x-mcp-header`): left out.
+                if let Err(why) = crate::upstream::modern::headers::annotations(obj) {
+                    problems.push(format!("upstream `{uname}` tool `{original}`: {why}; skipped"));
+                    continue;
+                }
                 candidates.push(naming::Candidate {
                     upstream: uname,
                     original,

@@ -16,6 +16,7 @@ mod error;
 mod http;
 #[cfg(any(test, feature = "test-util"))]
 mod memory;
+pub mod modern;
 mod peer;
 pub mod service;
 mod sse;

@@ -400,3 +400,22 @@ fn an_empty_catalog_lists_nothing() {
     assert_eq!(catalog.list_result(), &json!({"tools": []}));
     assert!(catalog.is_empty() && !catalog.has_progressive() && catalog.describe_tool_name().is_none());
 }
+
+#[test]
+fn tools_with_invalid_header_annotations_are_left_out_and_the_minimal_form_hides_valid_ones() {
+    let valid = json!({"name": "valid_tool", "description": "d", "inputSchema": {"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"}}}});
+    let number = json!({"name": "number_header", "inputSchema": {"type": "object", "properties": {
+        "n": {"type": "number", "x-mcp-header": "N"}}}});
+    let duplicate = json!({"name": "dup_header", "inputSchema": {"type": "object", "properties": {
+        "a": {"type": "string", "x-mcp-header": "A"}, "b": {"type": "string", "x-mcp-header": "a"}}}});
+    let ups = [(upstream(json!({"name": "u"})), vec![valid, number, duplicate], HashMap::new())];
+    let catalog = build(&ups, &disclosure());
+    assert_eq!(catalog.names(), ["valid_tool"]);
+    let problems = catalog.problems().join("\n");
+    assert!(problems.contains("tool `number_header`") && problems.contains("`number`"), "{problems}");
+    assert!(problems.contains("tool `dup_header`") && problems.contains("declared twice"), "{problems}");
+    let entry = catalog.get("valid_tool").expect("listed");
+    assert!(!entry.minimal.to_string().contains("x-mcp-header"), "the minimal form shows no annotations");
+    assert!(entry.full.to_string().contains("x-mcp-header"), "the full definition keeps them");
+}

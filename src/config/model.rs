@@ -258,6 +258,11 @@ pub struct UpstreamConfig {
     /// `2s`; `0s` fails at once.
     #[serde(default = "default_instance_wait", with = "humantime_serde")]
     pub instance_wait: Duration,
+    /// Which MCP era toolgate speaks to this upstream: `auto` (default:
+    /// probe with `server/discover`, fall back to `initialize`),
+    /// `2026-07-28` (sessionless only) or `2025-11-25` (`initialize` only).
+    #[serde(default)]
+    pub protocol: UpstreamProtocol,
 }
 
 fn default_timeout() -> Duration {
@@ -289,6 +294,22 @@ pub enum HttpTransport {
     StreamableHttp,
     /// Legacy HTTP+SSE (2024-11-05).
     Sse,
+}
+
+/// `[[upstream]] protocol`: the MCP era toolgate speaks to an upstream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UpstreamProtocol {
+    /// Probe with `server/discover`; a discover answer or a recognized
+    /// modern error means 2026-07-28, anything else falls back to `initialize`.
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    /// The sessionless 2026-07-28 revision only (no probe fallback).
+    #[serde(rename = "2026-07-28")]
+    Modern,
+    /// The handshake era only: `initialize`, as before 2026-07-28.
+    #[serde(rename = "2025-11-25")]
+    Legacy,
 }
 
 /// How an upstream's tools are presented.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::path::TomlPath;
 use super::target::TargetError;
-use super::{Config, DisclosureConfig, HttpTransport, ServerConfig, UpstreamConfig};
+use super::{Config, DisclosureConfig, HttpTransport, ServerConfig, UpstreamConfig, UpstreamProtocol};
 
 /// One problem in the configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,6 +217,13 @@ fn check_upstream(u: &UpstreamConfig, path: &TomlPath, written: &dyn Fn(&str) ->
             }
         }
         _ => {}
+    }
+
+    if u.protocol == UpstreamProtocol::Modern && u.url.is_some() && u.transport == HttpTransport::Sse {
+        out.push(
+            path.key("protocol"),
+            "`2026-07-28` needs Streamable HTTP or stdio; the legacy HTTP+SSE transport speaks only 2024-11-05",
+        );
     }
 
     for (key, value) in &u.env {

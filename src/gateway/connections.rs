@@ -11,6 +11,7 @@ use super::events::SessionEvents;
 use super::upstreams::{UpstreamHandle, toolgate_info};
 use super::{Gateway, GwSession};
 use crate::protocol::method;
+use crate::upstream::modern::ClientContext;
 use crate::upstream::{self, Call, ClientHello, ConnectOptions, Connections, Peer, UpstreamError};
 
 /// The connections a call of `session` to upstream `index` uses.
@@ -44,6 +45,14 @@ impl Connections for CallConnections<'_> {
                 session_connection(gateway, session, *index).await
             }
         }
+    }
+
+    fn modern(&self) -> bool {
+        let up: &UpstreamHandle = match self {
+            CallConnections::Shared(up) => up,
+            CallConnections::PerSession { gateway, index, .. } => &gateway.upstreams()[*index],
+        };
+        up.hello().is_some_and(|h| h.modern.is_some())
     }
 
     fn sessions_expire(&self) -> bool {
@@ -93,6 +102,9 @@ async fn session_connection(
         // to this session's newest call.
         attribute_to_latest_call: !up.target.attributes_calls(),
         timeout: up.config.timeout,
+        protocol: up.config.protocol,
+        era: Some(up.era.clone()),
+        control: false,
     };
     // The connection's tasks outlive this request: they get a span of their own.
     let span = tracing::info_span!(parent: None, "upstream", upstream = %up.label, session = session.id());
@@ -107,6 +119,19 @@ async fn session_connection(
     }
     *slot = Some(peer.clone());
     Ok(peer)
+}
+
+/// What a call to a modern upstream says of the client it is for (when the
+/// client's request is itself modern, its own `_meta` wins): the session's
+/// declared reverse-routing capabilities (as [`session_hello`] filters them)
+/// and its log level. TODO(h-era): the client's `Mcp-Param-*` headers, once
+/// the request context carries them (`ClientContext::with_param_headers`).
+pub(crate) fn client_context(session: &GwSession, forward_roots: bool) -> ClientContext {
+    ClientContext {
+        capabilities: Some(session_hello(session, forward_roots).capabilities),
+        log_level: session.state.log_level(),
+        param_headers: Vec::new(),
+    }
 }
 
 /// What a per-session upstream session declares: the client's own

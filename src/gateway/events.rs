@@ -47,6 +47,37 @@ impl Route for SessionRoute {
         }
         relay_request(self.session.clone(), Some(self.downlink.clone()), peer, request, cancel);
     }
+
+    /// A modern upstream's input request, asked of a client of an older
+    /// revision on this request's stream.
+    fn ask(
+        &self,
+        method: String,
+        params: Option<Value>,
+        cancel: CancellationToken,
+    ) -> futures::future::BoxFuture<'static, Outcome> {
+        let (session, via) = (self.session.clone(), self.downlink.clone());
+        Box::pin(async move {
+            if !session.client_supports(&method) {
+                let why = format!("the client did not declare support for {method}");
+                return Outcome::error(ErrorObject::new(codes::METHOD_NOT_FOUND, why));
+            }
+            let mut params = params;
+            if let Some(p) = params.as_mut() {
+                super::translate::request_params(&method, p, session.version());
+            }
+            match session.request_client(&method, params, Some(&via), &cancel).await {
+                Ok(outcome) => outcome,
+                Err(ClientRequestError::Cancelled) => {
+                    Outcome::error(ErrorObject::new(codes::INTERNAL_ERROR, "the request was cancelled"))
+                }
+                Err(ClientRequestError::SessionClosed) => Outcome::error(ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    "the client session ended before it answered",
+                )),
+            }
+        })
+    }
 }
 
 /// Carries a server-to-client request to the client and its answer back.

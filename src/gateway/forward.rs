@@ -173,7 +173,10 @@ impl Forwarder {
         // and the `traceparent` header over HTTP).
         let params = crate::telemetry::inject(&span, params);
         let route = events::SessionRoute::new(cx.gateway, cx.session, cx.ctx);
-        let call = Call::new(method, params).routed(Arc::new(route)).cancelled_by(cx.ctx.cancel.clone());
+        let mut call = Call::new(method, params).routed(Arc::new(route)).cancelled_by(cx.ctx.cancel.clone());
+        if up.hello().is_some_and(|h| h.modern.is_some()) {
+            call = call.for_client(connections::client_context(cx.session, up.config.forward_roots));
+        }
         let connections = connections::for_call(cx.gateway, cx.session, index);
         let started = Instant::now();
         let result = upstream::service::call(connections, up.config.timeout, call).instrument(span).await;

@@ -27,6 +27,7 @@ use crate::catalog::Extras;
 use crate::config::{Sharing, Target, UpstreamConfig};
 use crate::jsonrpc::Outcome;
 use crate::protocol::method;
+use crate::upstream::modern::UpstreamEra;
 use crate::upstream::{self, Call, Cause, ClientHello, ConnectOptions, Peer, ServerHello, UpstreamError};
 
 /// Most pages followed in one list crawl (against servers that page forever).
@@ -63,6 +64,9 @@ pub struct UpstreamHandle {
     reconnect: Notify,
     /// The places of its per-session children (stdio, `per_session` only).
     pub(crate) instances: Option<Instances>,
+    /// Its era as last probed, and its tools' `x-mcp-header`s, shared by
+    /// all its connections.
+    pub era: Arc<UpstreamEra>,
 }
 
 impl UpstreamHandle {
@@ -84,6 +88,7 @@ impl UpstreamHandle {
             ready: watch::channel(false).0,
             refresh: Notify::new(),
             reconnect: Notify::new(),
+            era: UpstreamEra::shared(),
         }
     }
 
@@ -258,6 +263,9 @@ async fn supervise(gateway: Weak<Gateway>, up: Arc<UpstreamHandle>) {
             events: Arc::new(ControlEvents::new(gateway.clone(), up.index)),
             attribute_to_latest_call: false,
             timeout: up.config.timeout,
+            protocol: up.config.protocol,
+            era: Some(up.era.clone()),
+            control: true,
         };
         let connected = upstream::connect(&up.target, gw.http(), options).await;
         let shutdown = gw.shutdown_token();
@@ -303,6 +311,7 @@ async fn refresh_tools(gateway: &Weak<Gateway>, up: &Arc<UpstreamHandle>, peer: 
         match crawl(peer, up.config.timeout, method::TOOLS_LIST, "tools").await {
             Ok(tools) => {
                 tracing::info!(tools = tools.len(), "tool list loaded");
+                up.era.tools.update(&tools);
                 up.set_tools(tools);
             }
             Err(e) => {

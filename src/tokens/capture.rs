@@ -104,6 +104,9 @@ pub async fn list_tools(config: &UpstreamConfig, http: &reqwest::Client) -> Resu
         events: Arc::new(Quiet),
         attribute_to_latest_call: false,
         timeout: config.timeout,
+        protocol: config.protocol,
+        era: None,
+        control: false,
     };
     let peer = upstream::connect(&target, http, options).await?;
     let server_info = peer.hello().map_or(Value::Null, |h| h.server_info.clone());

@@ -1,4 +1,7 @@
-//! Opening an upstream session: start the transport, then the MCP handshake.
+//! Opening an upstream session: start the transport, then learn the era
+//! (`protocol = "auto"`: the `server/discover` probe, see
+//! [`modern::probe`](super::modern::probe)) and either adopt the discover
+//! answer (modern, sessionless) or perform the `initialize` handshake.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,11 +10,18 @@ use serde_json::{Value, json};
 
 use super::error::{Cause, UpstreamError};
 use super::http::HttpTransport;
+use super::modern::probe::{self, Verdict};
+use super::modern::{UpstreamEra, envelope, listen};
 use super::peer::{Call, ClientHello, Peer, PeerEvents, ServerHello};
 use super::{sse, stdio};
-use crate::config::Target;
+use crate::config::{Target, UpstreamProtocol};
 use crate::jsonrpc::Outcome;
-use crate::protocol::{Version, method};
+use crate::protocol::{Version, method, modern};
+
+/// Longest wait for a stdio child's answer to the probe: a handshake-era
+/// server may ignore a request before `initialize`, and then silence is the
+/// verdict.
+const STDIO_PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How to open one upstream session.
 pub struct ConnectOptions {
@@ -26,6 +36,14 @@ pub struct ConnectOptions {
     pub attribute_to_latest_call: bool,
     /// How long the handshake may take (the upstream's `timeout`).
     pub timeout: Duration,
+    /// Which era to speak (`auto` probes).
+    pub protocol: UpstreamProtocol,
+    /// What the upstream's connections share about its era (the last
+    /// verdict, the tools' `x-mcp-header`s). `None`: nothing shared.
+    pub era: Option<Arc<UpstreamEra>>,
+    /// The upstream's control connection: it probes afresh (others reuse
+    /// the last verdict) and keeps a modern upstream's listen stream open.
+    pub control: bool,
 }
 
 /// Starts the transport for `target` and performs the MCP handshake.
@@ -34,7 +52,62 @@ pub async fn connect(
     http: &reqwest::Client,
     options: ConnectOptions,
 ) -> Result<Arc<Peer>, UpstreamError> {
-    let ConnectOptions { label, hello, events, attribute_to_latest_call, timeout } = options;
+    let ConnectOptions { label, hello, events, attribute_to_latest_call, timeout, protocol, era, control } = options;
+    let open = || open(target, http, &label, &events, attribute_to_latest_call, timeout);
+    let peer = open().await?;
+    let known = era.as_ref().filter(|_| !control && protocol == UpstreamProtocol::Auto).and_then(|e| e.known());
+    // Legacy HTTP+SSE predates the modern era; a known legacy verdict needs
+    // no second probe.
+    let probing = !matches!(target, Target::Sse(_)) && protocol != UpstreamProtocol::Legacy && known.is_none();
+    if let Some(known) = known.clone().filter(|h| h.modern.is_some()) {
+        adopt(&peer, &hello, known, era.as_ref(), false);
+        return Ok(peer);
+    }
+    let peer = if probing {
+        match discover(&peer, &hello, timeout, protocol).await {
+            Ok(Some(found)) => {
+                adopt(&peer, &hello, found, era.as_ref(), control);
+                return Ok(peer);
+            }
+            Ok(None) if peer.is_closed() => {
+                // The child ended on a request before `initialize` (some
+                // servers do): a fresh one for the handshake.
+                tracing::debug!(upstream = %label, "the upstream exited on the probe; restarting it for initialize");
+                open().await?
+            }
+            Ok(None) => peer,
+            Err(e) => {
+                peer.shutdown().await;
+                return Err(e);
+            }
+        }
+    } else {
+        peer
+    };
+    match handshake(&peer, &hello, timeout).await {
+        Ok(()) => {
+            if let (Some(era), Some(h)) = (&era, peer.hello()) {
+                era.remember(h);
+            }
+            Ok(peer)
+        }
+        Err(e) => {
+            peer.shutdown().await;
+            Err(e)
+        }
+    }
+}
+
+/// Starts the transport for `target`.
+async fn open(
+    target: &Target,
+    http: &reqwest::Client,
+    label: &Arc<str>,
+    events: &Arc<dyn PeerEvents>,
+    attribute_to_latest_call: bool,
+    timeout: Duration,
+) -> Result<Arc<Peer>, UpstreamError> {
+    let (label, events) = (label.clone(), events.clone());
     let peer = match target {
         Target::Stdio(command) => {
             let spawned = stdio::spawn(command, &label)?;
@@ -58,12 +131,78 @@ pub async fn connect(
             attribute_to_latest_call,
         ),
     };
-    match handshake(&peer, &hello, timeout).await {
-        Ok(()) => Ok(peer),
-        Err(e) => {
-            peer.shutdown().await;
-            Err(e)
+    Ok(peer)
+}
+
+/// The era probe: `Some` with what a modern upstream said of itself, `None`
+/// for a handshake-era one (the caller initializes; a peer that closed
+/// under the probe needs a fresh start first). `protocol = "2026-07-28"`
+/// turns a legacy verdict into an error.
+async fn discover(
+    peer: &Arc<Peer>,
+    hello: &ClientHello,
+    timeout: Duration,
+    protocol: UpstreamProtocol,
+) -> Result<Option<ServerHello>, UpstreamError> {
+    let label = peer.label().clone();
+    let start_error = |why: String| UpstreamError::Start { upstream: label.clone(), source: Cause::msg(why) };
+    let stdio = !peer.transport().carries_headers();
+    let wait = if stdio { timeout.min(STDIO_PROBE_TIMEOUT) } else { timeout };
+    let mut version = modern::VERSION_2026_07_28;
+    // One more probe after a `-32022` that names a version we speak.
+    for _ in 0..2 {
+        let mut params = None;
+        envelope::stamp(&mut params, version, &hello.capabilities, None);
+        let mut call = Call::new(method::SERVER_DISCOVER, params);
+        call.probe = Some(version);
+        let answer = super::service::call_on(peer.clone(), wait, call).await;
+        let verdict = match answer {
+            // Over stdio, silence or an exit is a handshake-era server.
+            Err(UpstreamError::Timeout { .. } | UpstreamError::Closed { .. }) if stdio => {
+                Ok(Verdict::Legacy("no answer to server/discover".into()))
+            }
+            answer => probe::classify(answer),
+        };
+        match verdict? {
+            Verdict::Modern(d) => {
+                return Ok(Some(ServerHello {
+                    version: Version::LATEST,
+                    modern: Some(d.version),
+                    capabilities: d.capabilities,
+                    server_info: d.server_info,
+                    instructions: d.instructions,
+                }));
+            }
+            Verdict::RetryAt(v) => {
+                tracing::debug!(upstream = %label, asked = version, retry = v, "the upstream wants another modern version");
+                version = v;
+            }
+            Verdict::Legacy(why) if protocol == UpstreamProtocol::Modern => {
+                return Err(start_error(format!(
+                    "protocol = \"2026-07-28\", but the upstream does not speak it: {why}"
+                )));
+            }
+            Verdict::Legacy(why) => {
+                tracing::debug!(upstream = %label, %why, "not a 2026-07-28 upstream; initializing");
+                return Ok(None);
+            }
         }
+    }
+    Err(start_error(format!("the upstream refused protocol version {version} twice although it lists it")))
+}
+
+/// Makes `peer` a modern leg with what the probe found.
+fn adopt(peer: &Arc<Peer>, hello: &ClientHello, found: ServerHello, era: Option<&Arc<UpstreamEra>>, control: bool) {
+    let version = found.modern.unwrap_or(modern::VERSION_2026_07_28);
+    peer.set_modern(version, hello.capabilities.clone(), era.cloned());
+    if let Some(era) = era {
+        era.remember(&found);
+    }
+    let filter = listen::filter(&found.capabilities);
+    tracing::info!(upstream = %peer.label(), version, server = %found.server_info, "upstream speaks the sessionless revision");
+    peer.set_hello(found);
+    if control && let Some(filter) = filter {
+        listen::keep_open(peer.clone(), filter);
     }
 }
 
@@ -92,6 +231,7 @@ async fn handshake(peer: &Arc<Peer>, hello: &ClientHello, timeout: Duration) -> 
     };
     peer.set_hello(ServerHello {
         version,
+        modern: None,
         capabilities: result.get("capabilities").cloned().unwrap_or_else(|| json!({})),
         server_info: result.get("serverInfo").cloned().unwrap_or(Value::Null),
         instructions: result.get("instructions").and_then(Value::as_str).map(str::to_owned),

@@ -165,6 +165,30 @@ impl std::error::Error for Cause {
     }
 }
 
+/// An HTTP answer with an error status and no JSON-RPC answer in its body
+/// (the era probe tells a legacy server by it).
+#[derive(Debug, thiserror::Error)]
+#[error("HTTP {status}: {body}")]
+pub struct HttpStatus {
+    /// The status.
+    pub status: http::StatusCode,
+    /// The start of the body.
+    pub body: String,
+}
+
+impl UpstreamError {
+    /// The status of an HTTP answer that carried no JSON-RPC answer.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            UpstreamError::Http { source, .. } => {
+                let e: &(dyn std::error::Error + 'static) = &*source.0;
+                e.downcast_ref::<HttpStatus>().map(|s| s.status.as_u16())
+            }
+            _ => None,
+        }
+    }
+}
+
 /// A cause told in words.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]

@@ -26,7 +26,7 @@ use sse_stream::SseByteStream;
 use super::capped::CappedEvents;
 use tokio_util::sync::CancellationToken;
 
-use super::error::{Cause, UpstreamError, report};
+use super::error::{Cause, HttpStatus, UpstreamError, report};
 use super::transport::{Inbox, Transport};
 use crate::config::HttpTarget;
 use crate::jsonrpc::{Body, Id, Message, Outcome, Response};
@@ -65,7 +65,13 @@ struct Inner {
     /// The configured headers plus the fixed headers of a POST (for the lean client).
     post_headers: HeaderMap,
     inbox: Weak<dyn Inbox>,
+    /// The response streams of modern requests being read, by call: closing
+    /// one is how a modern upstream hears of a cancellation.
+    modern_streams: Mutex<std::collections::HashMap<u64, CancellationToken>>,
 }
+
+/// The extra headers of a modern request (`None`: a handshake-era one).
+type Modern<'a> = Option<&'a [(HeaderName, HeaderValue)]>;
 
 impl HttpTransport {
     /// A session with `target` whose messages go to `inbox`.
@@ -89,6 +95,7 @@ impl HttpTransport {
             version: OnceLock::new(),
             stop: CancellationToken::new(),
             inbox,
+            modern_streams: Mutex::new(std::collections::HashMap::new()),
         }))
     }
 
@@ -127,15 +134,25 @@ impl HttpTransport {
     /// go on after the response and need resuming, is read on a task of its
     /// own, which delivers the response to the inbox.
     /// `trace`: the request's W3C trace context, sent as headers too.
+    /// `modern`: a sessionless request's headers (no session id, no
+    /// resumption, no session expiry).
     async fn exchange(
         &self,
         call: u64,
         body: Bytes,
         trace: Option<TraceValues>,
+        modern: Modern<'_>,
     ) -> Result<Option<Response>, UpstreamError> {
         let response = match &self.0.plain {
             Some(plain) => {
-                let mut headers = self.plain_headers();
+                let mut headers = match modern {
+                    Some(extra) => {
+                        let mut h = self.0.post_headers.clone();
+                        h.extend(extra.iter().map(|(n, v)| (n.clone(), v.clone())));
+                        h
+                    }
+                    None => self.plain_headers(),
+                };
                 if let Some((parent, state)) = trace {
                     headers.insert(protocol::header::TRACEPARENT, parent);
                     headers.extend(state.map(|s| (HeaderName::from_static(protocol::header::TRACESTATE), s)));
@@ -143,7 +160,10 @@ impl HttpTransport {
                 Posted::Plain(plain.post(headers, body).await.map_err(|e| self.plain_error(e))?)
             }
             None => {
-                let mut post = self.post(body);
+                let mut post = match modern {
+                    Some(extra) => extra.iter().fold(self.post_modern(body), |p, (n, v)| p.header(n, v)),
+                    None => self.post(body),
+                };
                 if let Some((parent, state)) = trace {
                     post = post.header(protocol::header::TRACEPARENT, parent);
                     if let Some(state) = state {
@@ -153,13 +173,16 @@ impl HttpTransport {
                 Posted::Reqwest(post.send().await.map_err(|e| self.http_error(e))?)
             }
         };
-        if self.0.session_id.lock().is_none()
+        // A modern server mints no sessions; one that sends an id anyway
+        // (the conformance mocks do) is not answered with it.
+        if modern.is_none()
+            && self.0.session_id.lock().is_none()
             && let Some(sid) = response.headers().get(protocol::header::SESSION_ID)
         {
             *self.0.session_id.lock() = Some(sid.clone());
         }
         let status = response.status();
-        if status == StatusCode::NOT_FOUND && self.0.session_id.lock().is_some() {
+        if status == StatusCode::NOT_FOUND && modern.is_none() && self.0.session_id.lock().is_some() {
             if let Some(inbox) = self.0.inbox.upgrade() {
                 inbox.close("the upstream ended the session (HTTP 404)");
             }
@@ -171,14 +194,19 @@ impl HttpTransport {
         let content_type = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
         if status.is_success() && content_type.to_ascii_lowercase().starts_with("text/event-stream") {
             let transport = self.clone();
+            let stop = modern.map(|_| {
+                let token = CancellationToken::new();
+                self.0.modern_streams.lock().insert(call, token.clone());
+                token
+            });
             match response {
                 Posted::Reqwest(r) => {
-                    crate::spawn(async move { transport.read_response_stream(r.bytes_stream(), call).await });
+                    crate::spawn(async move { transport.read_response_stream(r.bytes_stream(), call, stop).await });
                 }
                 Posted::Plain(r) => {
                     use http_body_util::BodyExt as _;
                     let stream = r.into_body().into_data_stream();
-                    crate::spawn(async move { transport.read_response_stream(stream, call).await });
+                    crate::spawn(async move { transport.read_response_stream(stream, call, stop).await });
                 }
             }
             return Ok(None);
@@ -200,7 +228,7 @@ impl HttpTransport {
             Some(answer) if status.is_success() || matches!(answer.outcome, Outcome::Error(_)) => Ok(Some(answer)),
             _ if !status.is_success() => {
                 let shown: String = String::from_utf8_lossy(&bytes).chars().take(SHOWN).collect();
-                Err(self.error(http, Cause::msg(format!("HTTP {status}: {shown}"))))
+                Err(self.error(http, Cause::new(HttpStatus { status, body: shown })))
             }
             _ => Err(self.error(protocol_error, Cause::msg("the response body did not answer the request"))),
         }
@@ -255,6 +283,18 @@ impl HttpTransport {
         self.with_session_headers(req)
     }
 
+    /// A modern POST: the configured headers, no session, no version header
+    /// of the handshake (the caller adds the modern ones).
+    fn post_modern(&self, body: Bytes) -> reqwest::RequestBuilder {
+        self.0
+            .client
+            .post(self.0.target.url.clone())
+            .header(header::ACCEPT, "application/json, text/event-stream")
+            .header(header::CONTENT_TYPE, "application/json")
+            .headers(self.0.target.headers.clone())
+            .body(body)
+    }
+
     fn get(&self, last_event_id: Option<&str>) -> reqwest::RequestBuilder {
         let mut req = self.0.client.get(self.0.target.url.clone()).header(header::ACCEPT, "text/event-stream");
         if let Some(id) = last_event_id {
@@ -277,13 +317,30 @@ impl HttpTransport {
     }
 
     /// Reads a request's SSE stream, resuming it with `Last-Event-ID` when it
-    /// ends before the response.
+    /// ends before the response. A modern request's stream (`stop` is set) is
+    /// never resumed, and `stop` closes it (the cancellation).
     async fn read_response_stream<E: std::error::Error + Send + Sync + 'static>(
         &self,
         stream: impl Stream<Item = Result<Bytes, E>> + Unpin,
         call: u64,
+        stop: Option<CancellationToken>,
     ) {
         let mut cursor = StreamCursor::default();
+        if let Some(stop) = stop {
+            tokio::select! {
+                _ = cursor.read(self, stream, Some(call)) => {}
+                _ = stop.cancelled() => {}
+                _ = self.0.stop.cancelled() => {}
+            }
+            self.0.modern_streams.lock().remove(&call);
+            if self.is_waiting(call)
+                && let Some(inbox) = self.0.inbox.upgrade()
+            {
+                let cause = Cause::msg("the response stream ended before the response");
+                inbox.fail(call, UpstreamError::Closed { upstream: self.0.label.clone(), source: cause });
+            }
+            return;
+        }
         cursor.read(self, stream, Some(call)).await;
         let mut resumes = 0;
         while self.is_waiting(call) && !self.is_closed() {
@@ -368,7 +425,27 @@ impl Transport for HttpTransport {
         message: &'a Message,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         // Boxed: the exchange is a large future.
-        Box::pin(self.exchange(call, Bytes::from(message.encode()), crate::telemetry::trace_headers(message)))
+        Box::pin(self.exchange(call, Bytes::from(message.encode()), crate::telemetry::trace_headers(message), None))
+    }
+
+    fn request_modern<'a>(
+        &'a self,
+        call: u64,
+        message: &'a Message,
+        headers: &'a [(HeaderName, HeaderValue)],
+    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
+        let trace = crate::telemetry::trace_headers(message);
+        Box::pin(self.exchange(call, Bytes::from(message.encode()), trace, Some(headers)))
+    }
+
+    fn carries_headers(&self) -> bool {
+        true
+    }
+
+    fn abandon(&self, call: u64) {
+        if let Some(stop) = self.0.modern_streams.lock().remove(&call) {
+            stop.cancel();
+        }
     }
 
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {

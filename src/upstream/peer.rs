@@ -13,6 +13,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::error::{Cause, UpstreamError};
+use super::modern::{ClientContext, UpstreamEra, envelope, headers};
 use super::transport::{Inbox, Transport};
 use crate::jsonrpc::{self, Id, Message, Notification, Outcome, Request, Response};
 use crate::protocol::{Version, method};
@@ -26,11 +27,16 @@ pub struct ClientHello {
     pub client_info: Value,
 }
 
-/// What the upstream answered to `initialize`.
+/// What the upstream answered to `initialize` (or, for a modern upstream,
+/// to `server/discover`).
 #[derive(Debug, Clone)]
 pub struct ServerHello {
-    /// The revision negotiated on this leg.
+    /// The revision negotiated on this leg (for a modern upstream: the
+    /// newest handshake revision, which is what toolgate's translation of
+    /// content assumes of it).
     pub version: Version,
+    /// The modern revision this leg speaks sessionless, if it does.
+    pub modern: Option<&'static str>,
     /// The upstream's `capabilities`.
     pub capabilities: Value,
     /// The upstream's `serverInfo`.
@@ -59,6 +65,24 @@ pub trait Route: Send + Sync {
     /// A server-to-client request issued while serving the call. Answer it
     /// with [`Peer::respond`]; `cancel` fires if the upstream withdraws it.
     fn request(&self, peer: Arc<Peer>, request: Request, cancel: CancellationToken);
+
+    /// Asks the client a server-to-client request on toolgate's own
+    /// account (a modern upstream's `InputRequiredResult`, answered for a
+    /// client of an older revision) and returns its answer. The default
+    /// route cannot reach a client.
+    fn ask(
+        &self,
+        method: String,
+        params: Option<Value>,
+        cancel: CancellationToken,
+    ) -> futures::future::BoxFuture<'static, Outcome> {
+        let _ = (params, cancel);
+        let e = crate::jsonrpc::ErrorObject::new(
+            crate::jsonrpc::codes::METHOD_NOT_FOUND,
+            format!("no client to ask {method} on this route"),
+        );
+        Box::pin(async move { Outcome::error(e) })
+    }
 }
 
 /// Where everything that belongs to no call goes.
@@ -101,6 +125,14 @@ pub struct Call {
     pub(crate) abandoned: Arc<OnceLock<&'static str>>,
     /// 0 for the first attempt, then 1 for a retry.
     pub(crate) attempt: u32,
+    /// The downstream client this call is for (modern upstreams only).
+    pub client: Option<Arc<ClientContext>>,
+    /// The request came from a client of the modern era (its `_meta` names a
+    /// protocol version): a modern upstream's result goes back as it is.
+    pub downstream_modern: bool,
+    /// Send as a modern request at this version before the leg's era is
+    /// known (the era probe).
+    pub(crate) probe: Option<&'static str>,
 }
 
 impl Call {
@@ -108,6 +140,9 @@ impl Call {
     pub fn new(method: impl Into<String>, params: Option<Value>) -> Self {
         Self {
             method: method.into(),
+            downstream_modern: envelope::is_modern(params.as_ref()),
+            client: None,
+            probe: None,
             params,
             route: None,
             cancel: CancellationToken::new(),
@@ -129,11 +164,30 @@ impl Call {
         self
     }
 
+    /// Tells a modern upstream about the client the call is for (its
+    /// capabilities, log level and `Mcp-Param-*` headers).
+    pub fn for_client(mut self, client: ClientContext) -> Self {
+        self.client = Some(Arc::new(client));
+        self
+    }
+
+    /// The same call again, as a new request with `params` (the next round
+    /// of a multi-round-trip request).
+    pub(crate) fn next_round(&self, params: Value) -> Self {
+        let mut next = self.retry();
+        next.params = Some(params);
+        next.attempt = 0;
+        next
+    }
+
     /// A copy for another attempt (the same request, a fresh progress signal
     /// and abandon reason).
     pub(crate) fn retry(&self) -> Self {
         Self {
             method: self.method.clone(),
+            client: self.client.clone(),
+            downstream_modern: self.downstream_modern,
+            probe: self.probe,
             params: self.params.clone(),
             route: self.route.clone(),
             cancel: self.cancel.clone(),
@@ -142,6 +196,15 @@ impl Call {
             attempt: self.attempt + 1,
         }
     }
+}
+
+/// A leg that speaks the modern era.
+struct ModernLeg {
+    version: &'static str,
+    /// The capabilities the connection declares for toolgate's own requests
+    /// (and for clients that say nothing of theirs).
+    capabilities: Value,
+    era: Option<Arc<UpstreamEra>>,
 }
 
 /// How long telling an upstream that a call was abandoned may take.
@@ -163,6 +226,7 @@ pub struct Peer {
     /// that serves exactly one downstream session.
     attribute_to_latest_call: bool,
     hello: OnceLock<ServerHello>,
+    modern: OnceLock<ModernLeg>,
     closed: CancellationToken,
     close_reason: Mutex<Option<String>>,
 }
@@ -188,6 +252,7 @@ impl Peer {
                 events,
                 attribute_to_latest_call,
                 hello: OnceLock::new(),
+                modern: OnceLock::new(),
                 closed: CancellationToken::new(),
                 close_reason: Mutex::new(None),
             }
@@ -206,6 +271,18 @@ impl Peer {
 
     pub(crate) fn set_hello(&self, hello: ServerHello) {
         let _ = self.hello.set(hello);
+    }
+
+    /// Makes this a modern leg at `version`: every request carries the
+    /// envelope (`capabilities` for requests that bring none) and, over
+    /// HTTP, the routing headers (`era` holds the tools' `x-mcp-header`s).
+    pub(crate) fn set_modern(&self, version: &'static str, capabilities: Value, era: Option<Arc<UpstreamEra>>) {
+        let _ = self.modern.set(ModernLeg { version, capabilities, era });
+    }
+
+    /// The modern revision this leg speaks, if it does.
+    pub fn modern(&self) -> Option<&'static str> {
+        self.modern.get().map(|m| m.version)
     }
 
     pub(crate) fn transport(&self) -> &dyn Transport {
@@ -251,7 +328,7 @@ impl Peer {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        let Call { method, mut params, route, progress, abandoned, .. } = call;
+        let Call { method, mut params, route, progress, abandoned, client, probe, .. } = call;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         // Tokens must be unique among all requests on this leg, and several
         // clients may share it: the call's own id is.
@@ -259,11 +336,31 @@ impl Peer {
         if progress_token.is_some() {
             jsonrpc::set_progress_token(&mut params, json!(id));
         }
+        let modern = probe.or_else(|| self.modern());
+        let mut extra = Vec::new();
+        if let Some(version) = modern {
+            if let Some(leg) = self.modern.get() {
+                envelope::stamp(&mut params, version, &leg.capabilities, client.as_deref());
+            }
+            if self.transport.carries_headers() {
+                let tool = (method == method::TOOLS_CALL)
+                    .then(|| params.as_ref()?.get("name")?.as_str())
+                    .flatten()
+                    .and_then(|name| self.modern.get()?.era.as_ref()?.tools.get(name));
+                let forwarded = client.as_ref().map(|c| c.param_headers.as_slice()).unwrap_or_default();
+                extra = headers::request_headers(version, &method, params.as_ref(), tool.as_deref(), forwarded);
+            }
+        }
         let (tx, rx) = oneshot::channel();
         self.pending.lock().insert(id, Pending { tx, route, progress_token, progressed: progress });
-        let guard = Abandon { peer: self, id, reason: &abandoned };
+        let guard = Abandon { peer: self, id, reason: &abandoned, modern: modern.is_some() };
         let request = Message::Request(Request { id: Id::number(id), method, params });
-        let outcome = match self.transport.request(id, &request).await {
+        let sent = if modern.is_some() {
+            self.transport.request_modern(id, &request, &extra).await
+        } else {
+            self.transport.request(id, &request).await
+        };
+        let outcome = match sent {
             Err(e) => Err(e),
             // The exchange carried the answer back itself.
             Ok(Some(response)) => Ok(response.outcome),
@@ -275,7 +372,16 @@ impl Peer {
 
     /// Sends a notification upstream. Failures are logged: a notification has
     /// no one to report to.
-    pub async fn notify(&self, method: &str, params: Option<Value>) {
+    pub async fn notify(&self, method: &str, mut params: Option<Value>) {
+        if let Some(leg) = self.modern.get() {
+            // A modern HTTP upstream takes no notifications (cancellation is
+            // closing the response stream); over stdio they carry the envelope.
+            if self.transport.carries_headers() {
+                tracing::trace!(upstream = %self.label, %method, "no notifications to a modern HTTP upstream");
+                return;
+            }
+            envelope::stamp(&mut params, leg.version, &leg.capabilities, None);
+        }
         let message = Message::Notification(Notification::new(method, params));
         if let Err(e) = self.transport.send(&message).await {
             tracing::debug!(upstream = %self.label, %method, error = %e.report(), "notification not delivered");
@@ -426,6 +532,8 @@ struct Abandon<'a> {
     peer: &'a Arc<Peer>,
     id: u64,
     reason: &'a OnceLock<&'static str>,
+    /// A modern request: over HTTP, closing its stream is the cancellation.
+    modern: bool,
 }
 
 impl Abandon<'_> {
@@ -439,6 +547,15 @@ impl Abandon<'_> {
 impl Drop for Abandon<'_> {
     fn drop(&mut self) {
         if self.peer.pending.lock().remove(&self.id).is_none() || self.peer.is_closed() {
+            return;
+        }
+        if self.modern && self.peer.transport.carries_headers() {
+            self.peer.transport.abandon(self.id);
+            return;
+        }
+        // An unanswered era probe: the connection is about to initialize (or
+        // restart); a cancellation before `initialize` would only confuse it.
+        if self.modern && self.peer.modern().is_none() {
             return;
         }
         let reason = self.reason.get().copied().unwrap_or("abandoned by toolgate");

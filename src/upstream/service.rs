@@ -38,6 +38,12 @@ pub trait Connections: Send + Sync {
     /// Whether the upstream can forget a session (HTTP), which makes a call
     /// worth keeping a copy of for a retry.
     fn sessions_expire(&self) -> bool;
+
+    /// Whether the upstream speaks the sessionless 2026-07-28 revision (its
+    /// results then need translating for clients of older revisions).
+    fn modern(&self) -> bool {
+        false
+    }
 }
 
 /// One layer of a call (or the call itself).
@@ -53,8 +59,12 @@ pub fn stack<C: Connections>(connections: C, timeout: Duration) -> Retry<Connect
 
 /// Calls upstream over `connections`, with the upstream's `timeout`, the
 /// client's cancellation and the retry of a forgotten session.
+/// A modern upstream's result for a client of an older revision is
+/// translated (see [`rounds`](super::modern::rounds)).
 pub async fn call<C: Connections>(connections: C, timeout: Duration, call: Call) -> Result<Outcome, UpstreamError> {
-    stack(connections, timeout).call(call).await
+    let translate = !call.downstream_modern && connections.modern();
+    let stack = stack(connections, timeout);
+    if translate { super::modern::rounds::drive(&stack, call).await } else { stack.call(call).await }
 }
 
 /// Calls on a given connection, with the deadline but no retry and no choice

@@ -5,6 +5,7 @@
 //! legacy HTTP+SSE, or an in-memory one for tests.
 
 use futures::future::BoxFuture;
+use http::{HeaderName, HeaderValue};
 
 use super::error::UpstreamError;
 use crate::jsonrpc::{Message, Response};
@@ -37,6 +38,31 @@ pub trait Transport: Send + Sync {
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         let _ = call;
         Box::pin(async move { self.send(message).await.map(|()| None) })
+    }
+
+    /// Sends request `call` as a modern (sessionless) request, with the
+    /// routing `headers` where the transport has headers (HTTP): no session
+    /// id, no resumption. Others send it as any request.
+    fn request_modern<'a>(
+        &'a self,
+        call: u64,
+        message: &'a Message,
+        headers: &'a [(HeaderName, HeaderValue)],
+    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
+        let _ = headers;
+        self.request(call, message)
+    }
+
+    /// Whether requests carry HTTP headers (the modern routing headers go
+    /// there, and cancellation is closing the response stream).
+    fn carries_headers(&self) -> bool {
+        false
+    }
+
+    /// Stops reading the response stream of modern request `call`, which
+    /// tells an HTTP upstream the call is cancelled.
+    fn abandon(&self, call: u64) {
+        let _ = call;
     }
 
     /// Sends a notification or a response.

@@ -241,3 +241,31 @@ fn header_values_are_never_echoed() {
     assert!(found[0].starts_with("upstream[0].headers.Authorization: "), "{found:?}");
     assert!(!found[0].contains("s3cret"), "{found:?}");
 }
+
+#[test]
+fn the_upstream_protocol_is_auto_by_default_and_2026_needs_a_modern_transport() {
+    let config = parse("[[upstream]]\nname = \"a\"\ncommand = \"x\"");
+    assert_eq!(config.upstreams[0].protocol, UpstreamProtocol::Auto);
+    for (value, expected) in [
+        ("auto", UpstreamProtocol::Auto),
+        ("2026-07-28", UpstreamProtocol::Modern),
+        ("2025-11-25", UpstreamProtocol::Legacy),
+    ] {
+        let config = parse(&format!("[[upstream]]\nname = \"a\"\ncommand = \"x\"\nprotocol = \"{value}\""));
+        assert_eq!(config.upstreams[0].protocol, expected);
+        assert_eq!(
+            problems(&format!("[[upstream]]\nname = \"a\"\nurl = \"http://h/mcp\"\nprotocol = \"{value}\"")),
+            Vec::<String>::new()
+        );
+    }
+    assert_eq!(
+        problems("[[upstream]]\nname = \"a\"\nurl = \"http://h/sse\"\ntransport = \"sse\"\nprotocol = \"2026-07-28\""),
+        [
+            "upstream[0].protocol: `2026-07-28` needs Streamable HTTP or stdio; the legacy HTTP+SSE transport speaks only 2024-11-05"
+        ]
+    );
+    let bad: Result<Config, _> =
+        Figment::from(Toml::string("[[upstream]]\nname = \"a\"\ncommand = \"x\"\nprotocol = \"2024-11-05\"")).extract();
+    let err = bad.expect_err("an unknown protocol is refused").to_string();
+    assert!(err.contains("protocol") && err.contains("2024-11-05"), "{err}");
+}

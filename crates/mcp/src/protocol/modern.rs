@@ -85,6 +85,45 @@ pub mod header {
     pub const BASE64_SUFFIX: &str = "?=";
 }
 
+/// The requests an `InputRequiredResult` may carry (the server-to-client
+/// requests of the handshake era).
+pub mod input {
+    /// Ask the user for input.
+    pub const ELICITATION_CREATE: &str = "elicitation/create";
+    /// Ask the client's model.
+    pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+    /// Ask for the client's roots.
+    pub const ROOTS_LIST: &str = "roots/list";
+    /// All of them.
+    pub const METHODS: [&str; 3] = [ELICITATION_CREATE, SAMPLING_CREATE_MESSAGE, ROOTS_LIST];
+}
+
+/// `server/discover` result fields.
+pub mod discover {
+    /// The revisions the server serves.
+    pub const SUPPORTED_VERSIONS: &str = "supportedVersions";
+    /// The server's capabilities.
+    pub const CAPABILITIES: &str = "capabilities";
+    /// Workflow instructions.
+    pub const INSTRUCTIONS: &str = "instructions";
+    /// The old (SEP-2575) place of the server's name and version: the body.
+    pub const SERVER_INFO_BODY: &str = "serverInfo";
+}
+
+/// `subscriptions/listen` params.
+pub mod listen {
+    /// The params key holding the notification types asked for.
+    pub const NOTIFICATIONS: &str = "notifications";
+    /// Asks for `notifications/tools/list_changed`.
+    pub const TOOLS_LIST_CHANGED: &str = "toolsListChanged";
+    /// Asks for `notifications/prompts/list_changed`.
+    pub const PROMPTS_LIST_CHANGED: &str = "promptsListChanged";
+    /// Asks for `notifications/resources/list_changed`.
+    pub const RESOURCES_LIST_CHANGED: &str = "resourcesListChanged";
+    /// URIs whose `notifications/resources/updated` are wanted.
+    pub const RESOURCE_SUBSCRIPTIONS: &str = "resourceSubscriptions";
+}
+
 /// Result fields.
 pub mod result {
     /// Required on every modern result.
@@ -109,6 +148,11 @@ pub mod result {
     pub const PRIVATE: &str = "private";
     /// `server/discover` result: the revisions the server speaks.
     pub const SUPPORTED_VERSIONS: &str = "supportedVersions";
+    /// The result fields only the modern era has: removed before a result
+    /// reaches a client of an older revision.
+    pub const MODERN_ONLY: [&str; 3] = [RESULT_TYPE, TTL_MS, CACHE_SCOPE];
+    /// `-32022` `error.data`: the versions the server serves.
+    pub const SUPPORTED: &str = "supported";
 }
 
 /// Error codes of the modern era (`-32020..=-32099` is reserved for the spec).

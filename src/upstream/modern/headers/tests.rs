@@ -1,0 +1,153 @@
+use serde_json::json;
+
+use super::*;
+
+fn tool(schema: Value) -> Map<String, Value> {
+    json!({"name": "t", "inputSchema": schema}).as_object().cloned().unwrap_or_default()
+}
+
+fn names(specs: &[ParamHeader]) -> Vec<&str> {
+    specs.iter().map(|s| s.header.as_str()).collect()
+}
+
+fn header<'a>(headers: &'a [(HeaderName, HeaderValue)], name: &str) -> Option<&'a str> {
+    headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.to_str().unwrap_or("<binary>"))
+}
+
+#[test]
+fn valid_annotations_are_found_with_their_paths_and_types() {
+    let specs = annotations(&tool(json!({
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "priority": {"type": "integer", "x-mcp-header": "Priority"},
+            "verbose": {"type": "boolean", "x-mcp-header": "Verbose"},
+            "nested": {"type": "object", "properties": {"zone": {"type": "string", "x-mcp-header": "Zone"}}},
+            "query": {"type": "string"}
+        }
+    })))
+    .expect("valid");
+    assert_eq!(names(&specs), ["mcp-param-region", "mcp-param-priority", "mcp-param-verbose", "mcp-param-zone"]);
+    assert_eq!(specs[3].path, ["nested", "zone"]);
+    assert_eq!(specs[1].kind, ParamKind::Integer);
+    assert!(annotations(&tool(json!({"type": "object"}))).expect("no annotations").is_empty());
+}
+
+#[test]
+fn invalid_annotations_are_refused_with_the_reason() {
+    let prop = |p: Value| json!({"type": "object", "properties": {"a": p}});
+    let cases = [
+        (prop(json!({"type": "string", "x-mcp-header": ""})), "empty"),
+        (prop(json!({"type": "string", "x-mcp-header": "Has Space"})), "valid header name"),
+        (prop(json!({"type": "string", "x-mcp-header": "Has:Colon"})), "valid header name"),
+        (prop(json!({"type": "string", "x-mcp-header": "Région"})), "valid header name"),
+        (prop(json!({"type": "string", "x-mcp-header": "Tab\t"})), "valid header name"),
+        (prop(json!({"type": "number", "x-mcp-header": "Num"})), "type `number`"),
+        (prop(json!({"type": "object", "x-mcp-header": "Obj"})), "type `object`"),
+        (prop(json!({"type": "array", "items": {"type": "string"}, "x-mcp-header": "Arr"})), "type `array`"),
+        (prop(json!({"type": "null", "x-mcp-header": "Nul"})), "type `null`"),
+        (
+            json!({"type": "object", "properties": {
+                "a": {"type": "string", "x-mcp-header": "Dup"},
+                "b": {"type": "string", "x-mcp-header": "dup"}}}),
+            "declared twice",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "Item"}}}}),
+            "reachable",
+        ),
+        (
+            json!({"type": "object", "anyOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "Any"}}}]}),
+            "reachable",
+        ),
+        (
+            json!({"type": "object", "$defs": {"x": {"type": "string", "x-mcp-header": "Def"}},
+                   "properties": {"a": {"$ref": "#/$defs/x"}}}),
+            "reachable",
+        ),
+    ];
+    for (schema, reason) in cases {
+        let err = annotations(&tool(schema.clone())).expect_err(&schema.to_string()).to_string();
+        assert!(err.contains(reason), "{schema}: {err}");
+    }
+}
+
+#[test]
+fn values_are_plain_when_safe_and_base64_otherwise() {
+    let plain = |s: &str| encode_value(s).to_str().map(str::to_owned).unwrap_or_default();
+    assert_eq!(plain("us-west1"), "us-west1");
+    assert_eq!(plain("us west 1"), "us west 1");
+    assert_eq!(plain(""), "");
+    // base64 of the UTF-8 bytes, in lowercase markers.
+    assert_eq!(plain("日本語"), "=?base64?5pel5pys6Kqe?=");
+    assert_eq!(plain(" lead"), "=?base64?IGxlYWQ=?=");
+    assert_eq!(plain("trail "), "=?base64?dHJhaWwg?=");
+    assert_eq!(plain("a\tb"), "=?base64?YQli?=");
+    assert_eq!(plain("a\r\nb"), "=?base64?YQ0KYg==?=");
+    assert_eq!(plain("x\u{1}"), "=?base64?eAE=?=");
+    // A plain value that looks like the sentinel is encoded too.
+    assert_eq!(plain("=?base64?abc?="), "=?base64?PT9iYXNlNjQ/YWJjPz0=?=");
+    assert_eq!(plain("=?base64?abc"), "=?base64?abc");
+}
+
+#[test]
+fn request_headers_mirror_the_body() {
+    let specs = annotations(&tool(json!({"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "priority": {"type": "integer", "x-mcp-header": "Priority"},
+        "verbose": {"type": "boolean", "x-mcp-header": "Verbose"},
+        "empty": {"type": "string", "x-mcp-header": "EmptyVal"},
+        "gone": {"type": "string", "x-mcp-header": "Gone"},
+        "nul": {"type": "string", "x-mcp-header": "Nul"},
+        "method_val": {"type": "string", "x-mcp-header": "Method"}
+    }})))
+    .expect("valid");
+    let params = json!({"name": "test_custom_headers", "arguments": {
+        "region": "us-west1", "priority": 42.0, "verbose": false, "empty": "", "nul": null, "method_val": "test-method"
+    }});
+    let client = [
+        (HeaderName::from_static("mcp-param-extra"), HeaderValue::from_static("from-client")),
+        (HeaderName::from_static("mcp-param-region"), HeaderValue::from_static("forged")),
+        (HeaderName::from_static("x-other"), HeaderValue::from_static("no")),
+    ];
+    let h = request_headers("2026-07-28", "tools/call", Some(&params), Some(&specs), &client);
+    assert_eq!(header(&h, "mcp-protocol-version"), Some("2026-07-28"));
+    assert_eq!(header(&h, "mcp-method"), Some("tools/call"));
+    assert_eq!(header(&h, "mcp-name"), Some("test_custom_headers"));
+    assert_eq!(header(&h, "mcp-param-region"), Some("us-west1"));
+    assert_eq!(header(&h, "mcp-param-priority"), Some("42"));
+    assert_eq!(header(&h, "mcp-param-verbose"), Some("false"));
+    assert_eq!(header(&h, "mcp-param-emptyval"), Some(""));
+    assert_eq!(header(&h, "mcp-param-method"), Some("test-method"));
+    assert_eq!(header(&h, "mcp-param-gone"), None);
+    assert_eq!(header(&h, "mcp-param-nul"), None);
+    // The client's unknown parameter header travels; its copy of one toolgate
+    // generates does not, and nothing else of the client's does.
+    assert_eq!(header(&h, "mcp-param-extra"), Some("from-client"));
+    assert_eq!(h.iter().filter(|(n, _)| n == "mcp-param-region").count(), 1);
+    assert_eq!(header(&h, "x-other"), None);
+}
+
+#[test]
+fn names_are_mirrored_for_reads_and_prompts_only() {
+    let read = request_headers("2026-07-28", "resources/read", Some(&json!({"uri": "file:///a b"})), None, &[]);
+    assert_eq!(header(&read, "mcp-name"), Some("file:///a b"));
+    let prompt = request_headers("2026-07-28", "prompts/get", Some(&json!({"name": "p"})), None, &[]);
+    assert_eq!(header(&prompt, "mcp-name"), Some("p"));
+    let list = request_headers("2026-07-28", "tools/list", Some(&json!({"name": "x"})), None, &[]);
+    assert_eq!(header(&list, "mcp-name"), None);
+    assert_eq!(header(&list, "mcp-method"), Some("tools/list"));
+}
+
+#[test]
+fn the_table_keeps_only_tools_with_valid_annotations() {
+    let table = ToolHeaders::default();
+    table.update(&[
+        json!({"name": "good", "inputSchema": {"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "R"}}}}),
+        json!({"name": "bad", "inputSchema": {"type": "object", "properties": {"r": {"type": "number", "x-mcp-header": "R"}}}}),
+        json!({"name": "plain", "inputSchema": {"type": "object"}}),
+    ]);
+    assert_eq!(table.get("good").map(|s| s.len()), Some(1));
+    assert!(table.get("bad").is_none());
+    assert!(table.get("plain").is_none());
+}

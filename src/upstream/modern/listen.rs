@@ -1,0 +1,81 @@
+//! The `subscriptions/listen` stream of a modern upstream connection: the
+//! only place such an upstream sends list changes. One stream per control
+//! connection asks for the `list_changed` kinds the upstream's capabilities
+//! offer; what arrives on it reaches the connection's [`PeerEvents`]
+//! (`crate::upstream::PeerEvents`) like any unsolicited notification, so the
+//! catalog refresh works as it does for handshake-era upstreams. The stream
+//! is reopened with backoff whenever it ends, until the connection closes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::super::peer::{Call, Peer};
+use crate::jsonrpc::{Outcome, codes};
+use crate::protocol::modern::{listen, method};
+
+/// First and longest pause before reopening an ended stream.
+const MIN_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// The `notifications` filter for what `capabilities` offer, or `None` when
+/// they offer no list changes.
+pub(crate) fn filter(capabilities: &Value) -> Option<Value> {
+    let mut wanted = Map::new();
+    for (capability, key) in [
+        ("tools", listen::TOOLS_LIST_CHANGED),
+        ("prompts", listen::PROMPTS_LIST_CHANGED),
+        ("resources", listen::RESOURCES_LIST_CHANGED),
+    ] {
+        if capabilities.get(capability).and_then(|c| c.get("listChanged")).and_then(Value::as_bool) == Some(true) {
+            wanted.insert(key.into(), Value::Bool(true));
+        }
+    }
+    (!wanted.is_empty()).then_some(Value::Object(wanted))
+}
+
+/// Keeps a listen stream open on `peer` while it lives.
+pub(crate) fn keep_open(peer: Arc<Peer>, filter: Value) {
+    crate::spawn(async move {
+        let mut pause = MIN_BACKOFF;
+        loop {
+            let mut params = Map::new();
+            params.insert(listen::NOTIFICATIONS.into(), filter.clone());
+            let call = Call::new(method::SUBSCRIPTIONS_LISTEN, Some(Value::Object(params)));
+            let ended = tokio::select! {
+                ended = peer.call(call) => ended,
+                _ = peer.closed().cancelled() => return,
+            };
+            match ended {
+                Ok(o) if o.error_code() == Some(codes::METHOD_NOT_FOUND) => {
+                    tracing::warn!(upstream = %peer.label(), "the upstream offers list changes but no subscriptions/listen; lists refresh only on reconnect");
+                    return;
+                }
+                Ok(Outcome::Error(e)) => tracing::debug!(upstream = %peer.label(), error = %e, "listen refused"),
+                // A graceful end (the result) or a broken stream: listen again.
+                Ok(_) => pause = MIN_BACKOFF,
+                Err(e) => tracing::debug!(upstream = %peer.label(), error = %e.report(), "listen stream ended"),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = peer.closed().cancelled() => return,
+            }
+            pause = (pause * 2).min(MAX_BACKOFF);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_filter_asks_for_what_the_capabilities_offer() {
+        let caps = json!({"tools": {"listChanged": true}, "prompts": {}, "resources": {"listChanged": true, "subscribe": true}});
+        assert_eq!(filter(&caps), Some(json!({"toolsListChanged": true, "resourcesListChanged": true})));
+        assert_eq!(filter(&json!({"tools": {}})), None);
+    }
+}

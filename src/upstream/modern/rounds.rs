@@ -1,0 +1,167 @@
+//! Results of a modern upstream for clients of older revisions: the
+//! modern-only result fields are removed, and an `InputRequiredResult` is
+//! answered by asking the client ordinary server-to-client requests
+//! (elicitation, sampling, roots) over the session's own path, then
+//! retrying upstream with `inputResponses` and the byte-exact
+//! `requestState`, under a new JSON-RPC id, for a bounded number of rounds.
+//! A modern client gets the upstream's result untouched and retries itself.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::super::error::UpstreamError;
+use super::super::peer::Call;
+use super::super::service::Step;
+use crate::jsonrpc::{ErrorObject, Outcome, codes};
+use crate::protocol::method;
+use crate::protocol::modern::{input, result};
+
+/// Most rounds one request may take (the TypeScript SDK's shim allows 8).
+pub const MAX_ROUNDS: usize = 8;
+/// How long the client may take to answer one round's requests.
+pub const ROUND_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Removes the fields only the modern era has from a result (`resultType`,
+/// `ttlMs`, `cacheScope`), for a client of an older revision.
+pub fn strip_modern_fields(outcome: &mut Outcome) {
+    // A result decoded from a peer stays raw: look before parsing.
+    if let Outcome::Prepared(raw) = outcome {
+        if !raw.get().contains(result::RESULT_TYPE) {
+            return;
+        }
+        match serde_json::from_str(raw.get()) {
+            Ok(v) => *outcome = Outcome::Result(v),
+            Err(_) => return,
+        }
+    }
+    if let Outcome::Result(Value::Object(r)) = outcome {
+        for key in result::MODERN_ONLY {
+            r.remove(key);
+        }
+    }
+}
+
+/// An `InputRequiredResult`: the upstream's requests, by key, and its state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputRequired {
+    /// `inputRequests`: key → `{method, params}`.
+    pub requests: Map<String, Value>,
+    /// `requestState`, to echo exactly (never invented when absent).
+    pub state: Option<Value>,
+}
+
+/// The `InputRequiredResult` in `outcome`, if it is one.
+pub fn input_required(outcome: &Outcome) -> Option<InputRequired> {
+    let parsed;
+    let r = match outcome {
+        Outcome::Result(v) => v,
+        Outcome::Prepared(raw) if raw.get().contains(result::INPUT_REQUIRED) => {
+            parsed = serde_json::from_str::<Value>(raw.get()).ok()?;
+            &parsed
+        }
+        _ => return None,
+    };
+    if r.get(result::RESULT_TYPE).and_then(Value::as_str) != Some(result::INPUT_REQUIRED) {
+        return None;
+    }
+    let requests = r.get(result::INPUT_REQUESTS).and_then(Value::as_object).cloned().unwrap_or_default();
+    Some(InputRequired { requests, state: r.get(result::REQUEST_STATE).cloned() })
+}
+
+/// The params of the next round: the original request's, plus the answers
+/// and the state (and nothing of an earlier round's).
+pub fn retry_params(original: Option<&Value>, responses: Map<String, Value>, state: Option<&Value>) -> Value {
+    let mut p = original.and_then(Value::as_object).cloned().unwrap_or_default();
+    p.remove(result::INPUT_RESPONSES);
+    p.remove(result::REQUEST_STATE);
+    if !responses.is_empty() {
+        p.insert(result::INPUT_RESPONSES.into(), Value::Object(responses));
+    }
+    if let Some(state) = state {
+        p.insert(result::REQUEST_STATE.into(), state.clone());
+    }
+    Value::Object(p)
+}
+
+/// The server-to-client request one input request stands for: `(method, params)`.
+pub fn as_client_request(request: &Value) -> Option<(String, Option<Value>)> {
+    let method = request.get("method").and_then(Value::as_str)?;
+    input::METHODS.contains(&method).then(|| (method.to_owned(), request.get("params").cloned()))
+}
+
+/// How a failed multi-round-trip request reaches a client of an older
+/// revision: a tool error result for `tools/call` (the model sees why), a
+/// JSON-RPC error otherwise.
+pub fn failure(request_method: &str, why: String) -> Outcome {
+    if request_method == method::TOOLS_CALL {
+        Outcome::Result(json!({"content": [{"type": "text", "text": why}], "isError": true}))
+    } else {
+        Outcome::error(ErrorObject::new(codes::INTERNAL_ERROR, why))
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+/// Calls `call` through `stack` (a modern upstream's, for a client of an
+/// older revision): answers `InputRequiredResult`s by asking the client
+/// through the call's route, retries with the answers, and strips the
+/// modern-only fields of the final result.
+pub(crate) async fn drive<S: Step<Call>>(stack: &S, call: Call) -> Result<Outcome, UpstreamError> {
+    let request_method = call.method.clone();
+    let original = call.params.clone();
+    let (route, cancel) = (call.route.clone(), call.cancel.clone());
+    let template = call.retry();
+    let mut current = call;
+    for round in 0..=MAX_ROUNDS {
+        let mut outcome = stack.call(current).await?;
+        let Some(asked) = input_required(&outcome) else {
+            strip_modern_fields(&mut outcome);
+            return Ok(outcome);
+        };
+        if round == MAX_ROUNDS {
+            break;
+        }
+        let Some(route) = route.as_ref() else {
+            return Ok(failure(&request_method, "the upstream asked for input, but no client can be asked".into()));
+        };
+        let mut pending = Vec::with_capacity(asked.requests.len());
+        for (key, request) in &asked.requests {
+            let Some((method, params)) = as_client_request(request) else {
+                let shown = request.get("method").map(Value::to_string).unwrap_or_default();
+                return Ok(failure(
+                    &request_method,
+                    format!("the upstream asked for input of an unknown kind ({shown})"),
+                ));
+            };
+            let ask = route.ask(method.clone(), params, cancel.child_token());
+            pending.push(async move { (key.clone(), method, tokio::time::timeout(ROUND_TIMEOUT, ask).await) });
+        }
+        let answers = tokio::select! {
+            answers = futures::future::join_all(pending) => answers,
+            _ = cancel.cancelled() => return Err(UpstreamError::Cancelled),
+        };
+        let mut responses = Map::new();
+        for (key, method, answer) in answers {
+            match answer {
+                Err(_) => {
+                    let why = format!("the client did not answer {method} within {}s", ROUND_TIMEOUT.as_secs());
+                    return Ok(failure(&request_method, why));
+                }
+                Ok(Outcome::Error(e)) => {
+                    return Ok(failure(&request_method, format!("the client could not answer {method}: {e}")));
+                }
+                Ok(ok) => {
+                    responses.insert(key, ok.result_value().unwrap_or(Value::Null));
+                }
+            }
+        }
+        if asked.requests.is_empty() {
+            // Only state to carry: retry at once, but not in a tight loop.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        current = template.next_round(retry_params(original.as_ref(), responses, asked.state.as_ref()));
+    }
+    Ok(failure(&request_method, format!("the upstream still asked for input after {MAX_ROUNDS} rounds")))
+}

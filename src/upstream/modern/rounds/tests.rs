@@ -1,0 +1,44 @@
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn modern_only_fields_are_removed_and_the_rest_kept() {
+    let mut o = Outcome::Result(
+        json!({"resultType": "complete", "ttlMs": 5, "cacheScope": "public", "tools": [], "_meta": {}}),
+    );
+    strip_modern_fields(&mut o);
+    assert_eq!(o, Outcome::Result(json!({"tools": [], "_meta": {}})));
+}
+
+#[test]
+fn input_required_results_are_recognized_and_the_retry_echoes_the_state() {
+    let o = Outcome::Result(json!({"resultType": "input_required",
+        "inputRequests": {"confirm": {"method": "elicitation/create", "params": {"message": "ok?"}}},
+        "requestState": "{\"step\": 1}"}));
+    let ir = input_required(&o).expect("input required");
+    assert_eq!(ir.state, Some(json!("{\"step\": 1}")));
+    let (method, params) = as_client_request(&ir.requests["confirm"]).expect("a client request");
+    assert_eq!((method.as_str(), params), ("elicitation/create", Some(json!({"message": "ok?"}))));
+    assert!(as_client_request(&json!({"method": "tools/call"})).is_none());
+    assert!(input_required(&Outcome::Result(json!({"resultType": "complete"}))).is_none());
+    assert!(input_required(&Outcome::Result(json!({"content": []}))).is_none());
+
+    let original = json!({"name": "t", "arguments": {}, "inputResponses": {"old": 1}, "requestState": "old"});
+    let mut answers = Map::new();
+    answers.insert("confirm".into(), json!({"action": "accept"}));
+    let p = retry_params(Some(&original), answers, ir.state.as_ref());
+    assert_eq!(
+        p,
+        json!({"name": "t", "arguments": {}, "inputResponses": {"confirm": {"action": "accept"}}, "requestState": "{\"step\": 1}"})
+    );
+    // No state from the server: none is invented.
+    let p = retry_params(Some(&original), Map::new(), None);
+    assert_eq!(p, json!({"name": "t", "arguments": {}}));
+}
+
+#[test]
+fn failures_are_tool_errors_for_calls_and_json_rpc_errors_otherwise() {
+    assert!(matches!(failure("tools/call", "x".into()), Outcome::Result(r) if r["isError"] == true));
+    assert!(matches!(failure("prompts/get", "x".into()), Outcome::Error(_)));
+}
