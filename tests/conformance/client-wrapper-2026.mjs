@@ -14,12 +14,26 @@
 // json-schema-ref-no-deref) and how it relays multi-round-trip results
 // (sep-2322-client-request-state).
 //
-// The downstream requests are plain fetch calls with the 2026 envelope, so
-// the wrapper depends on no SDK's idea of the new era.
+// The downstream client is, by TOOLGATE_DOWNSTREAM_ERA:
+// - "2025" (default): the MCP TypeScript SDK 1.x, a session-era client, so
+//   toolgate translates: it drives multi-round-trip results itself, asking
+//   us with elicitation/sampling/roots requests over the session;
+// - "2026": plain fetch calls with the 2026 envelope (toolgate then relays
+//   InputRequiredResults and our retries), which needs toolgate to serve
+//   2026-07-28 downstream.
 //
 // Environment: TOOLGATE_BIN (required) is the toolgate binary.
 // Exit code 0 when the scenario's traffic went through and the answers were
 // right; non-zero otherwise (the suite counts that as a failure).
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+  ResultSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 
 import { startToolgate } from "./start-toolgate.mjs";
 
@@ -27,6 +41,7 @@ const VERSION = "2026-07-28";
 const upstreamUrl = process.argv[process.argv.length - 1];
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? "";
 const toolgateBin = process.env.TOOLGATE_BIN;
+const era = process.env.TOOLGATE_DOWNSTREAM_ERA ?? "2025";
 
 function log(...parts) {
   console.error("[client-wrapper-2026]", ...parts);
@@ -96,6 +111,66 @@ class Downstream {
   async call(name, args = {}, extra = {}) {
     return this.result("tools/call", { name, arguments: args, ...extra });
   }
+}
+
+/** A session-era client of toolgate (the TypeScript SDK 1.x), with the same
+ * interface as {@link Downstream}. It answers toolgate's elicitation,
+ * sampling and roots requests: accept with a value per requested field. */
+class Downstream2025 {
+  static async connect(url) {
+    const self = new Downstream2025();
+    self.client = new Client(
+      { name: "toolgate-conformance-client", version: "1.0.0" },
+      { capabilities: { elicitation: {}, sampling: {}, roots: {} } },
+    );
+    self.client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      log("elicitation/create reached the client:", JSON.stringify(request.params).slice(0, 200));
+      return answerForm(request);
+    });
+    self.client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+      role: "assistant",
+      content: { type: "text", text: "yes" },
+      model: "toolgate-conformance",
+      stopReason: "endTurn",
+    }));
+    self.client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: "file:///test/root", name: "Test Root" }] }));
+    await self.client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    return self;
+  }
+
+  async rpc(method, params = {}) {
+    try {
+      return { result: await this.result(method, params) };
+    } catch (e) {
+      log(`${method} failed:`, e.message);
+      return { error: { message: e.message } };
+    }
+  }
+
+  async result(method, params = {}) {
+    const result = await this.client.request({ method, params }, ResultSchema);
+    log(`${method}${params.name ?? params.uri ? ` ${params.name ?? params.uri}` : ""} ->`, JSON.stringify(result).slice(0, 300));
+    return result;
+  }
+
+  async tools() {
+    return (await this.result("tools/list")).tools ?? [];
+  }
+
+  async call(name, args = {}) {
+    return this.result("tools/call", { name, arguments: args });
+  }
+
+  async close() {
+    await this.client.close();
+  }
+}
+
+/** Accepts a form elicitation with a value for each requested field. */
+function answerForm(request) {
+  const props = request?.params?.requestedSchema?.properties ?? {};
+  const content = Object.fromEntries(Object.entries(props).map(([k, p]) => [k, p.type === "boolean" ? true : "yes"]));
+  return { action: "accept", content };
 }
 
 function textOf(result) {
@@ -172,13 +247,16 @@ const scenarios = {
     for (const name of ["test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_unrelated", "test_mrtr_no_result_type"]) {
       listed(tools, name);
     }
-    const answer = (request) => {
-      const props = request?.params?.requestedSchema?.properties ?? {};
-      const content = Object.fromEntries(Object.entries(props).map(([k, p]) => [k, p.type === "boolean" ? true : "yes"]));
-      return { action: "accept", content };
-    };
+    if (c instanceof Downstream2025) {
+      // toolgate drives the rounds, asking us over the session.
+      for (const name of ["test_mrtr_echo_state", "test_mrtr_unrelated", "test_mrtr_no_state", "test_mrtr_no_result_type"]) {
+        const result = await c.call(name);
+        if (result.resultType === "input_required") fail(`${name}: an InputRequiredResult reached a 2025 client: ${JSON.stringify(result)}`);
+      }
+      return;
+    }
     const answers = (result) =>
-      Object.fromEntries(Object.entries(result.inputRequests ?? {}).map(([k, r]) => [k, answer(r)]));
+      Object.fromEntries(Object.entries(result.inputRequests ?? {}).map(([k, r]) => [k, answerForm(r)]));
 
     const first = await c.call("test_mrtr_echo_state");
     if (first.resultType !== "input_required" || typeof first.requestState !== "string") {
@@ -207,7 +285,10 @@ async function main() {
   log(`scenario ${scenario}: toolgate in front of ${upstreamUrl}`);
   const toolgate = await startToolgate(toolgateBin, upstreamUrl);
   try {
-    await run(new Downstream(toolgate.url, { elicitation: {}, sampling: {}, roots: {} }));
+    log(`downstream client: ${era === "2026" ? "2026-07-28 (fetch)" : "2025-11-25 (TypeScript SDK 1.x)"}`);
+    const c = era === "2026" ? new Downstream(toolgate.url, { elicitation: {}, sampling: {}, roots: {} }) : await Downstream2025.connect(toolgate.url);
+    await run(c);
+    await c.close?.();
   } finally {
     await toolgate.stop();
   }

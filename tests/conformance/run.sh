@@ -131,11 +131,12 @@ start_toolgate() {
 }
 
 # Writes a toolgate config: mode $2 and an upstream that is either the stdio
-# fixture ($3 = stdio) or the HTTP URL $3.
+# fixture ($3 = stdio) or the HTTP URL $3, spoken to in era $4 (the
+# upstream's `protocol`; default auto).
 write_config() {
-    local path="$1" mode="$2" upstream="$3"
+    local path="$1" mode="$2" upstream="$3" protocol="${4:-auto}"
     {
-        printf '[server]\nlisten = "127.0.0.1:0"\n\n[[upstream]]\nname = "fixture"\nmode = "%s"\n' "$mode"
+        printf '[server]\nlisten = "127.0.0.1:0"\n\n[[upstream]]\nname = "fixture"\nmode = "%s"\nprotocol = "%s"\n' "$mode" "$protocol"
         if [[ "$upstream" == stdio ]]; then
             printf 'command = "%s"\n' "$fixture"
         else
@@ -222,7 +223,9 @@ run_2025() {
                 start_fixture "$results/fixture-for-$mode-http.log"
                 upstream="$found"
             fi
-            write_config "$work/$mode-$transport.toml" "$mode" "$upstream"
+            # The 2025 path end to end: the fixture also speaks 2026-07-28,
+            # which toolgate would otherwise pick (the 2026 runs use it).
+            write_config "$work/$mode-$transport.toml" "$mode" "$upstream" 2025-11-25
             start_toolgate "$work/$mode-$transport.toml" "$results/toolgate-$mode-$transport.log"
             run_server "$mode-$transport" "$found" "$baseline"
         done
