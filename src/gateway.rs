@@ -66,7 +66,10 @@ use crate::metrics::{self, Metrics};
 use crate::protocol::method;
 use crate::server::http::Admit;
 use crate::server::http::health::{Readiness, Ready};
-use crate::server::{Handler, InitContext, RequestCtx, ServerOffer, Session, SessionStore, TraceHeaders};
+use crate::server::{
+    CacheHints, CacheScope, Discovery, Handler, InitContext, ModernContext, RequestCtx, ServerOffer, Session,
+    SessionStore, TraceHeaders,
+};
 use forward::Forwarder;
 use layer::{Exchange, Layer, Next, Then};
 use note::RequestNote;
@@ -112,6 +115,10 @@ pub struct Gateway {
     http: reqwest::Client,
     shutdown: CancellationToken,
     metrics: Arc<Metrics>,
+    /// grants: interim, until the grant store (h-grants): the grants of
+    /// sessionless requests, by client name (anonymous clients share one
+    /// scope), in memory, without expiry.
+    sessionless_grants: parking_lot::Mutex<std::collections::HashMap<String, Vec<(String, u64)>>>,
 }
 
 impl Gateway {
@@ -183,6 +190,7 @@ impl Gateway {
             http,
             shutdown: CancellationToken::new(),
             metrics,
+            sessionless_grants: Default::default(),
         });
         gateway.metrics.attach(&gateway);
         if let Some(authenticator) = gateway.clients.authenticator().filter(|a| a.has_jwt()).cloned() {
@@ -316,6 +324,13 @@ impl Gateway {
         })
     }
 
+    /// The `cacheScope` of what toolgate answers modern clients: `private`
+    /// when `[auth]` identifies clients (a client's allowlist or token can
+    /// change what it is shown), else `public`.
+    fn cache_scope(&self) -> CacheScope {
+        if self.clients.is_enabled() { CacheScope::Private } else { CacheScope::Public }
+    }
+
     /// What toolgate offers a client that may use every upstream.
     #[cfg(test)]
     fn offer(&self, version: crate::protocol::Version) -> ServerOffer {
@@ -351,6 +366,37 @@ impl Handler for Gateway {
         Ok((self.offer_for(ctx.version, |i| state.uses(i)), state))
     }
 
+    /// `server/discover`: the offer `initialize` would make this client
+    /// (toolgate's workflow instructions plus the upstreams'), once the
+    /// upstreams' first connection attempts are done; no session, no slot.
+    async fn discover(self: &Arc<Self>, ctx: &ModernContext) -> Result<Discovery, ErrorObject> {
+        let principal = ctx.caller.principal::<Principal>().cloned().unwrap_or_else(Principal::anonymous);
+        let deadline = tokio::time::Instant::now() + self.config.server.startup_timeout;
+        startup::wait(&self.upstreams, deadline, &self.config.server).await;
+        let offer = self.offer_for(crate::protocol::Version::LATEST, |i| {
+            principal.tools().allows_upstream(&self.upstreams[i].config.name)
+        });
+        Ok(Discovery { offer, hints: CacheHints { ttl_ms: 0, scope: self.cache_scope() } })
+    }
+
+    /// The state of one sessionless request: the client's view, without a
+    /// `max_sessions` slot (nothing outlives the request). Its calls use each
+    /// upstream's shared (control) connection, `per_session` upstreams
+    /// included (see `connections::for_call`).
+    async fn sessionless(self: &Arc<Self>, ctx: &ModernContext) -> Result<GatewaySession, ErrorObject> {
+        let principal = ctx.caller.principal::<Principal>().cloned().unwrap_or_else(Principal::anonymous);
+        let deadline = tokio::time::Instant::now() + self.config.server.startup_timeout;
+        // grants: GatewaySession::sessionless(&self.upstreams, principal.clone(), self.grants_for(&principal))
+        let granted = self.sessionless_grants.lock().get(principal.name()).cloned().unwrap_or_default();
+        let state = GatewaySession::for_client(&self.upstreams, principal, None);
+        state.grants.grant(granted);
+        Ok(state.with_startup_deadline(deadline))
+    }
+
+    fn cache_hints(self: &Arc<Self>, _: &Arc<GwSession>, _: &str) -> CacheHints {
+        CacheHints { ttl_ms: 0, scope: self.cache_scope() }
+    }
+
     async fn request(self: &Arc<Self>, session: &Arc<GwSession>, request: Request, ctx: RequestCtx) -> Outcome {
         let started = Instant::now();
         let method = metrics::Method::of(&request.method);
@@ -358,6 +404,13 @@ impl Handler for Gateway {
         let cx = Exchange { gateway: self, session, ctx: &ctx, note: &note };
         let chain = Then { layer: &self.disclosure, next: &self.forwarder };
         let outcome = Then { layer: &self.policy, next: chain }.run(cx, request).await;
+        if session.is_sessionless() {
+            // grants: interim (see `sessionless_grants`); the grant store keeps them itself.
+            let granted = session.state.grants.snapshot();
+            if !granted.is_empty() {
+                self.sessionless_grants.lock().insert(session.state.client_name().to_owned(), granted);
+            }
+        }
         let counted = metrics::Outcome::of(method, &outcome, note.was_refused(), ctx.cancel.is_cancelled());
         self.metrics.request(method, note.upstream(), counted, started.elapsed(), session.state.client_name());
         outcome

@@ -15,13 +15,24 @@ use crate::upstream::modern::ClientContext;
 use crate::upstream::{self, Call, ClientHello, ConnectOptions, Connections, Peer, UpstreamError};
 
 /// The connections a call of `session` to upstream `index` uses.
+///
+/// A sessionless (2026-07-28) request has no session to own an upstream
+/// session: it uses the upstream's shared connection whatever its `sharing`
+/// (a `per_session` upstream's control connection, toolgate's own session
+/// with it). No child is spawned per request, and what such an upstream
+/// keeps per session is shared by every sessionless client of this replica;
+/// the handshake-era clients keep their own sessions.
 pub(crate) fn for_call<'a>(
     gateway: &'a Arc<Gateway>,
     session: &'a Arc<GwSession>,
     index: usize,
 ) -> CallConnections<'a> {
     let up = &gateway.upstreams()[index];
-    if up.is_shared() { CallConnections::Shared(up) } else { CallConnections::PerSession { gateway, session, index } }
+    if up.is_shared() || session.is_sessionless() {
+        CallConnections::Shared(up)
+    } else {
+        CallConnections::PerSession { gateway, session, index }
+    }
 }
 
 /// Where one call's connection comes from.

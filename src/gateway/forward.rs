@@ -169,6 +169,11 @@ impl Forwarder {
             upstream = &*up.label,
             method
         );
+        // upleg: every upstream leg is handshake-era on this branch, and a
+        // sessionless client's envelope would claim the 2026 era inside the
+        // upstream's session (a dual-era server refuses that); the upstream
+        // leg (h-upleg) replaces this with per-upstream era handling.
+        let params = if cx.session.is_sessionless() { strip_envelope(params) } else { params };
         // A traced call carries its span's context to the upstream (`_meta`,
         // and the `traceparent` header over HTTP).
         let params = crate::telemetry::inject(&span, params);
@@ -394,6 +399,25 @@ impl Forwarder {
         }
         Outcome::Result(json!({}))
     }
+}
+
+/// `params` without the 2026-07-28 envelope keys in `_meta` (and without an
+/// empty `_meta` left behind); everything else, `progressToken` and vendor
+/// keys included, is kept.
+fn strip_envelope(params: Option<Value>) -> Option<Value> {
+    use crate::protocol::modern::meta;
+    let mut params = params?;
+    if let Some(Value::Object(m)) = params.get_mut("_meta") {
+        for key in [meta::PROTOCOL_VERSION, meta::CLIENT_CAPABILITIES, meta::CLIENT_INFO, meta::LOG_LEVEL] {
+            m.remove(key);
+        }
+        if m.is_empty()
+            && let Some(p) = params.as_object_mut()
+        {
+            p.remove("_meta");
+        }
+    }
+    Some(params)
 }
 
 fn debug_not_applied(upstream: &str, e: &UpstreamError) {

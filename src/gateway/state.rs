@@ -38,6 +38,12 @@ impl Grants {
     pub fn allows(&self, tool: &str, fingerprint: u64) -> bool {
         self.0.lock().get(tool) == Some(&fingerprint)
     }
+
+    /// Every grant, with its fingerprint (carried from one sessionless
+    /// request to the next; see `Gateway::sessionless`).
+    pub fn snapshot(&self) -> Vec<(String, u64)> {
+        self.0.lock().iter().map(|(t, f)| (t.clone(), *f)).collect()
+    }
 }
 
 /// Per-session gateway state: the client it belongs to, the tools this

@@ -23,6 +23,7 @@ mod interop_matrix;
 mod legacy_upstream;
 mod limits;
 mod metrics;
+mod modern;
 mod outage;
 mod security;
 mod sessions;

@@ -1,7 +1,8 @@
 //! The Python SDK client (mcp 2.3.0) in its default `auto` mode: it probes
-//! `server/discover` first, must fall back to `initialize`, and then goes
-//! through the whole progressive-disclosure workflow with the SDK's own
-//! request and result types.
+//! `server/discover` first, which toolgate answers, so it speaks the
+//! sessionless 2026-07-28 era, and then goes through the whole
+//! progressive-disclosure workflow with the SDK's own request and result
+//! types (the grants its reads earn outlive each request).
 
 use anyhow::{Result, anyhow};
 use serde_json::{Value, json};
@@ -31,9 +32,9 @@ async fn sdk_workflow(url: &str, tool: &str, arguments: Value) -> Result<Value> 
     ]);
     let report = client_probe(url, &[], &steps).await?;
 
-    // The probe went to `server/discover` first (auto mode) and fell back.
-    assert_eq!(report["mode_used"], "legacy", "{report}");
-    assert_eq!(report["negotiated_version"], "2025-11-25");
+    // The probe went to `server/discover` first (auto mode) and stayed modern.
+    assert_eq!(report["mode_used"], "modern", "{report}");
+    assert_eq!(report["negotiated_version"], "2026-07-28");
     assert_eq!(report["server_info"]["name"], "toolgate");
 
     let tools = step(&report, 0)?["tools"].as_array().cloned().unwrap_or_default();
@@ -75,7 +76,7 @@ async fn sdk_workflow(url: &str, tool: &str, arguments: Value) -> Result<Value> 
 }
 
 #[tokio::test]
-async fn sdk_client_falls_back_and_follows_the_workflow_in_front_of_the_fixture() -> Result<()> {
+async fn sdk_client_goes_modern_and_follows_the_workflow_in_front_of_the_fixture() -> Result<()> {
     let gw = Toolgate::start(&fixture_upstream("fx", &[], "")).await?;
     let result = sdk_workflow(&gw.url, "echo", json!({"text": "through the Python SDK"})).await?;
     assert_eq!(result["content"], json!([{"type": "text", "text": "through the Python SDK"}]), "{result}");
@@ -84,7 +85,7 @@ async fn sdk_client_falls_back_and_follows_the_workflow_in_front_of_the_fixture(
 }
 
 #[tokio::test]
-async fn sdk_client_falls_back_and_follows_the_workflow_in_front_of_the_python_upstream() -> Result<()> {
+async fn sdk_client_goes_modern_and_follows_the_workflow_in_front_of_the_python_upstream() -> Result<()> {
     // Over HTTP: one Python process serves every session (startup is slow).
     let (_upstream, url) = python_http_upstream().await?;
     let gw = Toolgate::start(&http_upstream("py", &url, "")).await?;

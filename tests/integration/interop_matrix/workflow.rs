@@ -107,8 +107,10 @@ impl Scenario {
         let (a_name, b_name, c_name) = self.names();
         let steps = report["steps"].as_array().map_or(0, Vec::len);
         ensure!(steps == self.steps.len(), "{steps} steps reported for {:?}", self.steps);
-        // Every client asks for the latest revision it knows, 2025-11-25 for all of them.
-        ensure!(report["negotiated_version"] == "2025-11-25", "negotiated: {}", report["negotiated_version"]);
+        // Every client speaks the latest revision it knows: 2026-07-28 for the
+        // Python SDK 2.x (its discover probe is answered), 2025-11-25 for the others.
+        let negotiated = report["negotiated_version"].as_str().unwrap_or_default();
+        ensure!(["2025-11-25", "2026-07-28"].contains(&negotiated), "negotiated: {negotiated}");
         ensure!(report["server_info"]["name"] == "toolgate", "server_info: {}", report["server_info"]);
 
         // Minimal forms for the progressive upstream, verbatim ones for the other.

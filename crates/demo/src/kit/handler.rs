@@ -78,16 +78,20 @@ impl Handler for RegistryHandler {
         Ok((self.registry.offer(), SessionState::default()))
     }
 
-    /// A 2026-07-28 client gets what an `initialize` would offer, with the
-    /// kit's cache hints.
+    /// A 2026-07-28 client gets what `initialize` would offer (the engine
+    /// drops what needs a listen stream), with the kit's cache hints.
     async fn discover(self: &Arc<Self>, _: &ModernContext) -> Result<Discovery, ErrorObject> {
         Ok(Discovery { offer: self.registry.offer(), hints: hints() })
     }
 
-    /// A sessionless request starts from a fresh state: no log level (its
-    /// `_meta` says), no subscriptions.
-    async fn sessionless(self: &Arc<Self>, _: &ModernContext) -> Result<SessionState, ErrorObject> {
-        Ok(SessionState::default())
+    /// A sessionless request's state: its `logLevel` in place of
+    /// `logging/setLevel` (the engine drops every log message of a request
+    /// without one), no subscriptions.
+    async fn sessionless(self: &Arc<Self>, ctx: &ModernContext) -> Result<SessionState, ErrorObject> {
+        let state = SessionState::default();
+        let level = ctx.log_level.as_deref().and_then(LogLevel::parse);
+        *state.log_level.lock() = level;
+        Ok(state)
     }
 
     fn cache_hints(self: &Arc<Self>, _: &Arc<KitSession>, _: &str) -> CacheHints {

@@ -10,6 +10,12 @@
 //! returns the requests the transport must run ([`Engine::run`]) and the
 //! answers it already has. Transports only move frames and map
 //! [`Refusal`]s to their own status codes.
+//!
+//! Requests of the sessionless 2026-07-28 era take another way in
+//! ([`Engine::accept_modern`], see `engine/modern.rs`): validated one by one,
+//! answered (`server/discover`) or run on a transient session, never stored.
+//! A `server/discover` without the modern envelope still gets the
+//! handshake-era refusal below, which sends a probing client to `initialize`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
