@@ -124,7 +124,9 @@ async fn session_connection(
     if let (Some(instances), Some(place)) = (&up.instances, place) {
         instances.hold(peer.clone(), place);
     }
-    if let Some(level) = session.state.log_level().filter(|_| peer.hello().is_some_and(|h| h.has("logging"))) {
+    // A modern upstream takes the level on each request instead.
+    let takes_level = peer.hello().is_some_and(|h| h.has("logging") && h.modern.is_none());
+    if let Some(level) = session.state.log_level().filter(|_| takes_level) {
         let set = Call::new(method::LOGGING_SET_LEVEL, Some(json!({"level": level})));
         let _ = upstream::service::call_on(peer.clone(), up.config.timeout, set).await;
     }

@@ -21,6 +21,7 @@ use tracing::Instrument as _;
 use super::layer::Exchange;
 use super::lists::{ListKind, RouteMaps, crawl_all};
 use super::pages::Pager;
+use super::upstreams::UpstreamHandle;
 use super::{Gateway, GwSession, connections, events, translate};
 use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
 use crate::metrics::Method;
@@ -376,7 +377,11 @@ impl Forwarder {
         cx.session.state.set_log_level(level.clone());
         let live = cx.session.state.live_connections();
         let mut targets = Vec::new();
-        for up in cx.gateway.upstreams().iter().filter(|u| u.has("logging") && cx.session.state.uses(u.index)) {
+        // A modern upstream has no `logging/setLevel`: the level travels on
+        // each request (`_meta` logLevel, from the session's).
+        let modern = |u: &UpstreamHandle| u.hello().is_some_and(|h| h.modern.is_some());
+        let uses = |u: &UpstreamHandle| u.has("logging") && !modern(u) && cx.session.state.uses(u.index);
+        for up in cx.gateway.upstreams().iter().filter(|u| uses(u)) {
             let peer = match up.is_shared() {
                 true => up.control(),
                 false => live.iter().find(|(i, _)| *i == up.index).map(|(_, p)| p.clone()),

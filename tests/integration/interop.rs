@@ -3,6 +3,7 @@
 //! client and as an upstream, and toolgate in front of toolgate.
 
 mod chained;
+mod modern_upstream;
 mod python_client;
 mod python_upstream;
 mod rmcp_client;

@@ -15,7 +15,7 @@ use super::super::peer::Call;
 use super::super::service::Step;
 use crate::jsonrpc::{ErrorObject, Outcome, codes};
 use crate::protocol::method;
-use crate::protocol::modern::{input, result};
+use crate::protocol::modern::{input, meta, result};
 
 /// Most rounds one request may take (the TypeScript SDK's shim allows 8).
 pub const MAX_ROUNDS: usize = 8;
@@ -23,7 +23,9 @@ pub const MAX_ROUNDS: usize = 8;
 pub const ROUND_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Removes the fields only the modern era has from a result (`resultType`,
-/// `ttlMs`, `cacheScope`), for a client of an older revision.
+/// `ttlMs`, `cacheScope`, and `_meta`'s `serverInfo`, which names the
+/// upstream, not the server the client talks to), for a client of an older
+/// revision.
 pub fn strip_modern_fields(outcome: &mut Outcome) {
     // A result decoded from a peer stays raw: look before parsing.
     if let Outcome::Prepared(raw) = outcome {
@@ -38,6 +40,12 @@ pub fn strip_modern_fields(outcome: &mut Outcome) {
     if let Outcome::Result(Value::Object(r)) = outcome {
         for key in result::MODERN_ONLY {
             r.remove(key);
+        }
+        if let Some(Value::Object(m)) = r.get_mut("_meta") {
+            m.remove(meta::SERVER_INFO);
+            if m.is_empty() {
+                r.remove("_meta");
+            }
         }
     }
 }

@@ -2,7 +2,10 @@
 //! toolgate, over stdio and over Streamable HTTP: minimal listing, lossless
 //! full definitions, exact results, prompts, resources, progress, logs and
 //! the sampling round trip (client → toolgate → upstream → toolgate →
-//! client and back).
+//! client and back). Both eras of the upstream leg: `initialize`
+//! (`protocol = "2025-11-25"`) and the sessionless 2026-07-28 revision
+//! (`auto` finds it), where sampling is an `InputRequiredResult` that
+//! toolgate turns into a `sampling/createMessage` to the 2025 client.
 
 use anyhow::{Result, anyhow};
 use serde_json::{Value, json};
@@ -33,9 +36,14 @@ async fn next_non_notification(stream: &mut MessageStream) -> Result<Value> {
 }
 
 /// Everything a client of toolgate should see of the Python upstream, whose
-/// own tool definitions are `reference`.
-async fn check_python_upstream(gw: &Toolgate, reference: &[Value]) -> Result<()> {
+/// own tool definitions are `reference`. `modern`: the upstream leg speaks
+/// 2026-07-28, where logs flow only for requests that name a level.
+async fn check_python_upstream(gw: &Toolgate, reference: &[Value], modern: bool) -> Result<()> {
     let c = Client::connected(&gw.url, json!({"sampling": {}})).await?;
+    if modern {
+        // Remembered by toolgate and sent upstream as each request's logLevel.
+        c.result("logging/setLevel", json!({"level": "info"})).await?;
+    }
 
     // Listed minimally, in the upstream's order, titles kept.
     let tools = c.result("tools/list", json!({})).await?["tools"].as_array().cloned().unwrap_or_default();
@@ -164,7 +172,7 @@ async fn check_python_upstream(gw: &Toolgate, reference: &[Value]) -> Result<()>
 #[tokio::test]
 async fn python_sdk_upstream_over_stdio() -> Result<()> {
     let script = upstream_script();
-    let upstream = stdio_upstream("py", &python(), &[&script, "stdio"], "");
+    let upstream = stdio_upstream("py", &python(), &[&script, "stdio"], "protocol = \"2025-11-25\"");
     let (gw, reference) = tokio::try_join!(Toolgate::start(&upstream), async {
         // The same server over HTTP, read directly, is the reference for lossless definitions.
         let (proc, url) = python_http_upstream().await?;
@@ -172,7 +180,37 @@ async fn python_sdk_upstream_over_stdio() -> Result<()> {
         drop(proc);
         anyhow::Ok(tools)
     })?;
-    check_python_upstream(&gw, &reference).await
+    check_python_upstream(&gw, &reference, false).await
+}
+
+#[tokio::test]
+async fn python_sdk_upstream_over_stdio_in_the_sessionless_revision() -> Result<()> {
+    let script = upstream_script();
+    let upstream = stdio_upstream("py", &python(), &[&script, "stdio"], "");
+    let (gw, reference) = tokio::try_join!(Toolgate::start(&upstream), async {
+        let (proc, url) = python_http_upstream().await?;
+        let tools = tools_of(&url).await?;
+        drop(proc);
+        anyhow::Ok(tools)
+    })?;
+    gw.wait_log("upstream speaks the sessionless revision upstream=py", std::time::Duration::from_secs(20)).await?;
+    check_python_upstream(&gw, &reference, true).await
+}
+
+#[tokio::test]
+async fn python_sdk_upstream_over_streamable_http_in_the_sessionless_revision() -> Result<()> {
+    let (_upstream, url) = python_http_upstream().await?;
+    let gw = Toolgate::start(&http_upstream("py", &url, "")).await?;
+    gw.wait_log("upstream speaks the sessionless revision upstream=py", std::time::Duration::from_secs(20)).await?;
+    // The Python server checks MCP-Protocol-Version, Mcp-Method and Mcp-Name
+    // against the body and the envelope in `_meta` (-32020/-32602 otherwise):
+    // every call below passing is those headers being right.
+    check_python_upstream(&gw, &tools_of(&url).await?, true).await?;
+    let plain = Client::connected(&gw.url, json!({})).await?;
+    plain.read_descriptions("ask_llm_summary").await?;
+    let r = plain.call_tool("ask_llm_summary", json!({"text": "x"})).await?;
+    assert!(r["isError"] == true || r["error"].is_object(), "{r}");
+    Ok(())
 }
 
 #[tokio::test]
@@ -180,9 +218,9 @@ async fn python_sdk_upstream_over_streamable_http() -> Result<()> {
     // This server answers `server/discover` (2026-era); toolgate's upstream
     // client uses `initialize`, which it must also accept.
     let (_upstream, url) = python_http_upstream().await?;
-    let gw = Toolgate::start(&http_upstream("py", &url, "")).await?;
+    let gw = Toolgate::start(&http_upstream("py", &url, "protocol = \"2025-11-25\"")).await?;
     gw.wait_log("upstream session ready upstream=py version=2025-11-25", std::time::Duration::from_secs(10)).await?;
-    check_python_upstream(&gw, &tools_of(&url).await?).await?;
+    check_python_upstream(&gw, &tools_of(&url).await?, false).await?;
 
     // A client that cannot sample gets an error, not a hang. (Over HTTP a
     // second session costs no new process, so it is checked here only.)

@@ -4,11 +4,17 @@ use super::*;
 
 #[test]
 fn modern_only_fields_are_removed_and_the_rest_kept() {
-    let mut o = Outcome::Result(
-        json!({"resultType": "complete", "ttlMs": 5, "cacheScope": "public", "tools": [], "_meta": {}}),
-    );
+    let mut o = Outcome::Result(json!({"resultType": "complete", "ttlMs": 5, "cacheScope": "public", "tools": [],
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "up"}, "vendor/k": 1}}));
     strip_modern_fields(&mut o);
-    assert_eq!(o, Outcome::Result(json!({"tools": [], "_meta": {}})));
+    assert_eq!(o, Outcome::Result(json!({"tools": [], "_meta": {"vendor/k": 1}})));
+    let raw = serde_json::value::RawValue::from_string(
+        r#"{"resultType":"complete","content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{}}}"#.into(),
+    )
+    .expect("raw");
+    let mut o = Outcome::Prepared(raw.into());
+    strip_modern_fields(&mut o);
+    assert_eq!(o, Outcome::Result(json!({"content": []})));
 }
 
 #[test]
