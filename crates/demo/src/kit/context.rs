@@ -15,6 +15,7 @@ use toolgate_mcp::jsonrpc::{Id, Message, Notification, Outcome};
 use toolgate_mcp::protocol::{Version, method};
 use toolgate_mcp::server::{ClientRequestError, Downlink, Session};
 
+use super::envelope::Envelope;
 use super::handler::SessionState;
 use super::level::LogLevel;
 use super::registry::Registry;
@@ -51,6 +52,8 @@ pub struct RequestContext {
     pub(super) registry: Arc<Registry>,
     pub(super) request_id: Id,
     pub(super) progress_token: Option<Value>,
+    /// The request's params other than `arguments` (the 2026 envelope).
+    pub(super) envelope: Arc<Envelope>,
     /// The call's way back to the client.
     pub(super) downlink: Downlink,
     /// Fires when the client cancels the call (or the session ends).
@@ -73,9 +76,21 @@ impl RequestContext {
         &self.registry
     }
 
-    /// The capabilities the client declared in `initialize`.
-    pub fn client_capabilities(&self) -> &Value {
-        self.session.client_capabilities()
+    /// The capabilities the client declared: for a 2026-07-28 request, those
+    /// in its `_meta` (for this request only); otherwise those of
+    /// `initialize`.
+    pub fn client_capabilities(&self) -> Value {
+        if self.envelope.is_modern() {
+            self.envelope.client_capabilities()
+        } else {
+            self.session.client_capabilities().clone()
+        }
+    }
+
+    /// The request as the 2026-07-28 revision sees it: its `_meta` envelope
+    /// and the retry fields of a multi-round-trip request.
+    pub fn envelope(&self) -> &Envelope {
+        &self.envelope
     }
 
     /// The protocol revision negotiated with this client.
@@ -115,9 +130,15 @@ impl RequestContext {
     }
 
     /// Sends `notifications/message` unless the client asked for a higher
-    /// minimum level with `logging/setLevel`.
+    /// minimum level: with `logging/setLevel`, or for a 2026-07-28 request in
+    /// its `_meta` (which logs nothing unless it names a level).
     pub fn log(&self, level: LogLevel, data: impl Into<Value>) {
-        if !self.session.state.log_enabled(level) {
+        let enabled = if self.envelope.is_modern() {
+            self.envelope.log_level().is_some_and(|min| level >= min)
+        } else {
+            self.session.state.log_enabled(level)
+        };
+        if !enabled {
             return;
         }
         let mut params = json!({"level": level.as_str()});

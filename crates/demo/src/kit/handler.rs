@@ -19,10 +19,11 @@ use serde_json::{Map, Value, json};
 use toolgate_mcp::jsonrpc::{ErrorObject, Id, Notification, Outcome, Request, Response, codes};
 use toolgate_mcp::protocol::method;
 use toolgate_mcp::server::{
-    CacheHints, Discovery, Handler, InitContext, ModernContext, RequestCtx, ServerOffer, Session,
+    CacheHints, CacheScope, Discovery, Handler, InitContext, ModernContext, RequestCtx, ServerOffer, Session,
 };
 
 use super::context::RequestContext;
+use super::envelope::{self, Envelope};
 use super::level::LogLevel;
 use super::registry::{Registry, Tool, ToolFailure, ToolHandler, ToolResult};
 use super::result;
@@ -77,20 +78,24 @@ impl Handler for RegistryHandler {
         Ok((self.registry.offer(), SessionState::default()))
     }
 
-    /// The kit serves the 2026-07-28 era too: discover says what
-    /// `initialize` would (the engine drops what needs a listen stream).
+    /// A 2026-07-28 client gets what `initialize` would offer (the engine
+    /// drops what needs a listen stream), with the kit's cache hints.
     async fn discover(self: &Arc<Self>, _: &ModernContext) -> Result<Discovery, ErrorObject> {
-        Ok(Discovery { offer: self.registry.offer(), hints: CacheHints::default() })
+        Ok(Discovery { offer: self.registry.offer(), hints: hints() })
     }
 
     /// A sessionless request's state: its `logLevel` in place of
     /// `logging/setLevel` (the engine drops every log message of a request
-    /// without one).
+    /// without one), no subscriptions.
     async fn sessionless(self: &Arc<Self>, ctx: &ModernContext) -> Result<SessionState, ErrorObject> {
         let state = SessionState::default();
         let level = ctx.log_level.as_deref().and_then(LogLevel::parse);
         *state.log_level.lock() = level;
         Ok(state)
+    }
+
+    fn cache_hints(self: &Arc<Self>, _: &Arc<KitSession>, _: &str) -> CacheHints {
+        hints()
     }
 
     async fn request(self: &Arc<Self>, session: &Arc<KitSession>, request: Request, ctx: RequestCtx) -> Outcome {
@@ -135,7 +140,7 @@ impl RegistryHandler {
         // they are quick, as toolgate's own do.
         ctx.downlink.prefer_stream();
         let id = request.id;
-        let Call { tool, args, progress_token } = match Call::read(&self.registry, request.params) {
+        let Call { tool, args, progress_token, envelope } = match Call::read(&self.registry, request.params) {
             Ok(call) => call,
             Err(e) => return Outcome::error(e),
         };
@@ -156,6 +161,7 @@ impl RegistryHandler {
             registry: self.registry.clone(),
             request_id: id,
             progress_token,
+            envelope: Arc::new(envelope),
             downlink: ctx.downlink,
             cancel: ctx.cancel.clone(),
         };
@@ -188,6 +194,8 @@ struct Call {
     /// text into the answer).
     args: Map<String, Value>,
     progress_token: Option<Value>,
+    /// The rest of the params: `_meta` and the multi-round-trip fields.
+    envelope: Envelope,
 }
 
 impl Call {
@@ -205,7 +213,7 @@ impl Call {
             Some(_) => return Err(ErrorObject::invalid_params("\"arguments\" must be an object")),
         };
         let progress_token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
-        Ok(Call { tool, args, progress_token })
+        Ok(Call { tool, args, progress_token, envelope: Envelope::new(params) })
     }
 }
 
@@ -277,7 +285,7 @@ fn get_prompt(registry: &Registry, params: Option<&Value>) -> Result<Value, Erro
         Some(_) => return Err(ErrorObject::invalid_params("\"arguments\" must be an object")),
     };
     registry
-        .get_prompt(name, args)
+        .get_prompt(name, args, &Envelope::of(params))
         .unwrap_or_else(|| Err(ErrorObject::invalid_params(format!("Unknown prompt: {name}"))))
 }
 
@@ -320,4 +328,9 @@ fn decode_cursor(cursor: &str) -> Option<usize> {
 
 fn invalid_cursor(cursor: &str) -> ErrorObject {
     ErrorObject::invalid_params(format!("Invalid cursor: {cursor:?}"))
+}
+
+/// The kit's cache hints for 2026-07-28 lists, reads and discovery.
+fn hints() -> CacheHints {
+    CacheHints { ttl_ms: envelope::CACHE_TTL_MS, scope: CacheScope::Public }
 }

@@ -20,6 +20,7 @@ use toolgate_mcp::server::ServerOffer;
 use toolgate_mcp::uri_template::UriTemplate;
 
 use super::context::RequestContext;
+use super::envelope::Envelope;
 
 /// A tool's outcome: a `CallToolResult` object, or a failure.
 pub type ToolResult = Result<Value, ToolFailure>;
@@ -168,12 +169,16 @@ impl ResourceTemplate {
 /// Renders a prompt from its arguments into a `GetPromptResult` object.
 pub type PromptFn = Arc<dyn Fn(&Map<String, Value>) -> Result<Value, ErrorObject> + Send + Sync>;
 
+/// Renders a prompt from its arguments and the request's envelope (its
+/// 2026 `_meta` and multi-round-trip fields).
+type PromptWithEnvelopeFn = dyn Fn(&Map<String, Value>, &Envelope) -> Result<Value, ErrorObject> + Send + Sync;
+
 /// A prompt listed by `prompts/list`.
 #[derive(Clone)]
 pub struct Prompt {
     name: String,
     definition: Value,
-    get: PromptFn,
+    get: Arc<PromptWithEnvelopeFn>,
 }
 
 impl Prompt {
@@ -182,6 +187,15 @@ impl Prompt {
     pub fn new<F>(definition: Value, get: F) -> Prompt
     where
         F: Fn(&Map<String, Value>) -> Result<Value, ErrorObject> + Send + Sync + 'static,
+    {
+        Prompt { name: name_of(&definition), definition, get: Arc::new(move |args, _| get(args)) }
+    }
+
+    /// A prompt that also reads the request's [`Envelope`] (a prompt that
+    /// asks the client for input with a 2026 `InputRequiredResult`).
+    pub fn with_envelope<F>(definition: Value, get: F) -> Prompt
+    where
+        F: Fn(&Map<String, Value>, &Envelope) -> Result<Value, ErrorObject> + Send + Sync + 'static,
     {
         Prompt { name: name_of(&definition), definition, get: Arc::new(get) }
     }
@@ -346,14 +360,19 @@ impl Registry {
     }
 
     /// Renders a prompt. `None` if there is no such prompt.
-    pub fn get_prompt(&self, name: &str, args: &Map<String, Value>) -> Option<Result<Value, ErrorObject>> {
+    pub fn get_prompt(
+        &self,
+        name: &str,
+        args: &Map<String, Value>,
+        envelope: &Envelope,
+    ) -> Option<Result<Value, ErrorObject>> {
         let prompt = self.prompts.get(name)?;
         if let Some(missing) = prompt.required().find(|a| args.get(*a).is_none_or(Value::is_null)) {
             return Some(Err(ErrorObject::invalid_params(format!(
                 "Missing required argument '{missing}' for prompt '{name}'"
             ))));
         }
-        Some((prompt.get)(args))
+        Some((prompt.get)(args, envelope))
     }
 
     /// Answers a completion request. `None` if completions are not offered.
