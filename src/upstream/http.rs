@@ -170,7 +170,8 @@ impl HttpTransport {
                     headers.insert(protocol::header::TRACEPARENT, parent);
                     headers.extend(state.map(|s| (HeaderName::from_static(protocol::header::TRACESTATE), s)));
                 }
-                Posted::Plain(plain.post(headers, body).await.map_err(|e| self.plain_error(e))?)
+                let (response, lease) = plain.post(headers, body).await.map_err(|e| self.plain_error(e))?;
+                Posted::Plain(response, lease)
             }
             None => {
                 let mut post = match modern {
@@ -216,8 +217,9 @@ impl HttpTransport {
                 Posted::Reqwest(r) => {
                     crate::spawn(async move { transport.read_response_stream(r.bytes_stream(), call, stop).await });
                 }
-                Posted::Plain(r) => {
+                Posted::Plain(r, lease) => {
                     use http_body_util::BodyExt as _;
+                    lease.detach();
                     let stream = r.into_body().into_data_stream();
                     crate::spawn(async move { transport.read_response_stream(stream, call, stop).await });
                 }
@@ -504,28 +506,28 @@ fn protocol_error(upstream: Arc<str>, source: Cause) -> UpstreamError {
     UpstreamError::Protocol { upstream, source }
 }
 
-/// The answer to a POST, from either client.
-enum Posted {
+/// The answer to a POST, from either client (the lean one's with the
+/// connection it came on, which its reader drives).
+enum Posted<'a> {
     Reqwest(reqwest::Response),
-    Plain(http::Response<hyper::body::Incoming>),
+    Plain(http::Response<hyper::body::Incoming>, plain::Lease<'a>),
 }
 
-impl Posted {
+impl Posted<'_> {
     fn status(&self) -> StatusCode {
         match self {
             Posted::Reqwest(r) => r.status(),
-            Posted::Plain(r) => r.status(),
+            Posted::Plain(r, _) => r.status(),
         }
     }
 
     fn headers(&self) -> &HeaderMap {
         match self {
             Posted::Reqwest(r) => r.headers(),
-            Posted::Plain(r) => r.headers(),
+            Posted::Plain(r, _) => r.headers(),
         }
     }
 
-    /// The whole body.
     /// The whole body, of at most `max_message_bytes`.
     async fn bytes(self, transport: &HttpTransport) -> Result<Bytes, UpstreamError> {
         let limit = transport.0.target.max_message_bytes;
@@ -546,10 +548,13 @@ impl Posted {
                 }
                 Ok(body.freeze())
             }
-            Posted::Plain(r) => {
+            Posted::Plain(r, mut lease) => {
                 use http_body_util::BodyExt as _;
-                match http_body_util::Limited::new(r.into_body(), limit).collect().await {
-                    Ok(collected) => Ok(collected.to_bytes()),
+                match lease.drive(http_body_util::Limited::new(r.into_body(), limit).collect()).await {
+                    Ok(collected) => {
+                        lease.release();
+                        Ok(collected.to_bytes())
+                    }
                     Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
                     Err(e) => {
                         let make = if lost::connection_lost(&*e) { closed } else { http };

@@ -7,14 +7,26 @@
 //! per request): a third of what a proxied call costs toolgate. This client
 //! is used only where reqwest would add nothing: an `http://` URL without
 //! credentials, and no proxy configured in the environment.
+//!
+//! An idle connection has no task of its own: the call that takes it drives
+//! it ([`Lease::drive`]) while it sends the request and reads a JSON answer,
+//! so the exchange stays in the caller's task. A task driving the
+//! connection would cost two hand-offs between tasks per call (request to
+//! it, answer back), each often a wake-up of another worker thread. A
+//! connection whose answer is read elsewhere (an SSE stream read on a task
+//! of its own), or whose call was given up, gets a task of its own and is
+//! reused from there, as before ([`Lease::detach`]).
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Request, Response, Uri, header};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
+use hyper::client::conn::http1::{Connection, SendRequest};
 use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
 
@@ -24,6 +36,9 @@ const MAX_POOLED: usize = 256;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Environment variables that make reqwest use a proxy.
 const PROXY_VARS: [&str; 6] = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "https_proxy", "HTTPS_PROXY"];
+
+/// One connection's I/O, driven by whoever polls it.
+type Conn = Pin<Box<Connection<TokioIo<tokio::net::TcpStream>, Full<Bytes>>>>;
 
 /// Why a POST failed.
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +58,15 @@ pub(crate) enum PlainError {
     Build(#[from] http::Error),
 }
 
+/// A pooled connection.
+enum Pooled {
+    /// Idle, with no task: the next call drives it.
+    Idle(SendRequest<Full<Bytes>>, Conn),
+    /// Driven by a task of its own; ready again once its response is read
+    /// (hyper reports it so).
+    Detached(SendRequest<Full<Bytes>>),
+}
+
 /// Keep-alive HTTP/1.1 connections to one upstream endpoint.
 pub(crate) struct PlainClient {
     /// Host to connect to (an IPv6 address without brackets).
@@ -52,9 +76,19 @@ pub(crate) struct PlainClient {
     authority: HeaderValue,
     /// The request target: path and query.
     target: Uri,
-    /// Connections, each idle or busy with a response being read (hyper
-    /// reports a connection ready again once its response body is done).
-    pool: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+    /// Connections not in use by a call.
+    pool: Mutex<Vec<Pooled>>,
+}
+
+/// A connection in use by one call. Dropped before [`Lease::release`] (an
+/// answer not read to its end, a call given up), the connection gets a task
+/// of its own that finishes the exchange, and is pooled from there.
+pub(crate) struct Lease<'a> {
+    client: &'a PlainClient,
+    sender: Option<SendRequest<Full<Bytes>>>,
+    /// The connection's I/O while this call drives it; `None` once it
+    /// closed, or for a connection driven by a task of its own.
+    conn: Option<Conn>,
 }
 
 impl PlainClient {
@@ -89,24 +123,28 @@ impl PlainClient {
         })
     }
 
-    /// POSTs `body` with `headers` and returns the response head; its body
-    /// is read by the caller. A request that never reached a pooled
-    /// connection (it closed meanwhile) is sent again on a new one.
-    pub(crate) async fn post(&self, headers: HeaderMap, body: Bytes) -> Result<Response<Incoming>, PlainError> {
+    /// POSTs `body` with `headers` and returns the response head, and the
+    /// connection, which must be driven while the body is read
+    /// ([`Lease::drive`]). A request that never reached a pooled connection
+    /// (it closed meanwhile) is sent again on a new one.
+    pub(crate) async fn post(
+        &self,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<(Response<Incoming>, Lease<'_>), PlainError> {
         let mut request = Request::post(self.target.clone()).body(Full::new(body))?;
         *request.headers_mut() = headers;
         request.headers_mut().insert(header::HOST, self.authority.clone());
         let mut fresh = false;
         loop {
-            let mut sender = match self.idle().filter(|_| !fresh) {
-                Some(sender) => sender,
+            let mut lease = match self.idle().filter(|_| !fresh) {
+                Some(lease) => lease,
                 None => self.connect().await?,
             };
-            match sender.try_send_request(request).await {
-                Ok(response) => {
-                    self.keep(sender);
-                    return Ok(response);
-                }
+            let Some(sender) = lease.sender.as_mut() else { unreachable!("a lease holds its sender until dropped") };
+            let sent = drive(&mut lease.conn, sender.try_send_request(request)).await;
+            match sent {
+                Ok(response) => return Ok((response, lease)),
                 Err(mut e) => match e.take_message() {
                     Some(unsent) if !fresh => {
                         request = unsent;
@@ -118,24 +156,50 @@ impl PlainClient {
         }
     }
 
-    /// A pooled connection ready for a request.
-    fn idle(&self) -> Option<SendRequest<Full<Bytes>>> {
+    /// A pooled connection ready for a request; closed ones are dropped.
+    fn idle(&self) -> Option<Lease<'_>> {
         let mut pool = self.pool.lock();
-        pool.retain(|s| !s.is_closed());
-        let ready = pool.iter().position(SendRequest::is_ready)?;
-        Some(pool.swap_remove(ready))
+        // The newest first: its buffers are the likeliest to be warm.
+        let mut i = pool.len();
+        while i > 0 {
+            i -= 1;
+            let ready = match &mut pool[i] {
+                Pooled::Idle(sender, conn) => {
+                    // One poll lets it notice a close (or an idle timeout)
+                    // that came while nobody drove it.
+                    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+                    match conn.as_mut().poll(&mut cx) {
+                        Poll::Ready(_) => None,
+                        Poll::Pending => Some(sender.is_ready()),
+                    }
+                }
+                Pooled::Detached(sender) => (!sender.is_closed()).then(|| sender.is_ready()),
+            };
+            match ready {
+                None => {
+                    pool.swap_remove(i);
+                }
+                Some(true) => {
+                    let (sender, conn) = match pool.swap_remove(i) {
+                        Pooled::Idle(sender, conn) => (sender, Some(conn)),
+                        Pooled::Detached(sender) => (sender, None),
+                    };
+                    return Some(Lease { client: self, sender: Some(sender), conn });
+                }
+                Some(false) => {}
+            }
+        }
+        None
     }
 
-    /// Returns a connection to the pool; it is picked again once its
-    /// response has been read.
-    fn keep(&self, sender: SendRequest<Full<Bytes>>) {
+    fn keep(&self, pooled: Pooled) {
         let mut pool = self.pool.lock();
         if pool.len() < MAX_POOLED {
-            pool.push(sender);
+            pool.push(pooled);
         }
     }
 
-    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, PlainError> {
+    async fn connect(&self) -> Result<Lease<'_>, PlainError> {
         let connect_error = |source: std::io::Error| PlainError::Connect {
             authority: self.authority.to_str().unwrap_or_default().to_owned(),
             source,
@@ -148,15 +212,83 @@ impl PlainClient {
                 .map_err(connect_error)?;
         // Requests and answers are small writes; Nagle would delay them.
         let _ = tcp.set_nodelay(true);
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await?;
-        crate::spawn(async move {
-            if let Err(e) = connection.await {
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await?;
+        let mut lease = Lease { client: self, sender: Some(sender), conn: Some(Box::pin(conn)) };
+        let Some(sender) = lease.sender.as_mut() else { unreachable!("just set") };
+        drive(&mut lease.conn, sender.ready()).await?;
+        Ok(lease)
+    }
+}
+
+impl Lease<'_> {
+    /// Runs `work` (reading the response body) while driving the connection.
+    pub(crate) async fn drive<F: Future>(&mut self, work: F) -> F::Output {
+        drive(&mut self.conn, work).await
+    }
+
+    /// The answer has been read: the connection goes back to the pool idle,
+    /// unless it closed.
+    pub(crate) fn release(mut self) {
+        let Some(sender) = self.sender.take() else { return };
+        match self.conn.take() {
+            Some(conn) => self.client.keep(Pooled::Idle(sender, conn)),
+            None if !sender.is_closed() => self.client.keep(Pooled::Detached(sender)),
+            None => {}
+        }
+    }
+
+    /// The answer is read elsewhere (an SSE stream, on a task of its own):
+    /// the connection gets a task that drives it, and is reused once its
+    /// response is done.
+    pub(crate) fn detach(mut self) {
+        self.detach_conn();
+    }
+
+    fn detach_conn(&mut self) {
+        let Some(sender) = self.sender.take() else { return };
+        if let Some(conn) = self.conn.take() {
+            // Dropped outside the runtime (at exit): the connection just closes.
+            if tokio::runtime::Handle::try_current().is_err() {
+                return;
+            }
+            crate::spawn(async move {
+                if let Err(e) = conn.await {
+                    tracing::debug!(error = %e, "upstream HTTP connection ended");
+                }
+            });
+        }
+        if !sender.is_closed() {
+            self.client.keep(Pooled::Detached(sender));
+        }
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        self.detach_conn();
+    }
+}
+
+/// Runs `work` while driving `conn` (if this call drives it). When the
+/// connection ends it is dropped, which fails whatever waits on it.
+async fn drive<F: Future>(conn: &mut Option<Conn>, work: F) -> F::Output {
+    let mut work = std::pin::pin!(work);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = work.as_mut().poll(cx) {
+            return Poll::Ready(out);
+        }
+        let Some(c) = conn.as_mut() else { return Poll::Pending };
+        if let Poll::Ready(ended) = c.as_mut().poll(cx) {
+            if let Err(e) = ended {
                 tracing::debug!(error = %e, "upstream HTTP connection ended");
             }
-        });
-        sender.ready().await?;
-        Ok(sender)
-    }
+            *conn = None;
+        }
+        // What the connection just read may have completed the work: take
+        // it now rather than after a wake-up of this task.
+        work.as_mut().poll(cx)
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -122,9 +122,16 @@ fn answered(mut responses: Vec<RpcResponse>, refusal: Option<Refusal>, batch: bo
     }
 }
 
-/// Runs the requests on their own task and answers with JSON if every
-/// response is ready before anything else has to be sent (and, for work the
-/// application wants streamed, within [`STREAM_GRACE`]), else with SSE.
+/// Runs the requests and answers with JSON if every response is ready
+/// before anything else has to be sent (and, for work the application wants
+/// streamed, within [`STREAM_GRACE`]), else with SSE.
+///
+/// The requests run in this task while the answer may still be one JSON
+/// response: a fast call then never leaves the connection's task (a task of
+/// its own cost a spawn and a hand-off of the answer back, often a wake-up
+/// of another worker thread). Once the answer is streamed, or if the client
+/// goes away first, the requests move to a task of their own ([`Work`]),
+/// so they finish whatever happens to this response.
 async fn respond<H: Handler>(
     state: &Arc<HttpState<H>>,
     session: Arc<Session<H::State>>,
@@ -139,18 +146,13 @@ async fn respond<H: Handler>(
     let (downlink, mut rx) = Downlink::with_capacity(state.engine.store().limits().stream_buffer);
     let engine = state.engine.clone();
     let stream_session = session.clone();
-    // A plain spawn: the request span starts inside the engine, and looking
-    // up the current span here would cost every POST for nothing.
-    #[allow(clippy::disallowed_methods)]
-    tokio::spawn(async move {
+    let mut work = Work::new(async move {
         let mut requests = requests;
         if requests.len() == 1
             && let Some(r) = requests.pop()
         {
-            // The usual case, without join_all's bookkeeping. Boxed, so the
-            // task stays small (spawning moves it, and the gateway's request
-            // future is large).
-            if let Some(resp) = Box::pin(engine.run_traced(&session, r, downlink.clone(), remote.as_ref())).await {
+            // The usual case, without join_all's bookkeeping.
+            if let Some(resp) = engine.run_traced(&session, r, downlink.clone(), remote.as_ref()).await {
                 downlink.finish(resp);
             }
         } else {
@@ -173,11 +175,16 @@ async fn respond<H: Handler>(
     // may still take to go out as plain JSON.
     let mut grace: Option<tokio::time::Instant> = None;
     loop {
+        let next = std::future::poll_fn(|cx| {
+            work.poll(cx);
+            rx.poll_recv(cx)
+        });
         let frame = match grace {
-            None => rx.recv().await,
-            Some(until) => match tokio::time::timeout_at(until, rx.recv()).await {
+            None => next.await,
+            Some(until) => match tokio::time::timeout_at(until, next).await {
                 Ok(frame) => frame,
                 Err(_) => {
+                    work.detach();
                     let mut prelude: Vec<Frame> = finals.into_iter().map(Frame::Final).collect();
                     prelude.push(Frame::Stream);
                     return stream::request_stream(stream_session, prelude, rx, state.options.keep_alive);
@@ -199,6 +206,7 @@ async fn respond<H: Handler>(
             }
             // Something must go out before the answer: answer with SSE.
             Some(frame @ Frame::Message(_)) => {
+                work.detach();
                 let mut prelude: Vec<Frame> = finals.into_iter().map(Frame::Final).collect();
                 prelude.push(frame);
                 return stream::request_stream(stream_session, prelude, rx, state.options.keep_alive);
@@ -210,6 +218,48 @@ async fn respond<H: Handler>(
                 }
                 return json_answer(finals, batch);
             }
+        }
+    }
+}
+
+/// A POST's requests, run in the connection's task until they must outlive
+/// the answer being built: then (or when dropped unfinished, as when the
+/// client goes away) they move to a task of their own.
+struct Work(Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>);
+
+impl Work {
+    fn new(work: impl std::future::Future<Output = ()> + Send + 'static) -> Self {
+        use futures::FutureExt as _;
+        // A panic ends the requests, as it would end their own task, not
+        // the connection: the answer sees the downlink gone.
+        Self(Some(Box::pin(std::panic::AssertUnwindSafe(work).catch_unwind().map(|_| ()))))
+    }
+
+    /// Drives the requests here, until they are done or detached.
+    fn poll(&mut self, cx: &mut std::task::Context<'_>) {
+        if let Some(work) = self.0.as_mut()
+            && work.as_mut().poll(cx).is_ready()
+        {
+            self.0 = None;
+        }
+    }
+
+    /// Moves the requests to a task of their own.
+    fn detach(&mut self) {
+        if let Some(work) = self.0.take() {
+            // A plain spawn: the request span starts inside the engine, and
+            // looking up the current span here would cost every POST for nothing.
+            #[allow(clippy::disallowed_methods)]
+            tokio::spawn(work);
+        }
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        // Outside the runtime (at exit) there is nowhere to finish them.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.detach();
         }
     }
 }
