@@ -181,19 +181,23 @@ impl Forwarder {
             upstream = &*up.label,
             method
         );
-        // upleg: every upstream leg is handshake-era on this branch, and a
-        // sessionless client's envelope would claim the 2026 era inside the
-        // upstream's session (a dual-era server refuses that); the upstream
-        // leg (h-upleg) replaces this with per-upstream era handling.
-        let params = if cx.session.is_sessionless() { strip_envelope(params) } else { params };
+        // A sessionless (2026) client's envelope goes to a modern upstream as
+        // sent (its own capabilities win), but never into a handshake-era
+        // upstream session, where a dual-era server refuses it.
+        let sessionless = cx.session.is_sessionless();
+        let modern_upstream = up.hello().is_some_and(|h| h.modern.is_some());
+        let params = if sessionless && !modern_upstream { strip_envelope(params) } else { params };
         // A traced call carries its span's context to the upstream (`_meta`,
         // and the `traceparent` header over HTTP).
         let params = crate::telemetry::inject(&span, params);
         let route = events::SessionRoute::new(cx.gateway, cx.session, cx.ctx);
         let mut call = Call::new(method, params).routed(Arc::new(route)).cancelled_by(cx.ctx.cancel.clone());
-        if up.hello().is_some_and(|h| h.modern.is_some()) {
+        if modern_upstream {
             call = call.for_client(connections::client_context(cx.session, up.config.forward_roots));
         }
+        // A 2026 client takes a modern upstream's answers (input-required
+        // results included) as they are, and retries by itself.
+        call.downstream_modern |= sessionless;
         let connections = connections::for_call(cx.gateway, cx.session, index);
         let started = Instant::now();
         let result = upstream::service::call(connections, up.config.timeout, call).instrument(span).await;
