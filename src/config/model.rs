@@ -274,10 +274,19 @@ pub struct UpstreamConfig {
     /// `2026-07-28` (sessionless only) or `2025-11-25` (`initialize` only).
     #[serde(default)]
     pub protocol: UpstreamProtocol,
+    /// How long telling this upstream that a call was abandoned
+    /// (`notifications/cancelled`) may take before toolgate gives up on it.
+    /// Default `5s`; > 0.
+    #[serde(default = "default_cancel_timeout", with = "humantime_serde")]
+    pub cancel_timeout: Duration,
 }
 
 fn default_timeout() -> Duration {
     Duration::from_secs(60)
+}
+
+fn default_cancel_timeout() -> Duration {
+    Duration::from_secs(5)
 }
 
 fn default_max_message_bytes() -> usize {

@@ -246,6 +246,7 @@ fn check_upstream(u: &UpstreamConfig, path: &TomlPath, written: &dyn Fn(&str) ->
         out.push(path.key("prefix"), format!("`{prefix}` is not a valid prefix: use letters, digits, `_` and `-`"));
     }
     out.positive(path.key("timeout"), u.timeout);
+    out.positive(path.key("cancel_timeout"), u.cancel_timeout);
     out.at_least(path.key("max_message_bytes"), u.max_message_bytes, MIN_MESSAGE_BYTES);
     out.at_least(path.key("max_instances"), u.max_instances, 1);
     out.positive(path.key("instance_idle_timeout"), u.instance_idle_timeout);

@@ -113,6 +113,7 @@ async fn session_connection(
         // to this session's newest call.
         attribute_to_latest_call: !up.target.attributes_calls(),
         timeout: up.config.timeout,
+        cancel_timeout: up.config.cancel_timeout,
         protocol: up.config.protocol,
         era: Some(up.era.clone()),
         control: false,

@@ -316,6 +316,7 @@ async fn supervise(gateway: Weak<Gateway>, up: Arc<UpstreamHandle>) {
             events: Arc::new(ControlEvents::new(gateway.clone(), up.index)),
             attribute_to_latest_call: false,
             timeout: up.config.timeout,
+            cancel_timeout: up.config.cancel_timeout,
             protocol: up.config.protocol,
             era: Some(up.era.clone()),
             control: true,

@@ -104,6 +104,7 @@ pub async fn list_tools(config: &UpstreamConfig, http: &reqwest::Client) -> Resu
         events: Arc::new(Quiet),
         attribute_to_latest_call: false,
         timeout: config.timeout,
+        cancel_timeout: config.cancel_timeout,
         protocol: config.protocol,
         era: None,
         control: false,

@@ -36,6 +36,8 @@ pub struct ConnectOptions {
     pub attribute_to_latest_call: bool,
     /// How long the handshake may take (the upstream's `timeout`).
     pub timeout: Duration,
+    /// How long telling the upstream of an abandoned call may take.
+    pub cancel_timeout: Duration,
     /// Which era to speak (`auto` probes).
     pub protocol: UpstreamProtocol,
     /// What the upstream's connections share about its era (the last
@@ -52,8 +54,22 @@ pub async fn connect(
     http: &reqwest::Client,
     options: ConnectOptions,
 ) -> Result<Arc<Peer>, UpstreamError> {
-    let ConnectOptions { label, hello, events, attribute_to_latest_call, timeout, protocol, era, control } = options;
-    let open = || open(target, http, &label, &events, attribute_to_latest_call, timeout);
+    let ConnectOptions {
+        label,
+        hello,
+        events,
+        attribute_to_latest_call,
+        timeout,
+        cancel_timeout,
+        protocol,
+        era,
+        control,
+    } = options;
+    let open = || async {
+        let peer = open(target, http, &label, &events, attribute_to_latest_call, timeout).await?;
+        peer.set_cancel_timeout(cancel_timeout);
+        Ok::<_, UpstreamError>(peer)
+    };
     let peer = open().await?;
     let known = era.as_ref().filter(|_| !control && protocol == UpstreamProtocol::Auto).and_then(|e| e.known());
     // Legacy HTTP+SSE predates the modern era; a known legacy verdict needs

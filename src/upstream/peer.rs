@@ -207,8 +207,9 @@ struct ModernLeg {
     era: Option<Arc<UpstreamEra>>,
 }
 
-/// How long telling an upstream that a call was abandoned may take.
-const CANCEL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long telling an upstream that a call was abandoned may take, unless
+/// its configuration says otherwise (`cancel_timeout`), in milliseconds.
+const DEFAULT_CANCEL_TIMEOUT_MS: u64 = 5_000;
 
 /// One initialized MCP session with an upstream.
 pub struct Peer {
@@ -229,6 +230,9 @@ pub struct Peer {
     modern: OnceLock<ModernLeg>,
     closed: CancellationToken,
     close_reason: Mutex<Option<String>>,
+    /// How long telling the upstream of an abandoned call may take, in
+    /// milliseconds (the upstream's `cancel_timeout`).
+    cancel_timeout_ms: AtomicU64,
 }
 
 impl Peer {
@@ -255,8 +259,15 @@ impl Peer {
                 modern: OnceLock::new(),
                 closed: CancellationToken::new(),
                 close_reason: Mutex::new(None),
+                cancel_timeout_ms: AtomicU64::new(DEFAULT_CANCEL_TIMEOUT_MS),
             }
         })
+    }
+
+    /// Bounds the telling of abandoned calls (the upstream's `cancel_timeout`).
+    pub(crate) fn set_cancel_timeout(&self, timeout: std::time::Duration) {
+        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        self.cancel_timeout_ms.store(ms, Ordering::Relaxed);
     }
 
     /// The upstream's name (for logs and errors).
@@ -565,7 +576,8 @@ impl Drop for Abandon<'_> {
         // must not hold the task).
         crate::spawn(async move {
             let cancel = peer.notify(method::CANCELLED, Some(json!({"requestId": id, "reason": reason})));
-            if tokio::time::timeout(CANCEL_TIMEOUT, cancel).await.is_err() {
+            let bound = std::time::Duration::from_millis(peer.cancel_timeout_ms.load(Ordering::Relaxed));
+            if tokio::time::timeout(bound, cancel).await.is_err() {
                 tracing::debug!(upstream = %peer.label(), "telling the upstream of a cancellation timed out");
             }
         });
