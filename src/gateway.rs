@@ -397,6 +397,10 @@ impl Handler for Gateway {
     /// `server/discover`: the offer `initialize` would make this client
     /// (toolgate's workflow instructions plus the upstreams'), once the
     /// upstreams' first connection attempts are done; no session, no slot.
+    fn serves_modern(&self) -> bool {
+        true
+    }
+
     async fn discover(self: &Arc<Self>, ctx: &ModernContext) -> Result<Discovery, ErrorObject> {
         let principal = ctx.caller.principal::<Principal>().cloned().unwrap_or_else(Principal::anonymous);
         let deadline = tokio::time::Instant::now() + self.config().server.startup_timeout;

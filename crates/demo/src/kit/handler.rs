@@ -80,6 +80,10 @@ impl Handler for RegistryHandler {
 
     /// A 2026-07-28 client gets what `initialize` would offer (the engine
     /// drops what needs a listen stream), with the kit's cache hints.
+    fn serves_modern(&self) -> bool {
+        true
+    }
+
     async fn discover(self: &Arc<Self>, _: &ModernContext) -> Result<Discovery, ErrorObject> {
         Ok(Discovery { offer: self.registry.offer(), hints: hints() })
     }

@@ -150,6 +150,15 @@ pub trait Handler: Send + Sync + 'static {
         async move { Err(refused) }
     }
 
+    /// Whether the application serves the sessionless era (it implements
+    /// [`Handler::discover`] and [`Handler::sessionless`]). A stdio
+    /// connection to one that does not is a handshake-era connection from
+    /// its first byte, so a client's `server/discover` probe cannot pin it to
+    /// an era its `initialize` would then be refused in. `false` by default.
+    fn serves_modern(&self) -> bool {
+        false
+    }
+
     /// Builds the state one sessionless (modern) request runs with: the
     /// engine then hands the request to [`Handler::request`] with a
     /// transient [`Session`] holding it ([`Session::modern`] says so), and

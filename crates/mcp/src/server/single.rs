@@ -113,7 +113,7 @@ where
     // Set when the input ended with requests still running.
     let mut ending: Option<Instant> = None;
     // The connection's era (stdio only) and its modern requests running.
-    let mut pinned = era::Pinned::default();
+    let mut pinned = if engine.handler().serves_modern() { era::Pinned::default() } else { era::Pinned::Legacy };
     let mut modern: HashMap<Id, Arc<Session<H::State>>> = HashMap::new();
     loop {
         let closed = out.closed.clone();

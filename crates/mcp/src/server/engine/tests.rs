@@ -22,6 +22,10 @@ impl Handler for Echo {
         Ok((offer, ()))
     }
 
+    fn serves_modern(&self) -> bool {
+        true
+    }
+
     async fn discover(self: &Arc<Self>, _: &ModernContext) -> Result<Discovery, ErrorObject> {
         let offer = ServerOffer {
             capabilities: json!({"tools": {"listChanged": true}, "resources": {"subscribe": true}}),
