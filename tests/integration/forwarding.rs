@@ -21,7 +21,9 @@ async fn authorized(gw: &Toolgate, capabilities: Value, tools: &str) -> Result<C
 
 #[tokio::test]
 async fn prompts_resources_and_completions_pass_through() -> Result<()> {
-    let gw = fixture_gateway("").await?;
+    // A handshake-era upstream leg: `resources/subscribe` and
+    // `logging/setLevel` reach the upstream as they are.
+    let gw = fixture_gateway("protocol = \"2025-11-25\"").await?;
     let c = Client::connected(&gw.url, json!({})).await?;
 
     let prompts = c.result("prompts/list", json!({})).await?;
@@ -71,7 +73,9 @@ async fn prompts_resources_and_completions_pass_through() -> Result<()> {
 
 #[tokio::test]
 async fn progress_and_logs_arrive_on_the_request_stream_with_the_clients_token() -> Result<()> {
-    let gw = fixture_gateway("").await?;
+    // A handshake-era upstream leg: the upstream's logs need no per-request
+    // log level.
+    let gw = fixture_gateway("protocol = \"2025-11-25\"").await?;
     let c = authorized(&gw, json!({}), "test_tool_with_progress,test_tool_with_logging").await?;
     for token in [json!("tok-1"), json!(7)] {
         let (response, related) = c
@@ -261,7 +265,8 @@ async fn url_elicitation_completions_reach_only_the_client_that_was_asked() -> R
     // A shared HTTP upstream: its completion notice arrives unsolicited, on
     // toolgate's own standalone stream, and must still find its client.
     let (_fixture, url) = start_http_server(fixture_exe(), &["--http", "127.0.0.1:0"]).await?;
-    let gw = Toolgate::start(&http_upstream("fx", &url, "sharing = \"shared\"")).await?;
+    // URL elicitation completions exist in the handshake era only.
+    let gw = Toolgate::start(&http_upstream("fx", &url, "sharing = \"shared\"\nprotocol = \"2025-11-25\"")).await?;
     let caps = json!({"elicitation": {"form": {}, "url": {}}});
     let asked = authorized(&gw, caps.clone(), "fixture_url_elicitation").await?;
     let other = authorized(&gw, caps, "fixture_url_elicitation").await?;

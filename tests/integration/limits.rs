@@ -379,7 +379,8 @@ async fn per_session_children_are_capped_and_idle_ones_reclaimed() -> Result<()>
 
 #[tokio::test]
 async fn client_roots_reach_no_upstream_without_forward_roots() -> Result<()> {
-    let gw = Toolgate::start(&fixture_upstream("fx", &[], "mode = \"passthrough\"")).await?;
+    // A handshake-era upstream leg: the upstream asks with `roots/list`.
+    let gw = Toolgate::start(&fixture_upstream("fx", &[], "mode = \"passthrough\"\nprotocol = \"2025-11-25\"")).await?;
     let c = Client::connected(&gw.url, json!({"roots": {"listChanged": true}})).await?;
     let started = Instant::now();
     let result = c.call_tool("fixture_roots", json!({})).await?;
@@ -394,7 +395,8 @@ async fn client_roots_reach_no_upstream_without_forward_roots() -> Result<()> {
 
 #[tokio::test]
 async fn client_roots_reach_an_upstream_with_forward_roots() -> Result<()> {
-    let upstream = fixture_upstream("fx", &[], "mode = \"passthrough\"\nforward_roots = true");
+    let upstream =
+        fixture_upstream("fx", &[], "mode = \"passthrough\"\nforward_roots = true\nprotocol = \"2025-11-25\"");
     let gw = Toolgate::start(&upstream).await?;
     let c = Client::connected(&gw.url, json!({"roots": {"listChanged": true}})).await?;
     let id = json!("roots-call");
