@@ -22,43 +22,9 @@ set -euo pipefail
 leg="${1:-http}"
 calls="${2:-2000}"
 conc="${3:-1}"
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-target="${CARGO_TARGET_DIR:-$repo/target}"
-bin="$target/release"
-bench="$(ls -t "$bin"/deps/overhead-* 2>/dev/null | grep -v '\.d$' | head -n1)"
-[[ -x "$bench" ]] || { echo "build the bench first: cargo bench --bench overhead --no-run" >&2; exit 1; }
-command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
 command -v perf >/dev/null || { echo "perf is not installed (apt-get install linux-perf)" >&2; exit 1; }
 export TOOLGATE_METRICS__ENABLED=false TOOLGATE_LOG="warn,toolgate=info"
-
-work="$(mktemp -d)"
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-case "$leg" in
-    stdio)
-        upstream="command = \"$bin/toolgate-fixture\"" ;;
-    http)
-        "$bin/toolgate-fixture" --http 127.0.0.1:0 >"$work/fixture.out" 2>/dev/null &
-        pids+=($!)
-        for _ in $(seq 100); do grep -q LISTENING "$work/fixture.out" && break; sleep 0.1; done
-        upstream="url = \"$(sed -n 's/^LISTENING //p' "$work/fixture.out")\"" ;;
-    *) echo "leg must be stdio or http" >&2; exit 1 ;;
-esac
-cat >"$work/toolgate.toml" <<EOF
-[server]
-listen = "127.0.0.1:0"
-
-[[upstream]]
-name = "fx"
-$upstream
-sharing = "shared"
-EOF
+source "$(dirname "${BASH_SOURCE[0]}")/leg.sh"
 
 # Starts toolgate (under the given wrapper, if any); sets $gate_pid and $url.
 start_toolgate() {
