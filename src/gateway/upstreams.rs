@@ -246,9 +246,7 @@ impl UpstreamHandle {
 }
 
 /// toolgate's own `clientInfo` / `serverInfo` identity.
-pub fn toolgate_info() -> Value {
-    json!({"name": "toolgate", "version": env!("CARGO_PKG_VERSION")})
-}
+pub use crate::upstream::modern::envelope::client_info as toolgate_info;
 
 /// Follows `nextCursor` through every page of a list method and returns the
 /// items under `key`. Each page may take `timeout`.

@@ -49,7 +49,7 @@ pub fn client_info() -> Value {
 /// Whether `params` are those of a modern request (its `_meta` names a
 /// protocol version: the spec's own test for the era of a request).
 pub fn is_modern(params: Option<&Value>) -> bool {
-    params.and_then(|p| p.get("_meta")).and_then(|m| m.get(meta::PROTOCOL_VERSION)).is_some()
+    crate::protocol::modern::claim(params).is_some()
 }
 
 /// Puts the envelope into `params._meta`, keeping every other key:

@@ -146,8 +146,6 @@ pub mod result {
     pub const PUBLIC: &str = "public";
     /// `cacheScope`: the result may differ by authorization context.
     pub const PRIVATE: &str = "private";
-    /// `server/discover` result: the revisions the server speaks.
-    pub const SUPPORTED_VERSIONS: &str = "supportedVersions";
     /// The result fields only the modern era has: removed before a result
     /// reaches a client of an older revision.
     pub const MODERN_ONLY: [&str; 3] = [RESULT_TYPE, TTL_MS, CACHE_SCOPE];

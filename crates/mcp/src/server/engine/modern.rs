@@ -238,10 +238,10 @@ fn discover_result(discovery: crate::server::handler::Discovery) -> Value {
     }
     let mut fields = Map::new();
     fields.insert(result::RESULT_TYPE.into(), json!(result::COMPLETE));
-    fields.insert(result::SUPPORTED_VERSIONS.into(), json!(modern::VERSIONS));
-    fields.insert("capabilities".into(), capabilities);
+    fields.insert(modern::discover::SUPPORTED_VERSIONS.into(), json!(modern::VERSIONS));
+    fields.insert(modern::discover::CAPABILITIES.into(), capabilities);
     if let Some(instructions) = offer.instructions {
-        fields.insert("instructions".into(), Value::String(instructions));
+        fields.insert(modern::discover::INSTRUCTIONS.into(), Value::String(instructions));
     }
     fields.insert(result::TTL_MS.into(), json!(discovery.hints.ttl_ms));
     fields.insert(result::CACHE_SCOPE.into(), json!(discovery.hints.scope.as_str()));
