@@ -26,7 +26,9 @@
 #    tests/conformance/expected-2026/). Fails on any unexpected scenario
 #    failure.
 # 5. Node peers for the interop tests (tests/node/: the MCP Inspector CLI,
-#    the TypeScript SDK and server-everything): `npm ci` of the pinned
+#    the TypeScript SDK v1 and v2 (client, server and Node adapter, for the
+#    2026-07-28 rows), server-everything and the Node 22 binary the Inspector
+#    and the v2 peers run on): `npm ci` of the pinned
 #    package-lock.json, run only when the lockfile (or the Node version)
 #    changed since the last install: a stamp in node_modules records its hash.
 # 5b. tests/deploy/validate.sh: the Kubernetes manifests against their schemas

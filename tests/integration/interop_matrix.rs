@@ -5,8 +5,10 @@
 //! `mcp-server-time` over stdio). Every test runs the whole disclosure
 //! workflow against one upstream and a plain passthrough call against another
 //! (see `workflow`). Each upstream is in each mode somewhere in the matrix.
+//! `era2026` holds the 2026-07-28 rows.
 
 mod clients;
+mod era2026;
 mod peers;
 mod workflow;
 

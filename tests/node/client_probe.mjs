@@ -1,14 +1,25 @@
 #!/usr/bin/env node
 // A scripted MCP client driven by toolgate's Rust integration tests, built on
-// the official TypeScript SDK (`@modelcontextprotocol/sdk`, pinned in
-// package.json). The twin of tests/python/client_probe.py: same steps, same
-// report, so the Rust tests judge both SDKs with the same code.
+// the official TypeScript SDK (pinned in package.json). The twin of
+// tests/python/client_probe.py: same steps, same report, so the Rust tests
+// judge every SDK with the same code.
 //
 // Usage:
 //   node client_probe.mjs [--transport http|sse] --url URL [OPTIONS] SCRIPT_JSON
 //   node client_probe.mjs --transport stdio --command '["prog", "arg", ...]' [OPTIONS] SCRIPT_JSON
 //
-//   OPTIONS: [--no-sampling] [--timeout SECONDS]
+//   OPTIONS: [--sdk 1|2] [--mode legacy|auto|2026-07-28] [--no-sampling] [--timeout SECONDS]
+//
+// SDKs:
+// - `--sdk 1` (default): SDK v1, `@modelcontextprotocol/sdk`, which knows only
+//   the initialize handshake (2025-11-25 and older).
+// - `--sdk 2`: SDK v2, `@modelcontextprotocol/client`, with its version
+//   negotiation mode from `--mode`: a version such as 2026-07-28 (the default)
+//   pins that revision (`versionNegotiation: {mode: {pin}}`: the connect-time
+//   `server/discover` must offer it, no fallback), `auto` probes and may fall
+//   back to initialize, `legacy` runs initialize only. Needs Node >= 20. It
+//   runs over http and stdio (v2's SSE transport is left out on purpose: the
+//   2026 era has no legacy SSE).
 //
 // Transports (the SDK's own client transports):
 // - http (default): Streamable HTTP to URL, e.g. http://127.0.0.1:8080/mcp.
@@ -33,6 +44,7 @@
 //   {"negotiated_version", "server_info", "mode_used": "legacy" (this SDK
 //    only knows the initialize handshake), "steps": [{"op", "ok": true,
 //    "result"} | {"op", "ok": false, "error": {"code", "message", "data"?}}],
+//    ("mode_used" is the v2 client's era, "modern" or "legacy", with --sdk 2)
 //    "sampling_requests": [...], "notifications": [{"method", "params"}...]}
 // Steps that took "progress": true also carry "progress": [{"progress",
 // "total", "message"}].
@@ -58,7 +70,7 @@ function usage(message) {
 }
 
 function parseArgs(argv) {
-  const args = { transport: "http", sampling: true, timeout: 30 };
+  const args = { transport: "http", sampling: true, timeout: 30, sdk: "1", mode: undefined };
   const rest = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -76,6 +88,12 @@ function parseArgs(argv) {
       case "--timeout":
         args.timeout = Number(value());
         break;
+      case "--sdk":
+        args.sdk = value();
+        break;
+      case "--mode":
+        args.mode = value();
+        break;
       case "--no-sampling":
         args.sampling = false;
         break;
@@ -86,6 +104,10 @@ function parseArgs(argv) {
   if (rest.length !== 1) usage("expected exactly one SCRIPT_JSON argument");
   if (!["http", "sse", "stdio"].includes(args.transport)) usage(`unknown transport ${args.transport}`);
   if (!(args.timeout > 0)) usage("--timeout must be a positive number");
+  if (!["1", "2"].includes(args.sdk)) usage(`unknown SDK ${args.sdk} (1 or 2)`);
+  if (args.sdk === "1" && args.mode !== undefined) usage("--mode needs --sdk 2 (SDK v1 only knows initialize)");
+  if (args.sdk === "2" && args.transport === "sse") usage("--sdk 2 runs over http or stdio");
+  args.mode ??= "2026-07-28";
   if (args.transport === "stdio") {
     if (args.command === undefined || args.url !== undefined) usage("--transport stdio takes --command and no --url");
     let command;
@@ -165,10 +187,17 @@ class Recording {
   }
 }
 
-async function runStep(client, step, timeoutMs) {
+/**
+ * Runs one step. `sdk` says how the SDK generation differs: `callTool(params,
+ * options)` (v1 takes a result schema in between) and `isProtocolError(e)`
+ * (a JSON-RPC error answer: v1 `McpError`, v2 `ProtocolError`); `options` are
+ * added to every request's options (v2: bypass the response cache so every
+ * step reaches the server).
+ */
+async function runStep(client, step, timeoutMs, sdk) {
   const out = { op: step.op };
   const progress = [];
-  const options = { timeout: timeoutMs };
+  const options = { timeout: timeoutMs, ...sdk.options };
   if (step.progress) {
     options.onprogress = (p) =>
       progress.push({ progress: p.progress, total: p.total ?? null, message: p.message ?? null });
@@ -189,7 +218,7 @@ async function runStep(client, step, timeoutMs) {
         result = await client.readResource({ uri: step.uri }, options);
         break;
       case "call_tool":
-        result = await client.callTool({ name: step.name, arguments: step.arguments ?? {} }, undefined, options);
+        result = await sdk.callTool({ name: step.name, arguments: step.arguments ?? {} }, options);
         break;
       case "list_prompts":
         result = await client.listPrompts(undefined, options);
@@ -205,7 +234,7 @@ async function runStep(client, step, timeoutMs) {
     }
     Object.assign(out, { ok: true, result });
   } catch (e) {
-    if (e instanceof McpError) {
+    if (sdk.isProtocolError(e)) {
       const error = { code: e.code, message: e.message };
       if (e.data !== undefined) error.data = e.data;
       Object.assign(out, { ok: false, error });
@@ -227,6 +256,11 @@ async function main() {
     process.stderr.write(`client_probe.mjs: bad script: ${e.message}\n`);
     return 2;
   }
+  return args.sdk === "2" ? mainV2(args, steps) : mainV1(args, steps);
+}
+
+/** SDK v1 (`@modelcontextprotocol/sdk`): the initialize handshake. */
+async function mainV1(args, steps) {
   const samplingRequests = [];
   const notifications = [];
   const client = new Client(
@@ -236,10 +270,7 @@ async function main() {
   if (args.sampling) {
     client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
       samplingRequests.push(request.params);
-      const first = request.params.messages.find((m) => m.role === "user");
-      const blocks = first ? (Array.isArray(first.content) ? first.content : [first.content]) : [];
-      const text = blocks.find((b) => b.type === "text")?.text ?? "";
-      return { role: "assistant", content: { type: "text", text: `sampled: ${text}` }, model: "probe-model", stopReason: "endTurn" };
+      return sampled(request.params);
     });
   }
   client.fallbackNotificationHandler = async (n) => {
@@ -263,7 +294,12 @@ async function main() {
     sampling_requests: samplingRequests,
     notifications,
   };
-  for (const step of steps) report.steps.push(await runStep(client, step, args.timeout * 1000));
+  const sdk = {
+    callTool: (params, options) => client.callTool(params, undefined, options),
+    isProtocolError: (e) => e instanceof McpError,
+    options: {},
+  };
+  for (const step of steps) report.steps.push(await runStep(client, step, args.timeout * 1000, sdk));
   try {
     // Streamable HTTP: end the session (DELETE) as a well-behaved client does.
     if (args.transport === "http") await transport.inner.terminateSession();
@@ -273,6 +309,79 @@ async function main() {
   }
   process.stdout.write(`${JSON.stringify(report)}\n`);
   return 0;
+}
+
+/**
+ * SDK v2 (`@modelcontextprotocol/client`): negotiates per `--mode` (a pinned
+ * revision by default). Loaded on demand, so the v1 path needs none of it.
+ */
+async function mainV2(args, steps) {
+  const v2 = await import("@modelcontextprotocol/client");
+  const stdio = await import("@modelcontextprotocol/client/stdio");
+  const mode = args.mode === "legacy" || args.mode === "auto" ? args.mode : { pin: args.mode };
+  const samplingRequests = [];
+  const notifications = [];
+  const client = new v2.Client(
+    { name: "toolgate-client-probe-ts2", version: "1.0.0" },
+    { capabilities: args.sampling ? { sampling: {} } : {}, versionNegotiation: { mode } },
+  );
+  if (args.sampling) {
+    client.setRequestHandler("sampling/createMessage", async (request) => {
+      samplingRequests.push(request.params);
+      return sampled(request.params);
+    });
+  }
+  client.fallbackNotificationHandler = async (n) => {
+    notifications.push({ method: n.method, params: n.params ?? {} });
+  };
+  client.onerror = (e) => process.stderr.write(`client_probe.mjs: transport error: ${e?.message ?? e}\n`);
+
+  let transport;
+  if (args.transport === "stdio") {
+    const [command, ...rest] = args.command;
+    const env = stdio.getDefaultEnvironment();
+    for (const k of PASSED_ENV) if (process.env[k] !== undefined) env[k] = process.env[k];
+    transport = new stdio.StdioClientTransport({ command, args: rest, env, stderr: "inherit" });
+  } else {
+    transport = new v2.StreamableHTTPClientTransport(new URL(args.url));
+  }
+  const target = args.transport === "stdio" ? args.command.join(" ") : args.url;
+  try {
+    await client.connect(transport, { timeout: args.timeout * 1000 });
+  } catch (e) {
+    process.stderr.write(`client_probe.mjs: cannot connect to ${target}: ${e?.name}: ${e?.message}\n`);
+    return 1;
+  }
+  const report = {
+    negotiated_version: client.getNegotiatedProtocolVersion() ?? null,
+    server_info: client.getServerVersion() ?? null,
+    mode_used: client.getProtocolEra() ?? null,
+    steps: [],
+    sampling_requests: samplingRequests,
+    notifications,
+  };
+  const sdk = {
+    callTool: (params, options) => client.callTool(params, options),
+    isProtocolError: (e) => e instanceof v2.ProtocolError,
+    // Every step must reach the server (through the gateway), whatever ttlMs said.
+    options: { cacheMode: "bypass" },
+  };
+  for (const step of steps) report.steps.push(await runStep(client, step, args.timeout * 1000, sdk));
+  try {
+    await client.close();
+  } catch (e) {
+    process.stderr.write(`client_probe.mjs: error while closing: ${e?.message ?? e}\n`);
+  }
+  process.stdout.write(`${JSON.stringify(report)}\n`);
+  return 0;
+}
+
+/** The sampling answer: "sampled: <text of the first user message>". */
+function sampled(params) {
+  const first = params.messages.find((m) => m.role === "user");
+  const blocks = first ? (Array.isArray(first.content) ? first.content : [first.content]) : [];
+  const text = blocks.find((b) => b.type === "text")?.text ?? "";
+  return { role: "assistant", content: { type: "text", text: `sampled: ${text}` }, model: "probe-model", stopReason: "endTurn" };
 }
 
 // Exit explicitly: a closed SSE stream or child can leave handles that keep Node alive

@@ -7,7 +7,11 @@
 //!   tests/node/client_probe.mjs;
 //! - the MCP Inspector (its v2 client): `mcpdo`, its connection CLI, holds one
 //!   session in a private daemon across commands, so the whole workflow runs
-//!   in one session; `inspector --cli` makes one-shot calls.
+//!   in one session; `inspector --cli` makes one-shot calls;
+//! - in the 2026-07-28 era: the Python SDK in its explicit `2026-07-28` mode
+//!   (no `server/discover` probe) and the TypeScript SDK v2
+//!   (`@modelcontextprotocol/client`) pinned to 2026-07-28, through the same
+//!   two scripts.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -103,6 +107,10 @@ pub enum Stack {
     Python,
     TypeScript,
     Inspector,
+    /// The Python SDK told its era: `mcp.Client(..., mode="2026-07-28")`.
+    Python2026,
+    /// The TypeScript SDK v2 pinned: `versionNegotiation: {mode: {pin: "2026-07-28"}}`.
+    TypeScript2026,
 }
 
 impl Stack {
@@ -112,12 +120,22 @@ impl Stack {
         match self {
             Stack::Python => {
                 let script = repo_path("tests/python/client_probe.py").display().to_string();
-                probe(&python(), &script, endpoint, transport, steps).await
+                probe(&python(), &script, &[], endpoint, transport, steps).await
             }
             Stack::TypeScript => {
                 // Its imports resolve from tests/node/node_modules, beside the script.
                 let script = repo_path("tests/node/client_probe.mjs").display().to_string();
-                probe("node", &script, endpoint, transport, steps).await
+                probe("node", &script, &[], endpoint, transport, steps).await
+            }
+            Stack::Python2026 => {
+                let script = repo_path("tests/python/client_probe.py").display().to_string();
+                probe(&python(), &script, &["--mode", "2026-07-28"], endpoint, transport, steps).await
+            }
+            Stack::TypeScript2026 => {
+                // SDK v2 needs Node >= 20: the pinned Node 22.
+                let script = repo_path("tests/node/client_probe.mjs").display().to_string();
+                let node = node22().display().to_string();
+                probe(&node, &script, &["--sdk", "2", "--mode", "2026-07-28"], endpoint, transport, steps).await
             }
             Stack::Inspector => {
                 let mcpdo = Mcpdo::new()?;
@@ -139,10 +157,18 @@ impl Stack {
     }
 }
 
-/// Runs one of the probe scripts (Python or TypeScript, same flags).
-async fn probe(program: &str, script: &str, endpoint: &Endpoint, transport: Transport, steps: &Value) -> Result<Value> {
+/// Runs one of the probe scripts (Python or TypeScript, same flags), with
+/// `options` (`--mode`, `--sdk`) before the rest.
+pub async fn probe(
+    program: &str,
+    script: &str,
+    options: &[&str],
+    endpoint: &Endpoint,
+    transport: Transport,
+    steps: &Value,
+) -> Result<Value> {
     let mut command = Command::new(program);
-    command.arg(script).args(["--transport", transport.flag()]);
+    command.arg(script).args(options).args(["--transport", transport.flag()]);
     match endpoint {
         Endpoint::Url(url) => command.args(["--url", url]),
         Endpoint::Command(argv) => command.args(["--command", &serde_json::to_string(argv)?]),

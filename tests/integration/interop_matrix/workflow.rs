@@ -41,11 +41,26 @@ enum Step {
     Passthrough,
 }
 
+/// The revision and era a client must end up in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// The latest revision the client knows: 2025-11-25, or 2026-07-28 for
+    /// the Python SDK 2.x in its default `auto` mode (toolgate answers its
+    /// `server/discover` probe).
+    Latest,
+    /// 2026-07-28, sessionless. `probed`: the client sent `server/discover`
+    /// first (the TypeScript SDK v2 pinned), so it knows toolgate's
+    /// `serverInfo`; a client told its era (the Python SDK's explicit mode)
+    /// sends no probe and knows none.
+    Modern { probed: bool },
+}
+
 /// The scenario for one pair of upstreams.
 pub struct Scenario {
     pub progressive: Upstream,
     pub passthrough: Upstream,
     steps: &'static [Step],
+    era: Era,
 }
 
 impl Scenario {
@@ -56,13 +71,19 @@ impl Scenario {
             progressive,
             passthrough,
             steps: &[ListTools, ListResources, Refused, Read, CallA, DescribeB, CallB, Passthrough],
+            era: Era::Latest,
         }
+    }
+
+    /// Every step, by a client in the 2026-07-28 era.
+    pub fn modern(progressive: Upstream, passthrough: Upstream, probed: bool) -> Scenario {
+        Scenario { era: Era::Modern { probed }, ..Scenario::full(progressive, passthrough) }
     }
 
     /// Without `resources/list` and the `describe_tools` path.
     pub fn core(progressive: Upstream, passthrough: Upstream) -> Scenario {
         use Step::*;
-        Scenario { progressive, passthrough, steps: &[ListTools, Refused, Read, CallA, Passthrough] }
+        Scenario { progressive, passthrough, steps: &[ListTools, Refused, Read, CallA, Passthrough], era: Era::Latest }
     }
 
     fn names(&self) -> (String, String, String) {
@@ -107,11 +128,21 @@ impl Scenario {
         let (a_name, b_name, c_name) = self.names();
         let steps = report["steps"].as_array().map_or(0, Vec::len);
         ensure!(steps == self.steps.len(), "{steps} steps reported for {:?}", self.steps);
-        // Every client speaks the latest revision it knows: 2026-07-28 for the
-        // Python SDK 2.x (its discover probe is answered), 2025-11-25 for the others.
         let negotiated = report["negotiated_version"].as_str().unwrap_or_default();
-        ensure!(["2025-11-25", "2026-07-28"].contains(&negotiated), "negotiated: {negotiated}");
-        ensure!(report["server_info"]["name"] == "toolgate", "server_info: {}", report["server_info"]);
+        let server_info = &report["server_info"];
+        match self.era {
+            Era::Latest => {
+                ensure!(["2025-11-25", "2026-07-28"].contains(&negotiated), "negotiated: {negotiated}");
+                ensure!(server_info["name"] == "toolgate", "server_info: {server_info}");
+            }
+            Era::Modern { probed } => {
+                ensure!(negotiated == "2026-07-28", "negotiated: {negotiated}");
+                ensure!(report["mode_used"] == "modern", "era: {}", report["mode_used"]);
+                if probed || !server_info.is_null() {
+                    ensure!(server_info["name"] == "toolgate", "server_info: {server_info}");
+                }
+            }
+        }
 
         // Minimal forms for the progressive upstream, verbatim ones for the other.
         if let Some(listed) = self.result(report, Step::ListTools)? {
