@@ -52,8 +52,10 @@ Output: exactly one JSON object on stdout:
 
 `result` is the SDK result's `model_dump(mode="json", by_alias=True,
 exclude_none=True)`. `mode_used` is "modern" when the SDK adopted a
-`server/discover` result and "legacy" when it fell back to (or was told to use)
-the `initialize` handshake. `notifications` lists the server notifications
+`server/discover` result (in `--mode 2026-07-28` one it made up itself: the
+explicit mode sends no probe) and "legacy" when it fell back to (or was told to
+use) the `initialize` handshake. `server_info` is null in the explicit modern
+mode, since no discover result or `initialize` answer named the server. `notifications` lists the server notifications
 (log messages, list changes, ...) in arrival order; progress notifications are
 reported per step instead.
 
