@@ -268,7 +268,7 @@ fn admissible(cx: Exchange<'_>, up: &UpstreamHandle, request: &Request) -> Resul
     let Some(capability) = input::capability(&request.method) else {
         return Err(format!("{} cannot be carried to a 2026-07-28 client", request.method));
     };
-    if !cx.session.client_capabilities().get(capability).is_some_and(|c| !c.is_null()) {
+    if cx.session.client_capabilities().get(capability).is_none_or(Value::is_null) {
         return Err(format!("the client did not declare support for {} (capability {capability})", request.method));
     }
     if request.method == input::ROOTS_LIST && !up.config.forward_roots {
