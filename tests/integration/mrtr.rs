@@ -304,3 +304,28 @@ async fn a_2025_client_of_the_same_upstream_still_gets_ordinary_requests() -> Re
     assert!(complete_text(&done).contains(r#"{"response":"new"}"#), "{done}");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_retry_is_not_counted_again_and_another_client_cannot_use_the_state() -> Result<()> {
+    const ALICE: &str = "mrtr-alice-0123456789abcdef";
+    const BOB: &str = "mrtr-bob-0123456789abcdef01";
+    let auth = format!(
+        "[[auth.clients]]\nname = \"alice\"\napi_key = \"{ALICE}\"\ncalls_per_minute = 1\n\
+         [[auth.clients]]\nname = \"bob\"\napi_key = \"{BOB}\"\n"
+    );
+    let (gw, _fixture) = gateway(Leg::Http, "", &auth).await?;
+    let (alice, bob) = (Client::with_bearer(&gw.url, ALICE)?, Client::with_bearer(&gw.url, BOB)?);
+    let first = call(1, "test_elicitation", json!({"message": "Whose?"}), json!({"elicitation": {}}));
+    let (_, state) = input_required(&post(&alice, &first).await?);
+    // Bob holds the same request and the state, but it was issued to Alice.
+    let stolen = post(&bob, &retry(&first, 2, json!({"r1": accept("response", "bob")}), &state)).await?;
+    refused_state(&stolen);
+    assert_eq!(stolen["error"]["data"]["reason"], "it was issued to another client", "{stolen}");
+    // Alice's one call a minute was spent on the first round; the retry is the same call.
+    let done = post(&alice, &retry(&first, 3, json!({"r1": accept("response", "alice")}), &state)).await?;
+    assert!(complete_text(&done).contains(r#"{"response":"alice"}"#), "{done}");
+    let next =
+        post(&alice, &call(4, "test_elicitation", json!({"message": "More"}), json!({"elicitation": {}}))).await?;
+    assert_eq!(next["error"]["code"], -32015, "a new call is counted: {next}");
+    Ok(())
+}
