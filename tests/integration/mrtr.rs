@@ -329,3 +329,23 @@ async fn a_retry_is_not_counted_again_and_another_client_cannot_use_the_state() 
     assert_eq!(next["error"]["code"], -32015, "a new call is counted: {next}");
     Ok(())
 }
+
+#[tokio::test]
+async fn the_python_sdk_in_2026_mode_completes_elicitation_and_sampling_through_toolgate() -> Result<()> {
+    let (gw, _fixture) = gateway(Leg::Stdio, "", "").await?;
+    let steps = json!([
+        {"op": "call_tool", "name": "test_elicitation", "arguments": {"message": "Your name?"}},
+        {"op": "call_tool", "name": "test_sampling", "arguments": {"prompt": "hello"}},
+    ]);
+    let args = ["--mode", MODERN, "--elicit", r#"{"response": "Ada"}"#];
+    let report = client_probe(&gw.url, &args, &steps).await?;
+    assert_eq!(report["mode_used"], "modern", "{report}");
+    let step = &report["steps"][0];
+    assert_eq!(step["ok"], true, "{report}");
+    assert_eq!(text_of(&step["result"]), r#"User response: action=accept, content={"response":"Ada"}"#, "{report}");
+    assert_eq!(report["elicitation_requests"][0]["message"], "Your name?", "{report}");
+    let step = &report["steps"][1];
+    assert_eq!(text_of(&step["result"]), "LLM response: sampled: hello", "{report}");
+    assert_eq!(report["sampling_requests"].as_array().map(Vec::len), Some(1), "{report}");
+    Ok(())
+}
