@@ -349,3 +349,43 @@ async fn the_python_sdk_in_2026_mode_completes_elicitation_and_sampling_through_
     assert_eq!(report["sampling_requests"].as_array().map(Vec::len), Some(1), "{report}");
     Ok(())
 }
+
+#[tokio::test]
+async fn requests_sent_together_are_asked_together_and_missing_answers_are_asked_again() -> Result<()> {
+    for leg in [Leg::Stdio, Leg::Http] {
+        let (gw, _fixture) = gateway(leg, "", "").await?;
+        let c = gw.client();
+        let caps = json!({"elicitation": {}, "sampling": {}});
+        let first = call(1, "fixture_ask_together", json!({"message": "Name?", "prompt": "Hi"}), caps);
+        let (requests, state) = input_required(&post(&c, &first).await?);
+        let key_of = |requests: &serde_json::Map<String, Value>, method: &str| {
+            requests.iter().find(|(_, r)| r["method"] == method).map(|(k, _)| k.clone())
+        };
+        let elicit = key_of(&requests, "elicitation/create").unwrap_or_else(|| panic!("{leg:?}: {requests:?}"));
+        let sample = key_of(&requests, "sampling/createMessage").unwrap_or_else(|| panic!("{leg:?}: {requests:?}"));
+        assert_eq!(requests.len(), 2, "{leg:?}: one round for both");
+
+        // Only one answered: the other is asked again, alone.
+        let (again, state) =
+            input_required(&post(&c, &retry(&first, 2, json!({&elicit: accept("name", "Ada")}), &state)).await?);
+        assert_eq!(again.keys().collect::<Vec<_>>(), [&sample], "{leg:?}");
+        let answer = json!({&sample: {"role": "assistant", "content": {"type": "text", "text": "Hey"}, "model": "m"}});
+        let done = post(&c, &retry(&first, 3, answer, &state)).await?;
+        let both = &done["result"]["structuredContent"];
+        assert_eq!(both["elicitation"]["content"]["name"], "Ada", "{leg:?}: {done}");
+        assert_eq!(both["sampling"]["content"]["text"], "Hey", "{leg:?}: {done}");
+
+        // A client that declares only sampling is asked only that.
+        let first = call(4, "fixture_ask_together", json!({}), json!({"sampling": {}}));
+        let (requests, state) = input_required(&post(&c, &first).await?);
+        assert_eq!(requests.len(), 1, "{leg:?}: {requests:?}");
+        assert_eq!(requests["r1"]["method"], "sampling/createMessage");
+        let answer = json!({"r1": {"role": "assistant", "content": {"type": "text", "text": "Yo"}, "model": "m"}});
+        let done = post(&c, &retry(&first, 5, answer, &state)).await?;
+        let both = &done["result"]["structuredContent"];
+        assert_eq!(both["sampling"]["content"]["text"], "Yo", "{leg:?}: {done}");
+        let refused = both["elicitation"]["error"].as_str().unwrap_or_default();
+        assert!(refused.contains("did not declare support for elicitation/create"), "{leg:?}: {done}");
+    }
+    Ok(())
+}
