@@ -42,9 +42,10 @@ use crate::upstream::{self, Call, Peer, Route, UpstreamError};
 /// that asks several things at once sends them back to back).
 const COLLECT_WINDOW: Duration = Duration::from_millis(50);
 
-/// How long the answers to a dropped held call's open requests wait for
-/// its cancellation to go out.
-const ANSWER_AFTER_CANCEL: Duration = Duration::from_secs(5);
+/// How long after cancelling a dropped held call its open requests are
+/// answered: the cancellation goes out first, so an upstream that honours
+/// it never acts on the answers; one that does not still gets them.
+const ANSWER_AFTER_CANCEL: Duration = Duration::from_secs(1);
 
 /// The held upstream call's own deadline: none (toolgate applies the
 /// upstream's `timeout` to each round a client waits on, and the hold time
@@ -336,17 +337,13 @@ impl Drop for Held {
             let _ = self.abandoned.set("toolgate stopped holding the call for client input");
             tracing::debug!(upstream = %self.binding.upstream, "a held call ended unanswered: cancelling its upstream call");
         }
-        // Cancel first: the upstream hears the call is over before its
-        // questions are answered, so it does not act on the answers.
+        // Cancel first (see ANSWER_AFTER_CANCEL).
         self.cancel.cancel();
         if unanswered.is_empty() {
             return;
         }
-        let (_, closed) = oneshot::channel();
-        let result = std::mem::replace(&mut self.result, closed);
         crate::spawn(async move {
-            // The call's task ends once the upstream was told.
-            let _ = tokio::time::timeout(ANSWER_AFTER_CANCEL, result).await;
+            tokio::time::sleep(ANSWER_AFTER_CANCEL).await;
             for ask in unanswered {
                 let outcome = ask.unanswered();
                 ask.peer.respond(ask.request.id, outcome).await;
