@@ -119,7 +119,9 @@ impl Translator {
         params: Option<Value>,
     ) -> Result<Result<Outcome, UpstreamError>, Failure> {
         let (asks_tx, asks) = mpsc::unbounded_channel();
-        let route = Arc::new(HeldRoute { asks: asks_tx, downlink: Mutex::new(None), progressed: Notify::new() });
+        // Waited on from the start: what the upstream asks at once is this call's.
+        let downlink = Mutex::new(Some(cx.ctx.downlink.clone()));
+        let route = Arc::new(HeldRoute { asks: asks_tx, downlink, progressed: Notify::new() });
         let cancel = CancellationToken::new();
         let mut call = Call::new(method, params).routed(route.clone()).cancelled_by(cancel.clone());
         call.downstream_modern = true;
@@ -147,6 +149,8 @@ impl Translator {
         let token = token.ok_or(MrtrError::InvalidState(StateError::Malformed))?;
         let hold = self.codec.verify(token, &binding, SystemTime::now()).map_err(MrtrError::InvalidState)?;
         let mut held = self.holds.take(&hold).ok_or(MrtrError::InvalidState(StateError::NotHeld))?;
+        // Waited on again before the answers go: what the upstream asks next is this call's.
+        held.route.attach(Some(cx.ctx.downlink.clone()));
         for (key, answer) in answers {
             // Unknown keys are ignored (the spec says so).
             if let Some(ask) = held.open.remove(&key) {
@@ -387,7 +391,10 @@ impl Route for HeldRoute {
         }
     }
 
+    /// Only while a client request waits on the call: a call held between
+    /// rounds (perhaps abandoned by its client) must not make every other
+    /// call's requests ambiguous for its whole hold time.
     fn takes_unattributed(&self) -> bool {
-        true
+        self.downlink.lock().is_some()
     }
 }

@@ -87,7 +87,8 @@ pub trait Route: Send + Sync {
     /// Whether what a connection without per-call streams (stdio, legacy
     /// SSE) sends while this call is the only one in flight that says so
     /// may be taken as this call's. A held call of a 2026-07-28 client says
-    /// so; others keep the connection's own rule.
+    /// so while a client request waits on it; others keep the connection's
+    /// own rule.
     fn takes_unattributed(&self) -> bool {
         false
     }
