@@ -389,3 +389,20 @@ async fn requests_sent_together_are_asked_together_and_missing_answers_are_asked
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn over_stdio_a_call_held_between_rounds_does_not_block_another() -> Result<()> {
+    // Nothing on a stdio wire names the call an upstream request belongs
+    // to: a call held between rounds (its client gone quiet) must not make
+    // the next call's requests ambiguous.
+    let (gw, _fixture) = gateway(Leg::Stdio, "", "").await?;
+    let c = gw.client();
+    let quiet = call(1, "test_elicitation", json!({"message": "Abandoned"}), json!({"elicitation": {}}));
+    input_required(&post(&c, &quiet).await?);
+    let next = call(2, "test_sampling", json!({"prompt": "still there?"}), json!({"sampling": {}}));
+    let (requests, state) = input_required(&post(&c, &next).await?);
+    assert_eq!(requests["r1"]["method"], "sampling/createMessage");
+    let answer = json!({"r1": {"role": "assistant", "content": {"type": "text", "text": "yes"}, "model": "m"}});
+    assert_eq!(complete_text(&post(&c, &retry(&next, 3, answer, &state)).await?), "LLM response: yes");
+    Ok(())
+}
