@@ -406,3 +406,18 @@ async fn over_stdio_a_call_held_between_rounds_does_not_block_another() -> Resul
     assert_eq!(complete_text(&post(&c, &retry(&next, 3, answer, &state)).await?), "LLM response: yes");
     Ok(())
 }
+
+#[tokio::test]
+async fn held_calls_end_with_toolgate() -> Result<()> {
+    let (mut gw, _fixture) = gateway(Leg::Stdio, "", "").await?;
+    let c = gw.client();
+    let first = call(1, "test_elicitation", json!({"message": "Bye"}), json!({"elicitation": {}}));
+    input_required(&post(&c, &first).await?);
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(gw.proc.pid())?);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM)?;
+    let status = tokio::time::timeout(Duration::from_secs(20), gw.proc.child.wait()).await??;
+    assert!(status.success(), "{status}");
+    let logs = gw.logs();
+    assert!(logs.contains("a held call ended unanswered: cancelling its upstream call"), "{logs}");
+    Ok(())
+}
