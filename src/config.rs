@@ -5,6 +5,7 @@ mod auth;
 mod expand;
 mod load;
 mod model;
+mod mrtr;
 mod observability;
 mod path;
 mod state;
@@ -17,6 +18,7 @@ pub use load::{ConfigError, load, load_str, load_str_in};
 #[cfg(test)]
 pub(crate) use load::{in_jail, load_str_jailed};
 pub use model::*;
+pub use mrtr::MrtrConfig;
 pub use observability::{MetricsConfig, OTEL_BUILT, TracingConfig};
 pub use state::{DEFAULT_KEY_PREFIX, StateConfig};
 pub use target::{HttpTarget, StdioTarget, Target, TargetError};

@@ -24,6 +24,8 @@
 //! - [`forward`]: the transparent forwarder; [`lists`] and [`pages`] merge and
 //!   page lists; [`translate`] downgrades content for older clients;
 //! - [`events`]: where upstream traffic goes back to;
+//! - [`mrtr`]: held calls of sessionless clients whose handshake-era
+//!   upstream asks for input mid-call;
 //! - [`state`]: what the gateway keeps per downstream session.
 //! - [`reload`]: a new configuration swapped in under running sessions
 //!   (SIGHUP, file watcher).
@@ -39,6 +41,7 @@ mod instances;
 mod layer;
 mod limits;
 mod lists;
+mod mrtr;
 mod note;
 mod pages;
 mod policy;
@@ -131,6 +134,9 @@ pub struct Gateway {
     /// Sessionless clients' grants (`[state]`): in memory, or in Redis.
     grant_store: Arc<GrantStore>,
     forwarder: Forwarder,
+    /// Held upstream calls of sessionless clients (multi-round-trip
+    /// translation in front of handshake-era upstreams).
+    mrtr: mrtr::Translator,
     http: reqwest::Client,
     shutdown: CancellationToken,
     metrics: Arc<Metrics>,
@@ -183,6 +189,7 @@ impl Gateway {
         let gateway = Arc::new(Self {
             catalogs: Catalogs::new(config.disclosure.clone()),
             forwarder: Forwarder::new(config.server.page_size),
+            mrtr: mrtr::Translator::new(&config.mrtr),
             config: ArcSwap::from_pointee(config),
             upstreams: ArcSwap::from_pointee(upstreams),
             reload: reload::ReloadState::default(),
@@ -285,6 +292,10 @@ impl Gateway {
         &self.forwarder
     }
 
+    pub(crate) fn mrtr(&self) -> &mrtr::Translator {
+        &self.mrtr
+    }
+
     pub(crate) fn http(&self) -> &reqwest::Client {
         &self.http
     }
@@ -320,6 +331,8 @@ impl Gateway {
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
         self.sessions.clear();
+        // Held calls end with toolgate: their upstream calls are cancelled.
+        self.mrtr.clear();
         let controls: Vec<_> = self.upstreams().iter().filter_map(|u| u.control()).collect();
         futures::future::join_all(controls.iter().map(|p| p.shutdown())).await;
     }

@@ -28,6 +28,7 @@ pub mod gateway;
 pub mod grants;
 pub mod import;
 pub mod metrics;
+pub mod mrtr;
 pub mod telemetry;
 pub mod tokens;
 pub mod upstream;

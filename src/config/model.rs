@@ -39,6 +39,10 @@ pub struct Config {
     /// Shared state (the grant store of sessionless clients).
     #[serde(default)]
     pub state: super::StateConfig,
+    /// Held upstream calls of 2026-07-28 clients (multi-round-trip
+    /// translation in front of handshake-era upstreams).
+    #[serde(default)]
+    pub mrtr: super::MrtrConfig,
 }
 
 /// `[server]`: the downstream listener.

@@ -126,8 +126,13 @@ impl Disclosure {
             let arguments = request.params.as_ref().and_then(|p| p.get("arguments"));
             return describe_tool(cx.gateway, cx.session, &view, arguments).await;
         }
+        // The retry of a held call (a sessionless client answering what its
+        // upstream asked) was admitted in its first round; the forwarder
+        // checks that its state is for exactly this call.
+        let retry = cx.session.is_sessionless() && cx.gateway.mrtr().is_own_state(request.params.as_ref());
         if let Some(entry) = view.catalog.get(name)
             && entry.mode == Mode::Progressive
+            && !retry
         {
             match cx.session.state.grants.allows(name, entry.fingerprint).await {
                 Ok(true) => {}

@@ -190,17 +190,25 @@ impl Forwarder {
         // A traced call carries its span's context to the upstream (`_meta`,
         // and the `traceparent` header over HTTP).
         let params = crate::telemetry::inject(&span, params);
-        let route = events::SessionRoute::new(cx.gateway, cx.session, cx.ctx);
-        let mut call = Call::new(method, params).routed(Arc::new(route)).cancelled_by(cx.ctx.cancel.clone());
-        if modern_upstream {
-            call = call.for_client(connections::client_context(cx.session, up.config.forward_roots));
-        }
-        // A 2026 client takes a modern upstream's answers (input-required
-        // results included) as they are, and retries by itself.
-        call.downstream_modern |= sessionless;
-        let connections = connections::for_call(cx.gateway, cx.session, index);
         let started = Instant::now();
-        let result = upstream::service::call(connections, up.config.timeout, call).instrument(span).await;
+        // A 2026 client of a handshake-era upstream gets what the upstream
+        // asks mid-call as input requests (toolgate holds the call); a retry
+        // carrying toolgate's own requestState only ever reaches its held call.
+        let translated = sessionless && (!modern_upstream || cx.gateway.mrtr().is_own_state(params.as_ref()));
+        let result = if translated {
+            cx.gateway.mrtr().call(cx, index, method, params).instrument(span).await
+        } else {
+            let route = events::SessionRoute::new(cx.gateway, cx.session, cx.ctx);
+            let mut call = Call::new(method, params).routed(Arc::new(route)).cancelled_by(cx.ctx.cancel.clone());
+            if modern_upstream {
+                call = call.for_client(connections::client_context(cx.session, up.config.forward_roots));
+            }
+            // A 2026 client takes a modern upstream's answers (input-required
+            // results included) as they are, and retries by itself.
+            call.downstream_modern |= sessionless;
+            let connections = connections::for_call(cx.gateway, cx.session, index);
+            upstream::service::call(connections, up.config.timeout, call).instrument(span).await
+        };
         cx.gateway.metrics().upstream_request(index, Method::of(method), &result, started.elapsed());
         match result {
             Ok(Outcome::Error(error)) => {

@@ -39,7 +39,9 @@ impl Policy {
 
 impl Layer for Policy {
     async fn serve<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
-        if counts(&request) {
+        // The retry of a held call is the same call, counted in its first round.
+        let retry = cx.session.is_sessionless() && cx.gateway.mrtr().is_own_state(request.params.as_ref());
+        if counts(&request) && !retry {
             let principal = &cx.session.state.principal();
             if let Err(wait) = self.calls.check(principal) {
                 tracing::info!(client = %principal.id(), retry_after = ?wait.0, "request refused: calls_per_minute");

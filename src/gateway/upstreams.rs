@@ -190,16 +190,20 @@ impl UpstreamHandle {
         UpstreamError::Unavailable { upstream: self.label.clone(), source: cause }
     }
 
-    /// What the control connection declares: it routes server-to-client
-    /// requests only when it is shared over Streamable HTTP, where each
-    /// call's stream names the session it belongs to. Over shared stdio or
-    /// legacy SSE nothing ties such a request to a session, so none are
-    /// declared.
+    /// What the control connection declares. It carries the calls of
+    /// sessionless (2026-07-28) clients, which toolgate answers input
+    /// requests for (multi-round-trip translation: sampling, elicitation,
+    /// and roots with `forward_roots`), and with `sharing = "shared"` every
+    /// session's calls. Shared over stdio or legacy SSE, nothing ties a
+    /// server-to-client request to the session whose call caused it, so
+    /// none are declared there.
     pub fn control_hello(&self) -> ClientHello {
-        let capabilities = if self.is_shared() && self.target.attributes_calls() {
-            json!({"sampling": {}, "elicitation": {}})
-        } else {
+        let capabilities = if self.is_shared() && !self.target.attributes_calls() {
             json!({})
+        } else if self.config.forward_roots {
+            json!({"sampling": {}, "elicitation": {}, "roots": {}})
+        } else {
+            json!({"sampling": {}, "elicitation": {}})
         };
         ClientHello { capabilities, client_info: toolgate_info() }
     }
@@ -406,13 +410,15 @@ mod tests {
     }
 
     #[test]
-    fn only_shared_streamable_http_control_connections_declare_reverse_capabilities() {
+    fn control_connections_declare_reverse_capabilities_unless_shared_without_per_call_streams() {
         for (transport, sharing, reverse) in [
             ("streamable_http", "shared", true),
-            ("streamable_http", "per_session", false),
+            // Its control connection carries sessionless clients' calls.
+            ("streamable_http", "per_session", true),
             ("sse", "shared", false),
-            ("sse", "per_session", false),
+            ("sse", "per_session", true),
             ("stdio", "shared", false),
+            ("stdio", "per_session", true),
         ] {
             let up = handle(transport, sharing);
             assert_eq!(up.target.attributes_calls(), transport == "streamable_http", "{transport}");
@@ -420,6 +426,15 @@ mod tests {
             let expected = if reverse { json!({"sampling": {}, "elicitation": {}}) } else { json!({}) };
             assert_eq!(declared, expected, "{transport} {sharing}");
         }
+    }
+
+    #[test]
+    fn roots_are_declared_only_with_forward_roots() {
+        let config: UpstreamConfig =
+            serde_json::from_value(json!({"name": "u", "command": "x", "forward_roots": true})).expect("config");
+        let target = config.target().expect("target");
+        let up = UpstreamHandle::new(0, config, target, HashMap::new());
+        assert_eq!(up.control_hello().capabilities, json!({"sampling": {}, "elicitation": {}, "roots": {}}));
     }
 
     #[test]

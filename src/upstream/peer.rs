@@ -83,6 +83,15 @@ pub trait Route: Send + Sync {
         );
         Box::pin(async move { Outcome::error(e) })
     }
+
+    /// Whether what a connection without per-call streams (stdio, legacy
+    /// SSE) sends while this call is the only one in flight that says so
+    /// may be taken as this call's. A held call of a 2026-07-28 client says
+    /// so while a client request waits on it; others keep the connection's
+    /// own rule.
+    fn takes_unattributed(&self) -> bool {
+        false
+    }
 }
 
 /// Where everything that belongs to no call goes.
@@ -532,6 +541,14 @@ impl Peer {
                 .filter(|(_, p)| p.route.is_some())
                 .max_by_key(|(id, _)| **id)
                 .and_then(|(_, p)| p.route.clone());
+        }
+        // Nothing on the wire names the call: only when exactly one call in
+        // flight takes such traffic is it certainly that call's.
+        if related.is_none() && !self.transport.attributes_calls() {
+            let mut willing = pending.values().filter_map(|p| p.route.as_ref()).filter(|r| r.takes_unattributed());
+            if let (Some(route), None) = (willing.next(), willing.next()) {
+                return Some(route.clone());
+            }
         }
         None
     }

@@ -132,11 +132,12 @@ start_toolgate() {
 
 # Writes a toolgate config: mode $2 and an upstream that is either the stdio
 # fixture ($3 = stdio) or the HTTP URL $3, spoken to in era $4 (the
-# upstream's `protocol`; default auto).
+# upstream's `protocol`; default auto), with the extra upstream keys $5.
 write_config() {
-    local path="$1" mode="$2" upstream="$3" protocol="${4:-auto}"
+    local path="$1" mode="$2" upstream="$3" protocol="${4:-auto}" extra="${5:-}"
     {
         printf '[server]\nlisten = "127.0.0.1:0"\n\n[[upstream]]\nname = "fixture"\nmode = "%s"\nprotocol = "%s"\n' "$mode" "$protocol"
+        [[ -z "$extra" ]] || printf '%s\n' "$extra"
         if [[ "$upstream" == stdio ]]; then
             printf 'command = "%s"\n' "$fixture"
         else
@@ -257,6 +258,11 @@ run_2026() {
             run_server_2026 "$mode-$transport" "$found"
         done
     done
+    # A 2026 client in front of a handshake-era upstream: toolgate holds the
+    # upstream's calls and answers with InputRequiredResults for what it asks.
+    write_config "$work/2026-translated-stdio.toml" passthrough stdio 2025-11-25 'forward_roots = true'
+    start_toolgate "$work/2026-translated-stdio.toml" "$results_next/toolgate-translated-stdio.log"
+    run_server_2026 translated-stdio "$found"
     for scenario in tools_call request-metadata http-standard-headers http-custom-headers \
         http-invalid-tool-headers json-schema-ref-no-deref sep-2322-client-request-state; do
         run_client_2026 "$scenario"

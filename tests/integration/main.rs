@@ -25,6 +25,7 @@ mod legacy_upstream;
 mod limits;
 mod metrics;
 mod modern;
+mod mrtr;
 mod outage;
 mod reload;
 mod security;

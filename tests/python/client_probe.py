@@ -6,7 +6,7 @@ Usage:
     python client_probe.py [--transport http|sse] --url URL [OPTIONS] SCRIPT_JSON
     python client_probe.py --transport stdio --command '["prog", "arg", ...]' [OPTIONS] SCRIPT_JSON
 
-    OPTIONS: [--mode auto|legacy|2026-07-28] [--no-sampling] [--timeout SECONDS]
+    OPTIONS: [--mode auto|legacy|2026-07-28] [--no-sampling] [--elicit CONTENT_JSON] [--timeout SECONDS]
 
 Transports (the SDK's own client transports):
 - `http` (default): Streamable HTTP to URL, e.g. http://127.0.0.1:8080/mcp.
@@ -39,6 +39,8 @@ The connection uses the SDK's mode (`auto` by default: probe
 callback is always installed (unless `--no-sampling`): it answers
 `sampling/createMessage` with the text `"sampled: <text of the first user
 message>"` (model "probe-model", stopReason "endTurn").
+With `--elicit CONTENT_JSON` an elicitation callback is installed too: it
+accepts every `elicitation/create` with that content.
 
 Output: exactly one JSON object on stdout:
 
@@ -48,6 +50,7 @@ Output: exactly one JSON object on stdout:
      "steps": [{"op": ..., "ok": true, "result": {...}}
                | {"op": ..., "ok": false, "error": {"code": ..., "message": ..., "data"?: ...}}],
      "sampling_requests": [<CreateMessageRequestParams as JSON>...],
+     "elicitation_requests": [<ElicitRequestParams as JSON>...],
      "notifications": [{"method": ..., "params": {...}}...]}
 
 `result` is the SDK result's `model_dump(mode="json", by_alias=True,
@@ -79,7 +82,14 @@ from mcp.client import Client, ClientRequestContext
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp_types import CreateMessageRequestParams, CreateMessageResult, ServerNotification, TextContent
+from mcp_types import (
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestParams,
+    ElicitResult,
+    ServerNotification,
+    TextContent,
+)
 from pydantic import BaseModel
 
 # The probe deliberately exercises deprecated features (sampling, logging).
@@ -96,9 +106,15 @@ def dump(value: Any) -> Any:
 class Probe:
     """Collects what the server sends back besides results."""
 
-    def __init__(self) -> None:
+    def __init__(self, elicit_content: dict[str, Any] | None = None) -> None:
         self.sampling_requests: list[Any] = []
+        self.elicitation_requests: list[Any] = []
         self.notifications: list[Any] = []
+        self.elicit_content = elicit_content
+
+    async def elicitation(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        self.elicitation_requests.append(dump(params))
+        return ElicitResult(action="accept", content=self.elicit_content)
 
     async def sampling(self, context: ClientRequestContext, params: CreateMessageRequestParams) -> CreateMessageResult:
         self.sampling_requests.append(dump(params))
@@ -194,13 +210,14 @@ def server_of(args: argparse.Namespace) -> Any:
 
 
 async def run(args: argparse.Namespace, steps: list[dict[str, Any]]) -> int:
-    probe = Probe()
+    probe = Probe(args.elicit)
     target = args.url if args.transport != "stdio" else " ".join(args.command)
     client = Client(
         server_of(args),
         mode=args.mode,
         read_timeout_seconds=args.timeout,
         sampling_callback=None if args.no_sampling else probe.sampling,
+        elicitation_callback=None if args.elicit is None else probe.elicitation,
         message_handler=probe.on_message,
         log_level="debug",
         cache=None,  # every step must reach the server (through the gateway)
@@ -221,6 +238,7 @@ async def run(args: argparse.Namespace, steps: list[dict[str, Any]]) -> int:
             "mode_used": "modern" if session.discover_result is not None else "legacy",
             "steps": [await run_step(client, step) for step in steps],
             "sampling_requests": probe.sampling_requests,
+            "elicitation_requests": probe.elicitation_requests,
             "notifications": probe.notifications,
         }
     finally:
@@ -262,6 +280,9 @@ def main() -> int:
     parser.add_argument("--command", help='stdio: the server to launch, as a JSON list ["prog", "arg", ...]')
     parser.add_argument("--mode", default="auto", help="auto (default), legacy, or a modern version such as 2026-07-28")
     parser.add_argument("--no-sampling", action="store_true", help="do not declare the sampling capability")
+    parser.add_argument(
+        "--elicit", type=json.loads, help="accept every elicitation with this JSON object as its content"
+    )
     parser.add_argument("--timeout", type=float, default=30.0, help="read timeout per request, seconds")
     parser.add_argument("script", help="JSON list of steps, @file, or - for stdin")
     args = parser.parse_args()

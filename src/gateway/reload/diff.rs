@@ -62,9 +62,10 @@ impl fmt::Display for Changes {
 /// its limits (`[server]`), how clients authenticate (`[auth]` but its
 /// `[[auth.clients]]`: `[auth.jwt]`, `allow_anonymous`, and whether any
 /// credential is configured at all, which decides the routes), the metrics
-/// listener (`[metrics]`), the trace exporter (`[tracing]`), and
-/// `[disclosure]` (the shape of every served catalog and the answer cache).
-pub const RESTART_ONLY: [&str; 6] = ["server", "auth", "metrics", "tracing", "disclosure", "state"];
+/// listener (`[metrics]`), the trace exporter (`[tracing]`),
+/// `[disclosure]` (the shape of every served catalog and the answer cache),
+/// `[state]`, and `[mrtr]` (the held-call table's limits).
+pub const RESTART_ONLY: [&str; 7] = ["server", "auth", "metrics", "tracing", "disclosure", "state", "mrtr"];
 
 /// What changes from `old` to `new`.
 pub fn diff(old: &Config, new: &Config) -> Changes {
@@ -88,6 +89,7 @@ pub fn diff(old: &Config, new: &Config) -> Changes {
         old.tracing != new.tracing,
         old.disclosure != new.disclosure,
         old.state != new.state,
+        old.mrtr != new.mrtr,
     ];
     changes.needs_restart =
         RESTART_ONLY.iter().zip(sections).filter(|(_, changed)| *changed).map(|(s, _)| *s).collect();
@@ -108,5 +110,6 @@ pub fn effective(old: &Config, new: Config) -> Config {
         tracing: old.tracing.clone(),
         disclosure: old.disclosure.clone(),
         state: old.state.clone(),
+        mrtr: old.mrtr.clone(),
     }
 }

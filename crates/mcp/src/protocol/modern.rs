@@ -96,6 +96,17 @@ pub mod input {
     pub const ROOTS_LIST: &str = "roots/list";
     /// All of them.
     pub const METHODS: [&str; 3] = [ELICITATION_CREATE, SAMPLING_CREATE_MESSAGE, ROOTS_LIST];
+
+    /// The client capability an input request of `method` needs (a client
+    /// is only sent the input requests it declared a capability for).
+    pub fn capability(method: &str) -> Option<&'static str> {
+        match method {
+            ELICITATION_CREATE => Some("elicitation"),
+            SAMPLING_CREATE_MESSAGE => Some("sampling"),
+            ROOTS_LIST => Some("roots"),
+            _ => None,
+        }
+    }
 }
 
 /// `server/discover` result fields.
