@@ -243,3 +243,46 @@ async fn a_stdio_listen_is_tagged_and_cancelled_with_notifications_cancelled() -
     assert!(others.iter().all(|m| m.get("id") != Some(&json!("L"))), "{others:?}");
     Ok(())
 }
+
+#[tokio::test]
+async fn listen_streams_follow_the_client_policy_and_end_when_a_reload_removes_the_client() -> Result<()> {
+    const SERVER: &str = "[server]\nlisten = \"127.0.0.1:0\"\n";
+    const ALICE: &str = "listen-alice-0123456789abcdef";
+    const BOB: &str = "listen-bob-0123456789abcdefgh";
+    let alice_entry = format!("[[auth.clients]]\nname = \"alice\"\napi_key = \"{ALICE}\"\ntools = [\"echo\"]\n\n");
+    let bob_entry = format!("[[auth.clients]]\nname = \"bob\"\napi_key = \"{BOB}\"\n\n");
+    let fx = fixture("");
+    let gw = Toolgate::start_raw(&format!("{SERVER}{alice_entry}{bob_entry}{fx}")).await?;
+    let alice = Client::with_bearer(&gw.url, ALICE)?;
+    let bob = Client::with_bearer(&gw.url, BOB)?;
+    let mut alice_tools = Listening::open(&alice, json!(1), json!({"toolsListChanged": true})).await?;
+    let mut bob_tools = Listening::open(&bob, json!(1), json!({"toolsListChanged": true})).await?;
+    alice_tools.expect("notifications/subscriptions/acknowledged").await?;
+    bob_tools.expect("notifications/subscriptions/acknowledged").await?;
+
+    // The upstream adds a tool alice's allowlist does not name: bob hears
+    // of it, alice does not.
+    call(&bob, 2, "test_trigger_tool_change", json!({})).await?;
+    let note = bob_tools.expect("notifications/tools/list_changed").await?;
+    assert_eq!(note["params"]["_meta"][SUBSCRIPTION_ID], 1);
+    let heard = alice_tools.next_within(Duration::from_secs(1)).await;
+    assert!(heard.is_none(), "alice cannot see the new tool: {heard:?}");
+
+    // A reload takes alice out of [auth]: her stream ends, gracefully.
+    let tmp = gw.config_path.with_extension("toml.new");
+    std::fs::write(&tmp, format!("{SERVER}{bob_entry}{fx}"))?;
+    std::fs::rename(&tmp, &gw.config_path)?;
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    loop {
+        match alice_tools.next_within(deadline - tokio::time::Instant::now()).await {
+            Some(m) if m.get("result").is_some() => {
+                assert_eq!(m["id"], 1);
+                assert_eq!(m["result"]["resultType"], "complete", "{m}");
+                break;
+            }
+            Some(_) => continue,
+            None => bail!("alice's stream did not end after her client was removed"),
+        }
+    }
+    Ok(())
+}
