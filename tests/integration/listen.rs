@@ -286,3 +286,24 @@ async fn listen_streams_follow_the_client_policy_and_end_when_a_reload_removes_t
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn shutdown_ends_a_listen_stream_with_its_result() -> Result<()> {
+    // A long grace: the stream must end at once, not when the grace runs out.
+    let gw =
+        Toolgate::start_with(&fixture(""), "[server]\nlisten = \"127.0.0.1:0\"\nshutdown_grace = \"60s\"\n").await?;
+    let c = gw.client();
+    let mut stream = Listening::open(&c, json!("s-1"), json!({"toolsListChanged": true})).await?;
+    stream.expect("notifications/subscriptions/acknowledged").await?;
+    let started = std::time::Instant::now();
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(gw.proc.pid())?);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM)?;
+    let cancelled = stream.expect("notifications/cancelled").await?;
+    assert_eq!(cancelled["params"]["requestId"], "s-1");
+    assert_eq!(cancelled["params"]["_meta"][SUBSCRIPTION_ID], "s-1");
+    let end = stream.next_within(WITHIN).await.ok_or_else(|| anyhow!("no result"))?;
+    assert_eq!(end["id"], "s-1");
+    assert_eq!(end["result"], json!({"resultType": "complete", "_meta": {SUBSCRIPTION_ID: "s-1"}}));
+    assert!(started.elapsed() < Duration::from_secs(30), "the stream held up the shutdown");
+    Ok(())
+}
