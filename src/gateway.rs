@@ -27,6 +27,7 @@
 //! - [`mrtr`]: held calls of sessionless clients whose handshake-era
 //!   upstream asks for input mid-call;
 //! - [`state`]: what the gateway keeps per downstream session.
+//! - [`listeners`]: `subscriptions/listen` streams of 2026-07-28 clients.
 //! - [`reload`]: a new configuration swapped in under running sessions
 //!   (SIGHUP, file watcher).
 
@@ -40,6 +41,7 @@ mod forward;
 mod instances;
 mod layer;
 mod limits;
+mod listeners;
 mod lists;
 mod mrtr;
 mod note;
@@ -76,7 +78,7 @@ use crate::protocol::method;
 use crate::server::http::Admit;
 use crate::server::http::health::{Readiness, Ready};
 use crate::server::{
-    CacheHints, CacheScope, Discovery, Handler, InitContext, ModernContext, RequestCtx, ServerOffer, Session,
+    CacheHints, CacheScope, Discovery, Handler, InitContext, Listen, ModernContext, RequestCtx, ServerOffer, Session,
     SessionStore, TraceHeaders,
 };
 use forward::Forwarder;
@@ -140,6 +142,8 @@ pub struct Gateway {
     http: reqwest::Client,
     shutdown: CancellationToken,
     metrics: Arc<Metrics>,
+    /// The open `subscriptions/listen` streams.
+    listeners: listeners::Listeners,
 }
 
 impl Gateway {
@@ -201,6 +205,7 @@ impl Gateway {
             http,
             shutdown: CancellationToken::new(),
             metrics,
+            listeners: listeners::Listeners::default(),
         });
         gateway.metrics.attach(&gateway);
         if let Some(authenticator) = gateway.clients.authenticator().filter(|a| a.has_jwt()) {
@@ -435,6 +440,15 @@ impl Handler for Gateway {
         let grants = self.grants_for(&principal);
         let state = GatewaySession::sessionless(&self.upstreams(), principal, grants);
         Ok(state.with_startup_deadline(deadline))
+    }
+
+    /// `subscriptions/listen`: toolgate serves it itself (see [`listeners`]).
+    fn serves_listen(&self) -> bool {
+        true
+    }
+
+    async fn listen(self: &Arc<Self>, session: &Arc<GwSession>, listen: Listen) -> Result<(), ErrorObject> {
+        self.serve_listen(session, listen).await
     }
 
     fn cache_hints(self: &Arc<Self>, _: &Arc<GwSession>, _: &str) -> CacheHints {

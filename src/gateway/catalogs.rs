@@ -79,7 +79,7 @@ impl Catalogs {
         let view = Arc::new(view);
         self.current.store(view.clone());
         gateway.metrics().catalog_changed(view);
-        if changed && !gateway.sessions().is_empty() {
+        if changed && !(gateway.sessions().is_empty() && gateway.listeners().is_empty()) {
             tracing::info!(tools, "tool catalog changed; notifying sessions");
             self.notify_changed(gateway, &old);
         }
@@ -93,7 +93,7 @@ impl Catalogs {
         // Whether a policy's view changed, by `[[auth.clients]]` entry.
         let mut changed_for: HashMap<String, bool> = HashMap::new();
         let upstreams = gateway.upstreams();
-        for session in gateway.sessions().sessions() {
+        for session in gateway.audience() {
             let principal = &session.state.principal();
             let restricted = !principal.tools().is_unrestricted() && session.state.tools.lock().overrides.is_empty();
             let sees = !restricted

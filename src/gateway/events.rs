@@ -203,17 +203,28 @@ impl ControlEvents {
 impl PeerEvents for ControlEvents {
     fn notification(&self, peer: &Arc<Peer>, notification: Notification) {
         let Some(gw) = self.gateway.upgrade() else { return };
+        let notification = super::listeners::untag(notification);
         match notification.method.as_str() {
             method::TOOLS_LIST_CHANGED => gw.upstreams()[self.index].request_refresh(),
             // Only to the clients that may use this upstream.
             method::RESOURCES_LIST_CHANGED | method::PROMPTS_LIST_CHANGED => {
-                for s in gw.sessions().sessions().into_iter().filter(|s| s.state.uses(self.index)) {
+                for s in gw.audience().into_iter().filter(|s| s.state.uses(self.index)) {
                     s.notify(Message::Notification(notification.clone()));
                 }
             }
             method::RESOURCES_UPDATED => {
                 let uri = notification.params.as_ref().and_then(|p| p.get("uri")).and_then(Value::as_str).unwrap_or("");
-                for s in gw.sessions().sessions() {
+                // A `per_session` handshake-era upstream's control connection
+                // holds only listen streams' subscriptions (its sessions hold
+                // theirs on their own connections, whose updates reach them
+                // through `SessionEvents`).
+                let up = &gw.upstreams()[self.index];
+                let hearers = if !up.is_shared() && !super::listeners::is_modern(up) {
+                    gw.listeners().sessions()
+                } else {
+                    gw.audience()
+                };
+                for s in hearers {
                     if s.state.is_subscribed(uri) {
                         s.notify(Message::Notification(notification.clone()));
                     }

@@ -280,7 +280,7 @@ impl Forwarder {
     }
 
     /// The upstreams `session` may use that may own resource `uri`.
-    fn resource_candidates(&self, gateway: &Gateway, session: &GwSession, uri: &str) -> Vec<usize> {
+    pub(crate) fn resource_candidates(&self, gateway: &Gateway, session: &GwSession, uri: &str) -> Vec<usize> {
         self.routes.resource_candidates(&gateway.upstreams(), uri, |i| session.state.uses(i))
     }
 
@@ -313,11 +313,17 @@ impl Forwarder {
         };
         let subscribe = method == method::RESOURCES_SUBSCRIBE;
         let candidates = self.resource_candidates(cx.gateway, cx.session, &uri);
+        if let Some(&index) = candidates.first()
+            && super::listeners::is_modern(&cx.gateway.upstreams()[index])
+        {
+            return super::listeners::modern_subscription(cx, index, &uri, subscribe).await;
+        }
         let shared = candidates.first().is_some_and(|&i| cx.gateway.upstreams()[i].is_shared());
         if !subscribe && shared {
             cx.session.state.unsubscribe(&uri);
-            // A shared upstream keeps the subscription while another session holds it.
-            if cx.gateway.sessions().sessions().iter().any(|s| s.state.is_subscribed(&uri)) {
+            // A shared upstream keeps the subscription while another session
+            // (or a listen stream) holds it.
+            if cx.gateway.audience().iter().any(|s| s.state.is_subscribed(&uri)) {
                 return Outcome::Result(json!({}));
             }
         }
@@ -332,13 +338,21 @@ impl Forwarder {
         outcome
     }
 
-    /// When a session ends, shared upstreams drop the subscriptions only it held.
+    /// When a session ends, shared upstreams drop the subscriptions only it
+    /// held, and it lets go of those it held at 2026-07-28 upstreams.
     pub async fn release_subscriptions(&self, gateway: &Gateway, session: &GwSession) {
         for uri in session.state.subscriptions() {
-            if gateway.sessions().sessions().iter().any(|s| s.state.is_subscribed(&uri)) {
+            let first = self.resource_candidates(gateway, session, &uri).first().copied();
+            if let Some(i) = first
+                && super::listeners::is_modern(&gateway.upstreams()[i])
+            {
+                super::listeners::let_go(gateway, i, &uri).await;
                 continue;
             }
-            let Some(&i) = self.resource_candidates(gateway, session, &uri).first() else { continue };
+            if gateway.audience().iter().any(|s| s.state.is_subscribed(&uri)) {
+                continue;
+            }
+            let Some(i) = first else { continue };
             let up = &gateway.upstreams()[i];
             if up.is_shared()
                 && let Some(peer) = up.control()

@@ -136,7 +136,8 @@ impl Gateway {
         self.remember_removed_tools(&retired, &changes);
         // Which sessions hear that a resource or prompt list changed: those
         // that used a stopped upstream with such a list.
-        let sessions = self.sessions().sessions();
+        // Listen streams are told like sessions (see `listeners`).
+        let sessions = self.audience();
         // What each session sees and may use, to tell it what a policy
         // change changed.
         let before: Vec<_> = sessions
@@ -178,6 +179,7 @@ impl Gateway {
                             "ending a session: its client was removed from [auth]"
                         );
                         self.sessions().remove(session.id());
+                        self.listeners().end(session.id());
                         continue;
                     }
                 }
@@ -250,7 +252,7 @@ impl Gateway {
                 return;
             }
             let lists = lists_of(&up);
-            for s in gw.sessions().sessions().iter().filter(|s| s.state.uses(up.index)) {
+            for s in gw.audience().iter().filter(|s| s.state.uses(up.index)) {
                 lists.notify(s);
             }
         });

@@ -55,6 +55,13 @@ impl Collector for GatewayGauges {
         let Some(gateway) = self.gateway.get().and_then(GatewayRef::upgrade) else { return Ok(()) };
         let sessions = gateway.sessions().sessions();
         gauge(&mut encoder, "toolgate_sessions_active", "Client sessions open now", sessions.len() as i64)?;
+        let listening = gateway.listeners().len() as i64;
+        gauge(
+            &mut encoder,
+            "toolgate_listen_streams_active",
+            "subscriptions/listen streams open now (2026-07-28 clients)",
+            listening,
+        )?;
 
         let mut per_client: BTreeMap<String, i64> = BTreeMap::new();
         for s in &sessions {

@@ -217,8 +217,12 @@ fn adopt(peer: &Arc<Peer>, hello: &ClientHello, found: ServerHello, era: Option<
     let filter = listen::filter(&found.capabilities);
     tracing::info!(upstream = %peer.label(), version, server = %found.server_info, "upstream speaks the sessionless revision");
     peer.set_hello(found);
-    if control && let Some(filter) = filter {
-        listen::keep_open(peer.clone(), filter);
+    // The control connection listens, for list changes and for the
+    // resources clients subscribe to (it may have no list changes yet
+    // subscriptions later).
+    let subscribes = peer.hello().is_some_and(|h| h.flag("resources", "subscribe"));
+    if control && (filter.is_some() || subscribes) {
+        listen::keep_open(peer.clone(), filter, era.cloned());
     }
 }
 

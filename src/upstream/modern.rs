@@ -10,6 +10,7 @@ pub mod headers;
 pub(crate) mod listen;
 pub mod probe;
 pub mod rounds;
+pub mod subscriptions;
 
 use std::sync::Arc;
 
@@ -28,6 +29,8 @@ pub struct UpstreamEra {
     known: Mutex<Option<ServerHello>>,
     /// The annotated parameters of the upstream's tools.
     pub tools: ToolHeaders,
+    /// The resource URIs toolgate's clients subscribed to there.
+    pub resources: subscriptions::ResourceSubscriptions,
 }
 
 impl UpstreamEra {

@@ -21,9 +21,10 @@ async fn authorized(gw: &Toolgate, capabilities: Value, tools: &str) -> Result<C
 
 #[tokio::test]
 async fn prompts_resources_and_completions_pass_through() -> Result<()> {
-    // A handshake-era upstream leg: `resources/subscribe` and
-    // `logging/setLevel` reach the upstream as they are.
-    let gw = fixture_gateway("protocol = \"2025-11-25\"").await?;
+    // The fixture is probed as a 2026-07-28 upstream: `resources/subscribe`
+    // is held by toolgate and carried on its listen stream there, and
+    // `logging/setLevel` is kept for the session's requests.
+    let gw = fixture_gateway("").await?;
     let c = Client::connected(&gw.url, json!({})).await?;
 
     let prompts = c.result("prompts/list", json!({})).await?;

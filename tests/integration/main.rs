@@ -23,6 +23,7 @@ mod interop;
 mod interop_matrix;
 mod legacy_upstream;
 mod limits;
+mod listen;
 mod metrics;
 mod modern;
 mod mrtr;

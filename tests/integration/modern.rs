@@ -61,7 +61,7 @@ async fn discover_then_a_sessionless_workflow_through_the_gateway() -> Result<()
     assert_eq!(d["cacheScope"], "public", "no [auth]: answers do not differ per client");
     assert_eq!(d["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "toolgate");
     assert!(d["capabilities"]["tools"].is_object());
-    assert!(d["capabilities"]["tools"].get("listChanged").is_none(), "no listen stream is served");
+    assert_eq!(d["capabilities"]["tools"]["listChanged"], true, "list changes arrive on subscriptions/listen");
     let instructions = d["instructions"].as_str().unwrap_or_default();
     assert!(instructions.contains("tool_descriptions"), "the workflow instructions: {instructions}");
 

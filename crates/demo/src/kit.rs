@@ -23,6 +23,7 @@ mod context;
 mod envelope;
 mod handler;
 mod level;
+mod listen;
 mod registry;
 pub mod result;
 mod serve;

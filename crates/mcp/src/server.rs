@@ -20,7 +20,9 @@ pub mod stdio;
 mod store;
 
 pub use caller::Caller;
-pub use engine::{Accepted, Engine, ModernAccepted, Refusal, RoutingHeaders, SessionRef};
+pub use engine::{
+    Accepted, Engine, Listen, ListenSink, ModernAccepted, Refusal, RoutingHeaders, SessionRef, Subscriptions,
+};
 pub use handler::{
     CacheHints, CacheScope, Discovery, Handler, InitContext, ModernContext, RequestCtx, ServerOffer, TraceHeaders,
 };

@@ -99,7 +99,12 @@ impl RequestContext {
     }
 
     /// Whether the client is subscribed to `uri`.
+    /// For a 2026-07-28 request: whether some listen stream asked for its
+    /// updates.
     pub fn is_subscribed(&self, uri: &str) -> bool {
+        if self.session.is_sessionless() {
+            return self.registry.listening.listens_to(uri);
+        }
         self.session.state.is_subscribed(uri)
     }
 
@@ -111,8 +116,15 @@ impl RequestContext {
 
     /// Sends a notification related to no request (on HTTP, the standalone
     /// stream), as servers do for events that outlive the call.
+    /// For a 2026-07-28 request (which has no standalone stream) it goes to
+    /// the registry's `subscriptions/listen` streams that asked for its type.
     pub fn notify_unrelated(&self, method: &str, params: Option<Value>) {
-        self.session.notify(Message::Notification(Notification::new(method, params)));
+        let note = Notification::new(method, params);
+        if self.session.is_sessionless() {
+            self.registry.listening.broadcast(&note);
+        } else {
+            self.session.notify(Message::Notification(note));
+        }
     }
 
     /// Sends `notifications/progress` if the client asked for progress (sent a

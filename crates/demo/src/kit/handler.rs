@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use toolgate_mcp::jsonrpc::{ErrorObject, Id, Notification, Outcome, Request, Response, codes};
 use toolgate_mcp::protocol::method;
 use toolgate_mcp::server::{
-    CacheHints, CacheScope, Discovery, Handler, InitContext, ModernContext, RequestCtx, ServerOffer, Session,
+    CacheHints, CacheScope, Discovery, Handler, InitContext, Listen, ModernContext, RequestCtx, ServerOffer, Session,
 };
 
 use super::context::RequestContext;
@@ -78,8 +78,8 @@ impl Handler for RegistryHandler {
         Ok((self.registry.offer(), SessionState::default()))
     }
 
-    /// A 2026-07-28 client gets what `initialize` would offer (the engine
-    /// drops what needs a listen stream), with the kit's cache hints.
+    /// A 2026-07-28 client gets what `initialize` would offer, with the
+    /// kit's cache hints.
     fn serves_modern(&self) -> bool {
         true
     }
@@ -96,6 +96,18 @@ impl Handler for RegistryHandler {
         let level = ctx.log_level.as_deref().and_then(LogLevel::parse);
         *state.log_level.lock() = level;
         Ok(state)
+    }
+
+    /// `subscriptions/listen`: what a modern request announces unrelated to
+    /// itself ([`RequestContext::notify_unrelated`](super::RequestContext))
+    /// reaches every stream that asked for it.
+    fn serves_listen(&self) -> bool {
+        true
+    }
+
+    async fn listen(self: &Arc<Self>, session: &Arc<KitSession>, listen: Listen) -> Result<(), ErrorObject> {
+        self.registry.listening.hold(session, listen, &self.registry.capabilities()).await;
+        Ok(())
     }
 
     fn cache_hints(self: &Arc<Self>, _: &Arc<KitSession>, _: &str) -> CacheHints {

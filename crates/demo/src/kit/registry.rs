@@ -245,6 +245,8 @@ pub struct Registry {
     templates: Vec<ResourceTemplate>,
     prompts: IndexMap<String, Prompt>,
     completion: Option<CompletionFn>,
+    /// The open `subscriptions/listen` streams.
+    pub(super) listening: super::listen::Listening,
 }
 
 impl Registry {
@@ -258,6 +260,7 @@ impl Registry {
             templates: Vec::new(),
             prompts: IndexMap::new(),
             completion: None,
+            listening: Default::default(),
         }
     }
 

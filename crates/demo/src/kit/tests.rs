@@ -367,3 +367,53 @@ async fn eof_ends_the_server_after_running_calls_finish() {
     let served = tokio::time::timeout(Duration::from_secs(5), &mut c.server).await.expect("server must stop");
     served.unwrap().unwrap();
 }
+
+/// A 2026-07-28 request's `_meta` envelope.
+fn modern_meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}})
+}
+
+#[tokio::test]
+async fn a_listen_stream_hears_unrelated_changes_and_ends_gracefully_at_shutdown() {
+    let registry = Registry::new(ServerInfo::new("listen-test", "1")).with_tool(Tool::new(
+        def("announce"),
+        |_args, ctx| async move {
+            ctx.notify_unrelated("notifications/tools/list_changed", None);
+            ctx.notify_unrelated("notifications/prompts/list_changed", None);
+            Ok(result::text("announced"))
+        },
+    ));
+    let engine = engine(Arc::new(registry), Duration::from_secs(60));
+    let mut c = PipeClient::start(engine.clone());
+    c.send(json!({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+                  "params": {"_meta": modern_meta(), "notifications": {"toolsListChanged": true, "promptsListChanged": true}}}))
+        .await;
+    let ack = c.recv().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+    // The registry has no prompts: only tool changes are honoured.
+    assert_eq!(ack["params"]["notifications"], json!({"toolsListChanged": true}));
+    assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "L");
+
+    c.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                  "params": {"_meta": modern_meta(), "name": "announce", "arguments": {}}}))
+        .await;
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        seen.push(c.recv().await);
+    }
+    let change = seen.iter().find(|m| m["method"] == "notifications/tools/list_changed").expect("the change");
+    assert_eq!(change["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "L");
+    assert!(seen.iter().any(|m| m["id"] == 2), "the call's answer: {seen:?}");
+    assert!(c.recv_within(SHORT).await.is_none(), "no prompt change: not honoured");
+
+    // Shutdown ends the stream: notifications/cancelled, then the result.
+    engine.begin_shutdown();
+    let cancelled = c.recv().await;
+    assert_eq!(cancelled["method"], "notifications/cancelled", "{cancelled}");
+    assert_eq!(cancelled["params"]["requestId"], "L");
+    let end = c.response(&json!("L")).await;
+    assert_eq!(
+        end["result"],
+        json!({"resultType": "complete", "_meta": {"io.modelcontextprotocol/subscriptionId": "L"}})
+    );
+}

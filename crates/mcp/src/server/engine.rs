@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
@@ -104,6 +105,9 @@ pub struct Engine<H: Handler> {
     /// Requests running now (every session), and a wake-up when none is.
     running: AtomicUsize,
     idle: Notify,
+    /// Fires at [`Engine::begin_shutdown`]: long-lived requests (listen
+    /// streams) end then, so the drain does not wait for them.
+    stopping: CancellationToken,
 }
 
 impl<H: Handler> Engine<H> {
@@ -125,6 +129,7 @@ impl<H: Handler> Engine<H> {
             draining: AtomicBool::new(false),
             running: AtomicUsize::new(0),
             idle: Notify::new(),
+            stopping: CancellationToken::new(),
         });
         let weak_store = Arc::downgrade(&store);
         let period = EXPIRY_TICK.min(idle / 2).max(Duration::from_millis(100));
@@ -162,6 +167,12 @@ impl<H: Handler> Engine<H> {
     /// error, while the requests already running go on (see [`Engine::drain`]).
     pub fn begin_shutdown(&self) {
         self.draining.store(true, Ordering::Release);
+        self.stopping.cancel();
+    }
+
+    /// Fires once [`Engine::begin_shutdown`] was called.
+    pub(crate) fn stopping(&self) -> CancellationToken {
+        self.stopping.clone()
     }
 
     /// Whether [`Engine::begin_shutdown`] was called.
@@ -482,7 +493,12 @@ impl<H: Handler> Engine<H> {
         // or dropped with its connection).
         let registered = Registered { session, id: &id };
         let ctx = RequestCtx { downlink, cancel: cancel.clone(), span: span.clone() };
-        let outcome = self.handler.request(session, request, ctx).instrument(span).await;
+        let outcome =
+            if session.is_sessionless() && request.method == crate::protocol::modern::method::SUBSCRIPTIONS_LISTEN {
+                self.listen(session, request, ctx).instrument(span).await
+            } else {
+                self.handler.request(session, request, ctx).instrument(span).await
+            };
         drop(registered);
         if cancel.is_cancelled() {
             return None;
@@ -583,8 +599,11 @@ fn initialize_result(version: Version, offer: ServerOffer) -> Value {
     Value::Object(result)
 }
 
+mod listen;
 mod modern;
 
+pub(crate) use listen::not_served as listen_not_served;
+pub use listen::{Listen, ListenSink, Subscriptions};
 pub use modern::{ModernAccepted, RoutingHeaders};
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::caller::Caller;
+use super::engine::Listen;
 use super::session::{Downlink, Session};
 use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request, Response};
 use crate::protocol::Version;
@@ -178,6 +179,37 @@ pub trait Handler: Send + Sync + 'static {
     fn cache_hints(self: &Arc<Self>, session: &Arc<Session<Self::State>>, method: &str) -> CacheHints {
         let _ = (session, method);
         CacheHints::default()
+    }
+
+    /// Whether the application serves `subscriptions/listen`
+    /// ([`Handler::listen`]). Without it a modern client's listen gets
+    /// `-32601` (HTTP 404) and `server/discover` loses every `listChanged`
+    /// and resource `subscribe` of the application's capabilities (they
+    /// would need a listen stream); with it, the capabilities are declared
+    /// as the application offers them. `false` by default.
+    fn serves_listen(&self) -> bool {
+        false
+    }
+
+    /// Holds one `subscriptions/listen` stream of a modern client (only
+    /// called when [`Handler::serves_listen`]): acknowledge the honoured
+    /// subset of `listen.requested()` first ([`Listen::acknowledge`]), then
+    /// send notifications of the requested types through
+    /// [`Listen::sink`] (the engine tags each with the `subscriptionId`),
+    /// and return once [`Listen::ended`] resolves (the client closed or
+    /// cancelled the stream, or the server shuts down), or earlier to end
+    /// the stream from the server side. `Ok` lets the engine end the
+    /// stream gracefully (its result); `Err` answers the request with that
+    /// error instead (e.g. before acknowledging: too many listeners).
+    /// `session` is the request's transient session, alive while the
+    /// stream is. Refused with `-32601` by default.
+    fn listen(
+        self: &Arc<Self>,
+        session: &Arc<Session<Self::State>>,
+        listen: Listen,
+    ) -> impl Future<Output = Result<(), ErrorObject>> + Send {
+        let _ = (session, listen);
+        async { Err(super::engine::listen_not_served()) }
     }
 
     /// Answers a request. Messages produced while answering (progress, logs,

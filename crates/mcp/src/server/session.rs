@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::caller::Caller;
+use super::engine::{ListenSink, Subscriptions};
 use super::handler::ModernContext;
 use super::limits::{DEFAULT_MAX_REQUESTS_PER_SESSION, DEFAULT_STREAM_BUFFER};
 use super::replay::{self, Replay};
@@ -229,6 +230,9 @@ pub struct Session<S> {
     in_flight: Mutex<HashMap<Id, CancellationToken>>,
     /// The session's SSE streams, resumable with `Last-Event-ID`.
     replay: Mutex<Replay>,
+    /// For the transient session of a `subscriptions/listen` request: where
+    /// its standalone messages go instead (see [`Session::deliver_to`]).
+    listen: std::sync::OnceLock<(ListenSink, Subscriptions)>,
     closed: CancellationToken,
 }
 
@@ -249,6 +253,7 @@ impl<S> Session<S> {
             awaiting: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
             replay: Mutex::new(Replay::default()),
+            listen: std::sync::OnceLock::new(),
             closed: CancellationToken::new(),
         }
     }
@@ -465,8 +470,33 @@ impl<S> Session<S> {
     /// Sends a message that belongs to no request (list changes, resource
     /// updates, unsolicited requests) on the standalone stream, or keeps it
     /// (bounded) for when one opens.
+    ///
+    /// On the transient session of a listen stream ([`Session::deliver_to`])
+    /// it goes to that stream instead, if it is a notification of a type
+    /// the stream honours, and is dropped otherwise.
     pub fn notify(&self, message: Message) {
+        if let Some((sink, wants)) = self.listen.get() {
+            if let Message::Notification(n) = message
+                && wants.wants(&n.method, n.params.as_ref())
+            {
+                sink.send(n);
+            }
+            return;
+        }
         self.replay.lock().push(replay::STANDALONE, Arc::from(message.encode()));
+    }
+
+    /// Makes this (transient) session the listener of a listen stream: what
+    /// the application sends it with [`Session::notify`], as it does to its
+    /// handshake-era sessions' standalone streams, goes to `sink` when
+    /// `honoured` covers it. Set once; later calls are ignored.
+    pub fn deliver_to(&self, sink: ListenSink, honoured: Subscriptions) {
+        let _ = self.listen.set((sink, honoured));
+    }
+
+    /// What the listen stream of this session honours, if it is one.
+    pub fn listening(&self) -> Option<&Subscriptions> {
+        self.listen.get().map(|(_, wants)| wants)
     }
 
     /// The session's resumable streams.

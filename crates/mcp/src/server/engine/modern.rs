@@ -121,10 +121,10 @@ impl<H: Handler> Engine<H> {
             );
             return refuse(request, e, 404);
         }
-        // Listen streams are not served (yet): discover declares no
-        // `listChanged` and no `subscribe`, which makes this a clean -32601.
-        if request.method == modern::method::SUBSCRIPTIONS_LISTEN {
-            return refuse(request.clone(), ErrorObject::method_not_found(&request.method), 404);
+        // An application without listen streams: a clean -32601 (its
+        // discover declares no `listChanged` and no `subscribe`).
+        if request.method == modern::method::SUBSCRIPTIONS_LISTEN && !self.handler.serves_listen() {
+            return refuse(request, super::listen::not_served(), 404);
         }
         if self.is_shutting_down() {
             return refuse(request, limits::shutting_down(), 503);
@@ -139,7 +139,7 @@ impl<H: Handler> Engine<H> {
         if request.method == modern::method::SERVER_DISCOVER {
             return match self.handler.discover(&ctx).await {
                 Ok(discovery) => ModernAccepted::Answered {
-                    response: Response::result(request.id, discover_result(discovery)),
+                    response: Response::result(request.id, discover_result(discovery, self.handler.serves_listen())),
                     status: 200,
                 },
                 Err(e) => {
@@ -222,13 +222,14 @@ fn check_routing(request: &Request, headers: &RoutingHeaders) -> Result<(), Erro
 }
 
 /// The `server/discover` result: the revisions served, what the application
-/// offers, its cache hints, and its identity in `_meta`. Listen streams are
-/// not served, so nothing that needs one is declared (`listChanged`,
-/// resource `subscribe`).
-fn discover_result(discovery: crate::server::handler::Discovery) -> Value {
+/// offers, its cache hints, and its identity in `_meta`. Without listen
+/// streams (`listens` false), nothing that needs one is declared
+/// (`listChanged`, resource `subscribe`); with them, the application's
+/// offer says what it delivers on them.
+fn discover_result(discovery: crate::server::handler::Discovery, listens: bool) -> Value {
     let offer = discovery.offer;
     let mut capabilities = offer.capabilities;
-    if let Value::Object(caps) = &mut capabilities {
+    if !listens && let Value::Object(caps) = &mut capabilities {
         for kind in ["tools", "prompts", "resources"] {
             if let Some(Value::Object(cap)) = caps.get_mut(kind) {
                 cap.remove("listChanged");

@@ -140,6 +140,15 @@ async fn discover_answers_without_a_session() {
 }
 
 #[tokio::test]
+async fn an_application_without_listen_streams_refuses_listen() {
+    let engine = engine();
+    let h = headers("subscriptions/listen", None);
+    let r = request("subscriptions/listen", with_meta(json!({"notifications": {"toolsListChanged": true}})));
+    let (status, code, _) = refused(&engine, r, Some(&h)).await;
+    assert_eq!((status, code), (404, codes::METHOD_NOT_FOUND));
+}
+
+#[tokio::test]
 async fn modern_answers_get_result_type_cache_hints_and_the_modern_not_found() {
     let engine = engine();
     let (response, _) = run(&engine, request("tools/list", with_meta(json!({}))), &headers("tools/list", None)).await;

@@ -1,0 +1,269 @@
+//! `subscriptions/listen` towards 2026-07-28 clients: toolgate serves it
+//! itself, from the same events that reach handshake-era sessions'
+//! standalone streams (catalog rebuilds, upstream list changes, resource
+//! updates, reloads).
+//!
+//! A listen stream runs on the transient session the engine built for its
+//! request. That session is made the stream's listener
+//! ([`Session::deliver_to`](crate::server::Session::deliver_to)) and kept
+//! in [`Listeners`] while the stream is open, so every place that tells
+//! sessions about a change tells it too ([`Gateway::audience`]), under the
+//! same per-client policy: a client hears about the lists it may see, and
+//! a reload that changes its policy or removes its client applies to it
+//! as to a session (a removed client's stream ends).
+//!
+//! `resourceSubscriptions` are subscriptions like a session's
+//! `resources/subscribe`: each URI is routed to the upstream that serves it
+//! and held there, counted, on the upstream's control connection
+//! ([`hold`], [`let_go`]; a 2026-07-28 upstream's listen stream carries
+//! them). A URI no upstream with subscriptions serves is not honoured (left
+//! out of the acknowledgement).
+//!
+//! Limits: an open stream takes one of its client's `max_sessions` slots
+//! (`[[auth.clients]]`), and at most `[server] max_sessions` streams are
+//! open at once; past either, the listen is refused with `-32000`
+//! (`LIMIT_EXCEEDED`) before it is acknowledged.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::{Gateway, GwSession, startup};
+use crate::jsonrpc::{ErrorObject, Outcome, codes};
+use crate::protocol::method;
+use crate::server::{Listen, Subscriptions};
+use crate::upstream::{self, Call};
+
+/// One open stream: its listening session, and what ends it early.
+type Open = (Arc<GwSession>, CancellationToken);
+
+/// The open listen streams, by their transient session's id.
+#[derive(Default)]
+pub struct Listeners {
+    open: Mutex<HashMap<Arc<str>, Open>>,
+}
+
+impl Listeners {
+    /// The listening sessions.
+    pub fn sessions(&self) -> Vec<Arc<GwSession>> {
+        self.open.lock().values().map(|(s, _)| s.clone()).collect()
+    }
+
+    /// How many streams are open.
+    pub fn len(&self) -> usize {
+        self.open.lock().len()
+    }
+
+    /// Whether no stream is open.
+    pub fn is_empty(&self) -> bool {
+        self.open.lock().is_empty()
+    }
+
+    /// Ends the stream of the listening session `id` (its client was
+    /// removed from `[auth]`); `false` if it is not one.
+    pub fn end(&self, id: &str) -> bool {
+        match self.open.lock().get(id) {
+            Some((_, end)) => {
+                end.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Removes a stream from [`Listeners`] however its task ends.
+struct Registered<'a> {
+    listeners: &'a Listeners,
+    id: Arc<str>,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.listeners.open.lock().remove(&self.id);
+    }
+}
+
+impl Gateway {
+    /// Everyone who hears about list changes and resource updates:
+    /// handshake-era sessions and the listening sessions of open listen
+    /// streams.
+    pub(crate) fn audience(&self) -> Vec<Arc<GwSession>> {
+        let mut all = self.sessions().sessions();
+        all.extend(self.listeners.sessions());
+        all
+    }
+
+    /// The open listen streams.
+    pub fn listeners(&self) -> &Listeners {
+        &self.listeners
+    }
+
+    /// Holds one listen stream (see the module doc).
+    pub(super) async fn serve_listen(
+        self: &Arc<Self>,
+        session: &Arc<GwSession>,
+        listen: Listen,
+    ) -> Result<(), ErrorObject> {
+        let principal = session.state.principal();
+        let max = self.config().server.max_sessions;
+        if self.listeners.len() >= max {
+            tracing::info!(client = %principal.id(), max, "listen refused: too many listen streams open");
+            return Err(ErrorObject::new(
+                codes::LIMIT_EXCEEDED,
+                format!("Too many listen streams: this server holds at most {max} at once; try again later"),
+            ));
+        }
+        // Held while the stream is open.
+        let _slot = self.clients.open_session(&principal)?;
+        startup::wait(&self.upstreams(), session.state.startup_deadline(), &self.config().server).await;
+
+        let upstreams = self.upstreams();
+        let used = |cap: &str| upstreams.iter().any(|u| !u.is_retired() && session.state.uses(u.index) && u.has(cap));
+        let asked = listen.requested();
+        let mut honoured = Subscriptions {
+            tools_list_changed: asked.tools_list_changed,
+            prompts_list_changed: asked.prompts_list_changed && used("prompts"),
+            resources_list_changed: asked.resources_list_changed && used("resources"),
+            resource_subscriptions: Vec::new(),
+        };
+        // Where each honoured URI's subscription is held.
+        let mut held: Vec<(usize, String)> = Vec::new();
+        for uri in &asked.resource_subscriptions {
+            let candidates = self.forwarder().resource_candidates(self, session, uri);
+            let Some(&index) = candidates.first() else { continue };
+            if !upstreams[index].hello().is_some_and(|h| h.flag("resources", "subscribe")) {
+                continue;
+            }
+            honoured.resource_subscriptions.push(uri.clone());
+            session.state.subscribe(uri);
+            held.push((index, uri.clone()));
+        }
+        session.deliver_to(listen.sink(), honoured.clone());
+        listen.acknowledge(&honoured);
+        let end = CancellationToken::new();
+        let id = session.id_arc();
+        self.listeners.open.lock().insert(id.clone(), (session.clone(), end.clone()));
+        let _registered = Registered { listeners: &self.listeners, id };
+        tracing::debug!(client = %principal.id(), notifications = %honoured.to_value(), "listen stream open");
+        for (index, uri) in &held {
+            hold(self, *index, uri).await;
+        }
+        let shutdown = self.shutdown_token();
+        tokio::select! {
+            () = listen.ended() => {}
+            _ = end.cancelled() => {}
+            _ = shutdown.cancelled() => {}
+        }
+        for (index, uri) in &held {
+            session.state.unsubscribe(uri);
+            let_go(self, *index, uri).await;
+        }
+        tracing::debug!(client = %principal.id(), "listen stream closed");
+        Ok(())
+    }
+}
+
+/// Takes one more hold on `uri` at upstream `index`: the first one
+/// subscribes it there (a handshake-era upstream on its control
+/// connection; a 2026-07-28 upstream's listen stream picks it up itself).
+pub(crate) async fn hold(gateway: &Gateway, index: usize, uri: &str) {
+    let Some(up) = gateway.upstreams().get(index).cloned() else { return };
+    if !up.era.resources.acquire(uri) || is_modern(&up) {
+        return;
+    }
+    if let Some(peer) = up.control() {
+        let call = Call::new(method::RESOURCES_SUBSCRIBE, Some(json!({"uri": uri})));
+        match upstream::service::call_on(peer, up.config.timeout, call).await {
+            Ok(o) if o.error_code().is_none() => {}
+            Ok(o) => {
+                tracing::warn!(upstream = %up.label, uri, error = ?o.error_code(), "the upstream refused a resource subscription")
+            }
+            Err(e) => tracing::warn!(upstream = %up.label, uri, error = %e.report(), "cannot subscribe to a resource"),
+        }
+    }
+}
+
+/// Lets go of one hold on `uri` at upstream `index`: the last one
+/// unsubscribes it there, unless a session's own subscription shares the
+/// connection (a `shared` handshake-era upstream).
+pub(crate) async fn let_go(gateway: &Gateway, index: usize, uri: &str) {
+    let Some(up) = gateway.upstreams().get(index).cloned() else { return };
+    if !up.era.resources.release(uri) || is_modern(&up) {
+        return;
+    }
+    if up.is_shared() && gateway.audience().iter().any(|s| s.state.is_subscribed(uri)) {
+        return;
+    }
+    if let Some(peer) = up.control() {
+        let call = Call::new(method::RESOURCES_UNSUBSCRIBE, Some(json!({"uri": uri})));
+        let _ = upstream::service::call_on(peer, up.config.timeout, call).await;
+    }
+}
+
+/// Whether `up` speaks the sessionless revision (no `resources/subscribe`).
+pub(crate) fn is_modern(up: &super::UpstreamHandle) -> bool {
+    up.hello().is_some_and(|h| h.modern.is_some())
+}
+
+/// `resources/subscribe` or `resources/unsubscribe` of a handshake-era
+/// session for a URI a 2026-07-28 upstream serves (which has neither
+/// method): the session's subscription is held at that upstream like a
+/// listen stream's, and its updates reach the session's standalone stream.
+/// An upstream that declares no resource subscriptions refuses it (`-32601`).
+pub(crate) async fn modern_subscription(cx: super::Exchange<'_>, index: usize, uri: &str, subscribe: bool) -> Outcome {
+    let up = &cx.gateway.upstreams()[index];
+    if subscribe && !up.hello().is_some_and(|h| h.flag("resources", "subscribe")) {
+        return Outcome::error(ErrorObject::new(
+            codes::METHOD_NOT_FOUND,
+            format!("upstream `{}` does not support resource subscriptions", up.label),
+        ));
+    }
+    if subscribe {
+        if cx.session.state.subscribe(uri) {
+            hold(cx.gateway, index, uri).await;
+        }
+    } else if cx.session.state.unsubscribe(uri) {
+        let_go(cx.gateway, index, uri).await;
+    }
+    Outcome::Result(json!({}))
+}
+
+/// A notification from an upstream's listen stream, without the stream's
+/// `subscriptionId` (toolgate's own subscription upstream, meaningless to
+/// its clients: a listener gets its own, a session none). An emptied
+/// `_meta` goes too; everything else stays.
+pub(crate) fn untag(mut notification: crate::jsonrpc::Notification) -> crate::jsonrpc::Notification {
+    if let Some(serde_json::Value::Object(params)) = notification.params.as_mut()
+        && let Some(serde_json::Value::Object(meta)) = params.get_mut("_meta")
+        && meta.remove(crate::protocol::modern::meta::SUBSCRIPTION_ID).is_some()
+        && meta.is_empty()
+    {
+        params.remove("_meta");
+    }
+    notification
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::untag;
+    use crate::jsonrpc::Notification;
+
+    #[test]
+    fn the_upstream_subscription_id_is_removed_and_the_rest_kept() {
+        let tagged = Notification::new(
+            "notifications/resources/updated",
+            Some(json!({"uri": "a://x", "_meta": {"io.modelcontextprotocol/subscriptionId": 4}})),
+        );
+        assert_eq!(untag(tagged).params, Some(json!({"uri": "a://x"})));
+        let other = json!({"uri": "a://x", "_meta": {"io.modelcontextprotocol/subscriptionId": 4, "vendor/k": 1}});
+        let kept = untag(Notification::new("notifications/resources/updated", Some(other)));
+        assert_eq!(kept.params, Some(json!({"uri": "a://x", "_meta": {"vendor/k": 1}})));
+        assert_eq!(untag(Notification::new("notifications/tools/list_changed", None)).params, None);
+    }
+}
