@@ -25,6 +25,7 @@ mod legacy_upstream;
 mod limits;
 mod metrics;
 mod modern;
+mod modern_params;
 mod outage;
 mod reload;
 mod security;

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use base64::Engine as _;
 use http::{HeaderName, HeaderValue};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
-use crate::protocol::modern::header;
+use crate::jsonrpc::ErrorObject;
+use crate::protocol::modern::{self, header};
 use crate::protocol::{self, method};
 
 /// The JSON type of an annotated property.
@@ -177,36 +178,121 @@ pub fn encode_value(value: &str) -> HeaderValue {
     HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-/// The value of one mirrored argument, or `None` to omit the header (absent,
-/// `null`, or of another type than declared).
-fn param_value(arguments: Option<&Value>, spec: &ParamHeader) -> Option<HeaderValue> {
+/// The text of one mirrored argument (before the header encoding), or
+/// `None` when there is no header to send (absent, `null`, or of another
+/// type than declared).
+fn param_text(arguments: Option<&Value>, spec: &ParamHeader) -> Option<String> {
     let mut value = arguments?;
     for key in &spec.path {
         value = value.get(key)?;
     }
     match (spec.kind, value) {
         (_, Value::Null) => None,
-        (ParamKind::String, Value::String(s)) => Some(encode_value(s)),
-        (ParamKind::Integer, Value::Number(n)) => {
-            let text = match (n.as_i64(), n.as_u64(), n.as_f64()) {
-                (Some(i), _, _) => i.to_string(),
-                (_, Some(u), _) => u.to_string(),
-                // 42.0 is an integer in JSON Schema.
-                (_, _, Some(f)) if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => format!("{}", f as i64),
-                _ => return None,
-            };
-            HeaderValue::from_str(&text).ok()
-        }
-        (ParamKind::Boolean, Value::Bool(b)) => Some(HeaderValue::from_static(if *b { "true" } else { "false" })),
+        (ParamKind::String, Value::String(s)) => Some(s.clone()),
+        (ParamKind::Integer, Value::Number(n)) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => Some(i.to_string()),
+            (_, Some(u), _) => Some(u.to_string()),
+            // 42.0 is an integer in JSON Schema.
+            (_, _, Some(f)) if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => Some(format!("{}", f as i64)),
+            _ => None,
+        },
+        (ParamKind::Boolean, Value::Bool(b)) => Some(b.to_string()),
         _ => None,
     }
 }
 
+/// The header of one mirrored argument, or `None` to omit it.
+fn param_value(arguments: Option<&Value>, spec: &ParamHeader) -> Option<HeaderValue> {
+    let text = param_text(arguments, spec)?;
+    match spec.kind {
+        ParamKind::String => Some(encode_value(&text)),
+        // Digits, a sign, `true`, `false`: plain ASCII.
+        ParamKind::Integer | ParamKind::Boolean => HeaderValue::from_str(&text).ok(),
+    }
+}
+
+/// Whether a client must send every header its tool declares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamCheck {
+    /// The client saw the full schema (`passthrough`): a declared header
+    /// missing for an argument in the body is refused.
+    Required,
+    /// The client saw the minimal schema, which hides `x-mcp-header`
+    /// (`progressive`): only the headers it sent are checked.
+    PresentOnly,
+}
+
+/// Checks the `Mcp-Param-*` headers a client sent with a `tools/call` (the
+/// server side of SEP-2243) against the arguments, with the same value rules
+/// the upstream leg encodes them with: a sent header must decode
+/// (`=?base64?…?=`, optional white space trimmed) to the argument's text (an
+/// integer compared as a number, so `42.0` matches `42`), a header for an
+/// argument that is absent or `null` is a mismatch, and with
+/// [`ParamCheck::Required`] a missing header for a present argument is
+/// refused. Every failure is `-32020` (HTTP 400). Headers the tool does not
+/// declare are not checked (they are forwarded).
+pub fn check_client_params(
+    specs: &[ParamHeader],
+    arguments: Option<&Value>,
+    sent: &[(HeaderName, HeaderValue)],
+    check: ParamCheck,
+) -> Result<(), ErrorObject> {
+    for spec in specs {
+        let body = param_text(arguments, spec);
+        let Some((_, raw)) = sent.iter().find(|(name, _)| *name == spec.header) else {
+            match body {
+                Some(body) if check == ParamCheck::Required => {
+                    return Err(modern::header_mismatch(display_name(spec), None, &body));
+                }
+                _ => continue,
+            }
+        };
+        let Some(decoded) = decode_param(raw.as_bytes()) else {
+            let body = body.unwrap_or_default();
+            return Err(ErrorObject::new(
+                modern::code::HEADER_MISMATCH,
+                format!("Header mismatch: {} is malformed (invalid characters or base64)", display_name(spec)),
+            )
+            .with_data(json!({"mismatch": {"header": display_name(spec), "body": body}})));
+        };
+        let matches = match (&body, spec.kind) {
+            (None, _) => false,
+            (Some(body), ParamKind::Integer) => {
+                decoded == *body
+                    || decoded.parse::<f64>().ok().zip(body.parse::<f64>().ok()).is_some_and(|(a, b)| a == b)
+            }
+            (Some(body), _) => decoded == *body,
+        };
+        if !matches {
+            return Err(modern::header_mismatch(display_name(spec), Some(&decoded), body.as_deref().unwrap_or("")));
+        }
+    }
+    Ok(())
+}
+
+/// `Mcp-Param-<name>` as the error names it.
+fn display_name(spec: &ParamHeader) -> &str {
+    spec.header.as_str()
+}
+
+/// A sent `Mcp-Param-*` value, decoded: `None` when it is malformed (a plain
+/// value must be printable ASCII, as the encoding rules make it; base64 must
+/// be valid and decode to UTF-8).
+fn decode_param(raw: &[u8]) -> Option<String> {
+    if !raw.iter().all(|&b| b == b'\t' || (0x20..0x7f).contains(&b)) {
+        return None;
+    }
+    modern::decode_header_value(raw)
+}
+
 /// Every header of a modern POST: the protocol version, `Mcp-Method`,
 /// `Mcp-Name` where the method has one, and the `Mcp-Param-*` headers of
-/// `params` (a `tools/call`) per the tool's annotations. `client`: unknown
-/// `Mcp-Param-*` headers the downstream client sent, forwarded unless toolgate
-/// generated a header of that name itself.
+/// `params` (a `tools/call`) per the tool's annotations. `client`: the
+/// `Mcp-Param-*` headers the downstream client sent. Those the tool's schema
+/// does not declare are forwarded unchanged (an intermediary must pass on
+/// what it does not recognize); a declared one never is: toolgate generates
+/// it from the arguments (or leaves it out with them), so it is never sent
+/// twice. Nothing but `Mcp-Param-*` is ever taken from `client`.
 pub fn request_headers(
     version: &str,
     request_method: &str,
@@ -230,13 +316,14 @@ pub fn request_headers(
         out.push((HeaderName::from_static(header::NAME), encode_value(name)));
     }
     let arguments = params.and_then(|p| p.get("arguments"));
-    for spec in tool.unwrap_or_default() {
+    let declared = tool.unwrap_or_default();
+    for spec in declared {
         if let Some(v) = param_value(arguments, spec) {
             out.push((spec.header.clone(), v));
         }
     }
     for (name, value) in client {
-        let ours = out.iter().any(|(n, _)| n == name);
+        let ours = declared.iter().any(|s| s.header == *name) || out.iter().any(|(n, _)| n == name);
         if name.as_str().starts_with(header::PARAM_PREFIX) && !ours {
             out.push((name.clone(), value.clone()));
         }

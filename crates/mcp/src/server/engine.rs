@@ -104,6 +104,9 @@ pub struct Engine<H: Handler> {
     /// Requests running now (every session), and a wake-up when none is.
     running: AtomicUsize,
     idle: Notify,
+    /// What every modern result carries in `_meta` as the server's identity
+    /// ([`Handler::server_info`], asked once).
+    server_info: Option<modern::ServerInfo>,
 }
 
 impl<H: Handler> Engine<H> {
@@ -125,6 +128,7 @@ impl<H: Handler> Engine<H> {
             draining: AtomicBool::new(false),
             running: AtomicUsize::new(0),
             idle: Notify::new(),
+            server_info: handler.server_info().map(modern::ServerInfo::new),
         });
         let weak_store = Arc::downgrade(&store);
         let period = EXPIRY_TICK.min(idle / 2).max(Duration::from_millis(100));

@@ -151,3 +151,97 @@ fn the_table_keeps_only_tools_with_valid_annotations() {
     assert!(table.get("bad").is_none());
     assert!(table.get("plain").is_none());
 }
+
+#[test]
+fn only_unknown_client_param_headers_are_forwarded() {
+    let specs = annotations(&tool(json!({"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "gone": {"type": "string", "x-mcp-header": "Gone"}
+    }})))
+    .expect("valid");
+    let params = json!({"name": "t", "arguments": {"region": "eu"}});
+    let client = [
+        (HeaderName::from_static("mcp-param-custom"), HeaderValue::from_static("=?base64?w6k=?=")),
+        // Declared, its argument absent: toolgate sends no header, and the
+        // client's copy does not stand in for one.
+        (HeaderName::from_static("mcp-param-gone"), HeaderValue::from_static("stale")),
+        (HeaderName::from_static("authorization"), HeaderValue::from_static("Bearer secret")),
+        (HeaderName::from_static("mcp-method"), HeaderValue::from_static("forged/method")),
+        (HeaderName::from_static("mcp-name"), HeaderValue::from_static("forged")),
+    ];
+    let h = request_headers("2026-07-28", "tools/call", Some(&params), Some(&specs), &client);
+    assert_eq!(header(&h, "mcp-param-custom"), Some("=?base64?w6k=?="), "forwarded as sent");
+    assert_eq!(header(&h, "mcp-param-region"), Some("eu"));
+    assert_eq!(header(&h, "mcp-param-gone"), None);
+    assert_eq!(header(&h, "authorization"), None);
+    assert_eq!(header(&h, "mcp-method"), Some("tools/call"));
+    assert_eq!(header(&h, "mcp-name"), Some("t"));
+    assert_eq!(h.iter().filter(|(n, _)| n == "mcp-method" || n == "mcp-name").count(), 2);
+    // A tool without annotations forwards every client parameter header.
+    let h = request_headers("2026-07-28", "tools/call", Some(&params), None, &client);
+    assert_eq!(header(&h, "mcp-param-gone"), Some("stale"));
+}
+
+fn sent(pairs: &[(&'static str, &'static str)]) -> Vec<(HeaderName, HeaderValue)> {
+    pairs.iter().map(|(n, v)| (HeaderName::from_static(n), HeaderValue::from_static(v))).collect()
+}
+
+fn check_code(r: Result<(), ErrorObject>) -> Option<i64> {
+    r.err().map(|e| e.code)
+}
+
+#[test]
+fn client_param_headers_are_checked_against_the_arguments() {
+    let specs = annotations(&tool(json!({"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "priority": {"type": "integer", "x-mcp-header": "Priority"},
+        "verbose": {"type": "boolean", "x-mcp-header": "Verbose"},
+        "query": {"type": "string"}
+    }})))
+    .expect("valid");
+    let args = json!({"region": "Hello", "priority": 42, "verbose": true, "query": "q"});
+    let full = [("mcp-param-region", "Hello"), ("mcp-param-priority", "42"), ("mcp-param-verbose", "true")];
+    let check = |sent_pairs: &[(&'static str, &'static str)], args: &Value, mode| {
+        check_code(check_client_params(&specs, Some(args), &sent(sent_pairs), mode))
+    };
+    use ParamCheck::{PresentOnly, Required};
+    assert_eq!(check(&full, &args, Required), None);
+    // Decoded and trimmed; integers compare as numbers; unknown headers are not checked.
+    let ok = [
+        ("mcp-param-region", "=?base64?SGVsbG8=?="),
+        ("mcp-param-priority", " 42.0 "),
+        ("mcp-param-verbose", "true"),
+        ("mcp-param-other", "anything"),
+    ];
+    assert_eq!(check(&ok, &args, Required), None);
+    // A missing prefix or suffix is literal text.
+    let literal = json!({"region": "=?base64?SGVsbG8="});
+    assert_eq!(check(&[("mcp-param-region", "=?base64?SGVsbG8=")], &literal, Required), None);
+    // Mismatches, bad base64, raw non-ASCII, a header for an absent argument.
+    for bad in [
+        [("mcp-param-region", "hello"), full[1], full[2]],
+        [("mcp-param-region", "=?base64?SGVsbG8?="), full[1], full[2]],
+        [("mcp-param-region", "=?base64?SGVs!!!bG8=?="), full[1], full[2]],
+        [full[0], ("mcp-param-priority", "43"), full[2]],
+        [full[0], full[1], ("mcp-param-verbose", "TRUE")],
+    ] {
+        assert_eq!(check(&bad, &args, Required), Some(-32020), "{bad:?}");
+        assert_eq!(check(&bad, &args, PresentOnly), Some(-32020), "{bad:?}");
+    }
+    let raw_utf8 = vec![(
+        HeaderName::from_static("mcp-param-region"),
+        HeaderValue::from_bytes("Héllo".as_bytes()).expect("obs-text is a valid header value"),
+    )];
+    let accented = json!({"region": "Héllo"});
+    assert_eq!(check_code(check_client_params(&specs, Some(&accented), &raw_utf8, PresentOnly)), Some(-32020));
+    let absent = json!({"priority": 42, "verbose": true});
+    assert_eq!(check(&full, &absent, PresentOnly), Some(-32020), "a header for an absent argument");
+    // Missing headers: refused when the client saw the annotations, tolerated when it did not.
+    assert_eq!(check(&full[1..], &args, Required), Some(-32020));
+    assert_eq!(check(&full[1..], &args, PresentOnly), None);
+    assert_eq!(check(&[], &args, PresentOnly), None);
+    // No header is due for an absent or null argument.
+    assert_eq!(check(&[], &json!({"region": null}), Required), None);
+    let e = check_client_params(&specs, Some(&args), &sent(&full[1..]), Required).expect_err("missing");
+    assert!(e.message.contains("mcp-param-region"), "{}", e.message);
+}

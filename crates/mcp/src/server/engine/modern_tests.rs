@@ -23,6 +23,7 @@ fn headers(method: &str, name: Option<&str>) -> RoutingHeaders {
         protocol_version: Some("2026-07-28".into()),
         method: Some(method.as_bytes().to_vec()),
         name: name.map(|n| n.as_bytes().to_vec()),
+        params: Vec::new(),
     }
 }
 
