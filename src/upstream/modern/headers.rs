@@ -239,35 +239,40 @@ pub fn check_client_params(
 ) -> Result<(), ErrorObject> {
     for spec in specs {
         let body = param_text(arguments, spec);
-        let Some((_, raw)) = sent.iter().find(|(name, _)| *name == spec.header) else {
+        let mut values = sent.iter().filter(|(name, _)| *name == spec.header).map(|(_, v)| v).peekable();
+        if values.peek().is_none() {
             match body {
                 Some(body) if check == ParamCheck::Required => {
                     return Err(modern::header_mismatch(display_name(spec), None, &body));
                 }
                 _ => continue,
             }
-        };
-        let Some(decoded) = decode_param(raw.as_bytes()) else {
-            let body = body.unwrap_or_default();
-            return Err(ErrorObject::new(
-                modern::code::HEADER_MISMATCH,
-                format!("Header mismatch: {} is malformed (invalid characters or base64)", display_name(spec)),
-            )
-            .with_data(json!({"mismatch": {"header": display_name(spec), "body": body}})));
-        };
-        let matches = match (&body, spec.kind) {
-            (None, _) => false,
-            (Some(body), ParamKind::Integer) => {
-                decoded == *body
-                    || decoded.parse::<f64>().ok().zip(body.parse::<f64>().ok()).is_some_and(|(a, b)| a == b)
-            }
-            (Some(body), _) => decoded == *body,
-        };
-        if !matches {
-            return Err(modern::header_mismatch(display_name(spec), Some(&decoded), body.as_deref().unwrap_or("")));
+        }
+        // Sent twice: each must match (the upstream gets toolgate's own).
+        for raw in values {
+            check_value(spec, body.as_deref(), raw)?;
         }
     }
     Ok(())
+}
+
+/// One sent value of a declared header against the argument's text.
+fn check_value(spec: &ParamHeader, body: Option<&str>, raw: &HeaderValue) -> Result<(), ErrorObject> {
+    let Some(decoded) = decode_param(raw.as_bytes()) else {
+        return Err(ErrorObject::new(
+            modern::code::HEADER_MISMATCH,
+            format!("Header mismatch: {} is malformed (invalid characters or base64)", display_name(spec)),
+        )
+        .with_data(json!({"mismatch": {"header": display_name(spec), "body": body.unwrap_or_default()}})));
+    };
+    let matches = match (body, spec.kind) {
+        (None, _) => false,
+        (Some(body), ParamKind::Integer) => {
+            decoded == body || decoded.parse::<f64>().ok().zip(body.parse::<f64>().ok()).is_some_and(|(a, b)| a == b)
+        }
+        (Some(body), _) => decoded == body,
+    };
+    if matches { Ok(()) } else { Err(modern::header_mismatch(display_name(spec), Some(&decoded), body.unwrap_or(""))) }
 }
 
 /// `Mcp-Param-<name>` as the error names it.

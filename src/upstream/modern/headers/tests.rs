@@ -234,6 +234,8 @@ fn client_param_headers_are_checked_against_the_arguments() {
     )];
     let accented = json!({"region": "Héllo"});
     assert_eq!(check_code(check_client_params(&specs, Some(&accented), &raw_utf8, PresentOnly)), Some(-32020));
+    let twice = [full[0], ("mcp-param-region", "evil"), full[1], full[2]];
+    assert_eq!(check(&twice, &args, PresentOnly), Some(-32020), "every copy must match");
     let absent = json!({"priority": 42, "verbose": true});
     assert_eq!(check(&full, &absent, PresentOnly), Some(-32020), "a header for an absent argument");
     // Missing headers: refused when the client saw the annotations, tolerated when it did not.
