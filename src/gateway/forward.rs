@@ -62,7 +62,7 @@ fn check_param_headers(cx: Exchange<'_>, entry: &ToolEntry, params: &Value) -> R
         Mode::Passthrough => ParamCheck::Required,
         Mode::Progressive => ParamCheck::PresentOnly,
     };
-    headers::check_client_params(&specs, params.get("arguments"), sent, check)
+    headers::check_client_params(&specs, params.get("arguments").and_then(Value::as_object), sent, check)
 }
 
 /// toolgate's `serverInfo` for a client of `version` (`title` exists from

@@ -24,6 +24,8 @@ pub fn is_supported(version: &str) -> bool {
     VERSIONS.contains(&version)
 }
 
+pub mod params;
+
 /// Reserved `_meta` keys.
 pub mod meta {
     /// Request: the revision of this request (required).
