@@ -451,6 +451,12 @@ impl Handler for Gateway {
         self.serve_listen(session, listen).await
     }
 
+    /// toolgate's own identity on every 2026 result (an upstream's moves to
+    /// `dev.toolgate/upstreamServerInfo`), as in `server/discover`.
+    fn server_info(&self) -> Option<serde_json::Value> {
+        Some(forward::server_info(crate::protocol::Version::LATEST))
+    }
+
     fn cache_hints(self: &Arc<Self>, _: &Arc<GwSession>, _: &str) -> CacheHints {
         CacheHints { ttl_ms: 0, scope: self.cache_scope() }
     }

@@ -143,13 +143,14 @@ async fn session_connection(
 /// What a call to a modern upstream says of the client it is for (when the
 /// client's request is itself modern, its own `_meta` wins): the session's
 /// declared reverse-routing capabilities (as [`session_hello`] filters them)
-/// and its log level. TODO(h-era): the client's `Mcp-Param-*` headers, once
-/// the request context carries them (`ClientContext::with_param_headers`).
+/// its log level, and the `Mcp-Param-*` headers a sessionless (2026) client
+/// sent over HTTP (the upstream leg forwards those the tool's schema does not
+/// declare).
 pub(crate) fn client_context(session: &GwSession, forward_roots: bool) -> ClientContext {
     ClientContext {
         capabilities: Some(session_hello(session, forward_roots).capabilities),
         log_level: session.state.log_level(),
-        param_headers: Vec::new(),
+        param_headers: session.modern().and_then(|m| m.param_headers.clone()).unwrap_or_default(),
     }
 }
 

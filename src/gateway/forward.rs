@@ -23,10 +23,13 @@ use super::lists::{ListKind, RouteMaps, crawl_all};
 use super::pages::Pager;
 use super::upstreams::UpstreamHandle;
 use super::{Gateway, GwSession, connections, events, translate};
+use crate::catalog::ToolEntry;
+use crate::config::Mode;
 use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
 use crate::metrics::Method;
 use crate::protocol::{Version, method};
 use crate::server::ServerOffer;
+use crate::upstream::modern::headers::{self, ParamCheck};
 use crate::upstream::{self, Call, UpstreamError};
 
 /// How long a URL-mode elicitation's owner is remembered.
@@ -41,6 +44,35 @@ pub struct Forwarder {
     /// upstream's unsolicited `notifications/elicitation/complete` reaches
     /// only that client.
     elicitations: moka::sync::Cache<String, Arc<str>>,
+}
+
+/// Checks the `Mcp-Param-*` headers of a sessionless (2026) client's
+/// `tools/call` over HTTP against its arguments, where the tool's full schema
+/// mirrors arguments in headers (`x-mcp-header`): toolgate processes the
+/// body, so it validates them before anything is forwarded (`-32020`, which
+/// the engine answers with HTTP 400). A client of a `passthrough` upstream
+/// saw the annotations and must send every header; the minimal schema of a
+/// `progressive` tool hides them, so there only the headers sent are checked.
+/// Over stdio (no headers) and for session clients there is nothing to check.
+fn check_param_headers(cx: Exchange<'_>, entry: &ToolEntry, params: &Value) -> Result<(), ErrorObject> {
+    let Some(sent) = cx.session.modern().and_then(|m| m.param_headers.as_deref()) else { return Ok(()) };
+    let Some(up) = cx.gateway.upstreams().get(entry.upstream).cloned() else { return Ok(()) };
+    let Some(specs) = up.era.tools.get(&entry.original) else { return Ok(()) };
+    let check = match entry.mode {
+        Mode::Passthrough => ParamCheck::Required,
+        Mode::Progressive => ParamCheck::PresentOnly,
+    };
+    headers::check_client_params(&specs, params.get("arguments").and_then(Value::as_object), sent, check)
+}
+
+/// toolgate's `serverInfo` for a client of `version` (`title` exists from
+/// 2025-06-18 on).
+pub fn server_info(version: Version) -> Value {
+    let mut info = json!({"name": "toolgate", "version": env!("CARGO_PKG_VERSION")});
+    if version >= Version::V2025_06_18 {
+        info["title"] = json!("toolgate MCP gateway");
+    }
+    info
 }
 
 /// The index of the one upstream, when exactly one is configured (slots a
@@ -145,10 +177,7 @@ impl Forwarder {
             caps.insert("completions".into(), json!({}));
         }
 
-        let mut info = json!({"name": "toolgate", "version": env!("CARGO_PKG_VERSION")});
-        if version >= Version::V2025_06_18 {
-            info["title"] = json!("toolgate MCP gateway");
-        }
+        let info = server_info(version);
         let sections: Vec<String> = upstreams
             .iter()
             .filter_map(|up| {
@@ -258,6 +287,9 @@ impl Forwarder {
             }
             return invalid(format!("Unknown tool: {name}"));
         };
+        if let Err(e) = check_param_headers(cx, &entry, &params) {
+            return Outcome::error(e);
+        }
         params["name"] = json!(entry.original);
         // Tool calls may run long: stream the answer (resumable on HTTP)
         // unless it is ready within the transport's grace period.

@@ -12,14 +12,14 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { parse as parseYaml } from "yaml";
+import { gradedScenarios } from "./graded-2026.mjs";
 
 const [root, requirementsPath, out] = process.argv.slice(2);
 if (!root || !requirementsPath || !out) {
   console.error("usage: baseline-2026.mjs RESULTS_DIR REQUIREMENTS_YAML OUT_DIR");
   process.exit(2);
 }
-const scored = new Set((parseYaml(readFileSync(requirementsPath, "utf8")) ?? {}).server ?? []);
+const scored = new Set(gradedScenarios(requirementsPath));
 const oneLine = (s) => String(s ?? "").replace(/\s+/g, " ").slice(0, 160);
 
 const clientLines = [];

@@ -8,8 +8,9 @@
 // ({order, name, kind: "server"|"client", expected: path|null, exitCode},
 // plus `scenario` for a client run) and the suite's own
 // `<scenario>-<timestamp>/checks.json` files. REQUIREMENTS_YAML is the
-// suite's `requirements/2026-07-28.yaml`: only its `server:` scenarios are
-// graded on the server side (the suite also runs unscored ones).
+// suite's `requirements/2026-07-28.yaml`: its `server:` scenarios, and the
+// unscored ones in graded-2026.mjs, are graded on the server side (the suite
+// also runs other unscored ones).
 //
 // Judging follows the suite's own expected-failures rules (0.2.0): a
 // scenario fails when a check is FAILURE or WARNING; an entry `scenario`
@@ -27,14 +28,16 @@ import { join } from "node:path";
 
 import { parse as parseYaml } from "yaml";
 
+import { gradedScenarios } from "./graded-2026.mjs";
+
 const [root, requirementsPath, ...rest] = process.argv.slice(2);
 if (!root || !requirementsPath) {
   console.error("usage: summarize-2026.mjs RESULTS_DIR REQUIREMENTS_YAML [--markdown FILE]");
   process.exit(2);
 }
 const markdownAt = rest[0] === "--markdown" ? rest[1] : null;
-const requirements = parseYaml(readFileSync(requirementsPath, "utf8")) ?? {};
-const scored = (requirements.server ?? []).map((s) => (typeof s === "string" ? s : s.name ?? s.id ?? String(s)));
+// The scored scenarios, plus the unscored ones graded all the same.
+const scored = gradedScenarios(requirementsPath);
 
 /** Entries of an expected-failures file for one side: {whole, checks, reasons}. */
 function readExpected(path, side) {

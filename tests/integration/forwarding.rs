@@ -74,10 +74,12 @@ async fn prompts_resources_and_completions_pass_through() -> Result<()> {
 
 #[tokio::test]
 async fn progress_and_logs_arrive_on_the_request_stream_with_the_clients_token() -> Result<()> {
-    // A handshake-era upstream leg: the upstream's logs need no per-request
-    // log level.
-    let gw = fixture_gateway("protocol = \"2025-11-25\"").await?;
+    // The fixture speaks both eras: a 2026-07-28 upstream leg. Its logs need
+    // a per-request level, which the session's `logging/setLevel` (answered
+    // by toolgate) supplies; `modern_params` tests the levels themselves.
+    let gw = fixture_gateway("").await?;
     let c = authorized(&gw, json!({}), "test_tool_with_progress,test_tool_with_logging").await?;
+    assert_eq!(c.result("logging/setLevel", json!({"level": "debug"})).await?, json!({}));
     for token in [json!("tok-1"), json!(7)] {
         let (response, related) = c
             .exchange(

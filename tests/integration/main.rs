@@ -27,6 +27,7 @@ mod listen;
 mod metrics;
 mod modern;
 mod mrtr;
+mod modern_params;
 mod outage;
 mod reload;
 mod security;

@@ -8,8 +8,9 @@ Every POST must carry the 2026-07-28 envelope; GET and DELETE get 405.
 `server/discover` answers with serverInfo in `_meta`. Tools:
 - `echo_headers` (arguments `region` → `x-mcp-header: Region`, `note` →
   `Note`, `count` (integer) → `Count`, `flag` (boolean) → `Flag`): returns, as
-  JSON text, the request's HTTP headers (lower-cased names) and its
-  `params._meta`, so a test can see what toolgate sent;
+  JSON text, the request's HTTP headers (lower-cased names; one sent twice
+  as "a, b") and its `params._meta`, so a test can see what toolgate sent;
+  its result carries the server's own `serverInfo` in `_meta`;
 - `bad_number_header`: an `x-mcp-header` on a `number` property (invalid: a
   client must leave the tool out).
 Anything else gets -32601 (HTTP 404).
@@ -97,8 +98,14 @@ class Handler(BaseHTTPRequestHandler):
         elif method == "tools/list":
             result = {"resultType": "complete", "tools": TOOLS, "ttlMs": 0, "cacheScope": "public"}
         elif method == "tools/call" and message["params"].get("name") == "echo_headers":
-            seen = {"headers": {k.lower(): v for k, v in self.headers.items()}, "meta": meta}
-            result = {"resultType": "complete", "content": [{"type": "text", "text": json.dumps(seen)}]}
+            # A header sent twice shows as "a, b".
+            headers = {k.lower(): ", ".join(self.headers.get_all(k)) for k in self.headers.keys()}
+            seen = {"headers": headers, "meta": meta}
+            result = {
+                "resultType": "complete",
+                "content": [{"type": "text", "text": json.dumps(seen)}],
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern-echo", "version": "1.0.0"}},
+            }
         if result is None:
             return self.reply(404, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
         self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": result})

@@ -1,212 +1,40 @@
 //! The routing headers of a modern (2026-07-28) Streamable HTTP request:
 //! `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, and the `Mcp-Param-*`
 //! headers that mirror arguments whose property schema carries
-//! `x-mcp-header`. Also the rules that make such an annotation valid: a tool
-//! with an invalid one is left out of the catalog.
+//! `x-mcp-header` (the annotation and value rules are
+//! [`toolgate_mcp::protocol::modern::params`], re-exported here).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use base64::Engine as _;
 use http::{HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 
 use crate::protocol::modern::header;
+pub use crate::protocol::modern::params::{
+    InvalidAnnotation, ParamCheck, ParamHeader, ParamKind, annotations, check_client_params, encode_value, param_text,
+};
 use crate::protocol::{self, method};
 
-/// The JSON type of an annotated property.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParamKind {
-    /// Sent as-is.
-    String,
-    /// Sent as a decimal number.
-    Integer,
-    /// Sent as `true` / `false`.
-    Boolean,
-}
-
-/// One argument mirrored in a header: `Mcp-Param-<name>` carries the value
-/// at `path` (property names from the arguments' root).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParamHeader {
-    /// The header, `mcp-param-<name>` (lower case; header names are
-    /// case-insensitive).
-    pub header: HeaderName,
-    /// The property names leading to the argument.
-    pub path: Vec<String>,
-    /// Its declared type.
-    pub kind: ParamKind,
-}
-
-/// Why a tool's `x-mcp-header` annotations are invalid.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum InvalidAnnotation {
-    /// The annotation is not a string, or an empty one.
-    #[error("`x-mcp-header` at {at} is empty or not a string")]
-    Empty { at: String },
-    /// The name has characters a header name cannot have.
-    #[error("`x-mcp-header` {name:?} at {at} is not a valid header name (RFC 9110 token characters only)")]
-    Charset { name: String, at: String },
-    /// Two annotations name the same header (case-insensitively).
-    #[error("`x-mcp-header` {name:?} is declared twice (header names are case-insensitive)")]
-    Duplicate { name: String },
-    /// The property is not a string, an integer or a boolean.
-    #[error(
-        "`x-mcp-header` {name:?} at {at} is on a property of type {found}; only string, integer and boolean are allowed"
-    )]
-    Type { name: String, at: String, found: String },
-    /// The annotation cannot be reached from the root through `properties` only.
-    #[error("`x-mcp-header` at {at} is not reachable through `properties` alone")]
-    Unreachable { at: String },
-}
-
-/// The headers a tool's `inputSchema` declares, or why its annotations are
-/// invalid (then the tool must not be offered). Never follows `$ref`: a
-/// reference is not a static path (and a network one is never fetched).
-pub fn annotations(tool: &Map<String, Value>) -> Result<Vec<ParamHeader>, InvalidAnnotation> {
-    let Some(schema) = tool.get("inputSchema") else { return Ok(Vec::new()) };
-    let mut found = Vec::new();
-    collect(schema, &mut Vec::new(), true, "inputSchema", &mut found)?;
-    let mut seen: HashMap<String, ()> = HashMap::new();
-    let mut out = Vec::with_capacity(found.len());
-    for (name, path, kind, at) in found {
-        if name.is_empty() {
-            return Err(InvalidAnnotation::Empty { at });
-        }
-        if !name.bytes().all(is_tchar) {
-            return Err(InvalidAnnotation::Charset { name, at });
-        }
-        let lower = name.to_ascii_lowercase();
-        if seen.insert(lower.clone(), ()).is_some() {
-            return Err(InvalidAnnotation::Duplicate { name });
-        }
-        let kind = match kind {
-            Ok(kind) => kind,
-            Err(found) => return Err(InvalidAnnotation::Type { name, at, found }),
-        };
-        let header = HeaderName::try_from(format!("{}{lower}", header::PARAM_PREFIX))
-            .map_err(|_| InvalidAnnotation::Charset { name: name.clone(), at: at.clone() })?;
-        out.push(ParamHeader { header, path, kind });
-    }
-    Ok(out)
-}
-
-type Found = (String, Vec<String>, Result<ParamKind, String>, String);
-
-/// Walks a schema. `reachable`: the node is reached from the root through
-/// `properties` only; an annotation anywhere else is invalid.
-fn collect(
-    node: &Value,
-    path: &mut Vec<String>,
-    reachable: bool,
-    at: &str,
-    out: &mut Vec<Found>,
-) -> Result<(), InvalidAnnotation> {
-    let Some(obj) = node.as_object() else {
-        if let Some(items) = node.as_array() {
-            for (i, item) in items.iter().enumerate() {
-                collect(item, path, false, &format!("{at}/{i}"), out)?;
-            }
-        }
-        return Ok(());
-    };
-    if let Some(annotation) = obj.get(header::SCHEMA_KEYWORD) {
-        // The root itself (the arguments object) is no argument.
-        if !reachable || path.is_empty() {
-            return Err(InvalidAnnotation::Unreachable { at: at.to_owned() });
-        }
-        let Some(name) = annotation.as_str() else { return Err(InvalidAnnotation::Empty { at: at.to_owned() }) };
-        out.push((name.to_owned(), path.clone(), kind_of(obj), at.to_owned()));
-    }
-    for (key, child) in obj {
-        if key == header::SCHEMA_KEYWORD {
-            continue;
-        }
-        if key == "properties"
-            && let Some(props) = child.as_object()
-        {
-            for (name, prop) in props {
-                path.push(name.clone());
-                let r = collect(prop, path, reachable, &format!("{at}/properties/{name}"), out);
-                path.pop();
-                r?;
-            }
-            continue;
-        }
-        // Anything else (items, oneOf, $defs, …) is not a static path.
-        if child.is_object() || child.is_array() {
-            collect(child, path, false, &format!("{at}/{key}"), out)?;
-        }
-    }
-    Ok(())
-}
-
-/// The property's type, or what it is instead (for the warning).
-fn kind_of(obj: &Map<String, Value>) -> Result<ParamKind, String> {
-    match obj.get("type") {
-        Some(Value::String(t)) => match t.as_str() {
-            "string" => Ok(ParamKind::String),
-            "integer" => Ok(ParamKind::Integer),
-            "boolean" => Ok(ParamKind::Boolean),
-            other => Err(format!("`{other}`")),
-        },
-        Some(other) => Err(other.to_string()),
-        None => Err("(none)".into()),
-    }
-}
-
-/// RFC 9110 `tchar`.
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
-
-/// Encodes a value for an `Mcp-Name` or `Mcp-Param-*` header: plain when it is
-/// safe printable ASCII without surrounding white space, otherwise (and when
-/// the plain text would itself look like the sentinel) `=?base64?…?=`.
-pub fn encode_value(value: &str) -> HeaderValue {
-    let plain_ok = value.bytes().all(|b| (0x20..0x7f).contains(&b))
-        && value.trim_matches(' ') == value
-        && !(value.starts_with(header::BASE64_PREFIX) && value.ends_with(header::BASE64_SUFFIX));
-    if plain_ok && let Ok(v) = HeaderValue::from_str(value) {
-        return v;
-    }
-    let encoded = base64::engine::general_purpose::STANDARD.encode(value.as_bytes());
-    let text = format!("{}{encoded}{}", header::BASE64_PREFIX, header::BASE64_SUFFIX);
-    // Base64 and the markers are printable ASCII.
-    HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
-}
-
-/// The value of one mirrored argument, or `None` to omit the header (absent,
-/// `null`, or of another type than declared).
-fn param_value(arguments: Option<&Value>, spec: &ParamHeader) -> Option<HeaderValue> {
-    let mut value = arguments?;
-    for key in &spec.path {
-        value = value.get(key)?;
-    }
-    match (spec.kind, value) {
-        (_, Value::Null) => None,
-        (ParamKind::String, Value::String(s)) => Some(encode_value(s)),
-        (ParamKind::Integer, Value::Number(n)) => {
-            let text = match (n.as_i64(), n.as_u64(), n.as_f64()) {
-                (Some(i), _, _) => i.to_string(),
-                (_, Some(u), _) => u.to_string(),
-                // 42.0 is an integer in JSON Schema.
-                (_, _, Some(f)) if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => format!("{}", f as i64),
-                _ => return None,
-            };
-            HeaderValue::from_str(&text).ok()
-        }
-        (ParamKind::Boolean, Value::Bool(b)) => Some(HeaderValue::from_static(if *b { "true" } else { "false" })),
-        _ => None,
+/// The header of one mirrored argument, or `None` to omit it.
+fn param_value(arguments: Option<&Map<String, Value>>, spec: &ParamHeader) -> Option<HeaderValue> {
+    let text = param_text(arguments, spec)?;
+    match spec.kind {
+        ParamKind::String => Some(encode_value(&text)),
+        // Digits, a sign, `true`, `false`: plain ASCII.
+        ParamKind::Integer | ParamKind::Boolean => HeaderValue::from_str(&text).ok(),
     }
 }
 
 /// Every header of a modern POST: the protocol version, `Mcp-Method`,
 /// `Mcp-Name` where the method has one, and the `Mcp-Param-*` headers of
-/// `params` (a `tools/call`) per the tool's annotations. `client`: unknown
-/// `Mcp-Param-*` headers the downstream client sent, forwarded unless toolgate
-/// generated a header of that name itself.
+/// `params` (a `tools/call`) per the tool's annotations. `client`: the
+/// `Mcp-Param-*` headers the downstream client sent. Those the tool's schema
+/// does not declare are forwarded unchanged (an intermediary must pass on
+/// what it does not recognize); a declared one never is: toolgate generates
+/// it from the arguments (or leaves it out with them), so it is never sent
+/// twice. Nothing but `Mcp-Param-*` is ever taken from `client`.
 pub fn request_headers(
     version: &str,
     request_method: &str,
@@ -229,14 +57,15 @@ pub fn request_headers(
     if let Some(name) = name_key.and_then(|k| params?.get(k)).and_then(Value::as_str) {
         out.push((HeaderName::from_static(header::NAME), encode_value(name)));
     }
-    let arguments = params.and_then(|p| p.get("arguments"));
-    for spec in tool.unwrap_or_default() {
+    let arguments = params.and_then(|p| p.get("arguments")).and_then(Value::as_object);
+    let declared = tool.unwrap_or_default();
+    for spec in declared {
         if let Some(v) = param_value(arguments, spec) {
             out.push((spec.header.clone(), v));
         }
     }
     for (name, value) in client {
-        let ours = out.iter().any(|(n, _)| n == name);
+        let ours = declared.iter().any(|s| s.header == *name) || out.iter().any(|(n, _)| n == name);
         if name.as_str().starts_with(header::PARAM_PREFIX) && !ours {
             out.push((name.clone(), value.clone()));
         }

@@ -18,6 +18,7 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 use toolgate_mcp::jsonrpc::{ErrorObject, Id, Notification, Outcome, Request, Response, codes};
 use toolgate_mcp::protocol::method;
+use toolgate_mcp::protocol::modern::params::{self, ParamCheck};
 use toolgate_mcp::server::{
     CacheHints, CacheScope, Discovery, Handler, InitContext, Listen, ModernContext, RequestCtx, ServerOffer, Session,
 };
@@ -160,6 +161,14 @@ impl RegistryHandler {
             Ok(call) => call,
             Err(e) => return Outcome::error(e),
         };
+        // A 2026-07-28 request over HTTP: the headers mirroring arguments
+        // must match them (`-32020`, which the engine answers with 400).
+        if let Some(sent) = session.modern().and_then(|m| m.param_headers.as_deref())
+            && !tool.param_headers.is_empty()
+            && let Err(e) = params::check_client_params(&tool.param_headers, Some(&args), sent, ParamCheck::Required)
+        {
+            return Outcome::error(e);
+        }
         let f = match &tool.handler {
             ToolHandler::Sync(f) => {
                 let answer = std::panic::catch_unwind(AssertUnwindSafe(|| f(args)));

@@ -16,6 +16,7 @@ use parking_lot::RwLock;
 use serde_json::{Map, Value, json};
 
 use toolgate_mcp::jsonrpc::ErrorObject;
+use toolgate_mcp::protocol::modern::params::{self, ParamHeader};
 use toolgate_mcp::server::ServerOffer;
 use toolgate_mcp::uri_template::UriTemplate;
 
@@ -67,6 +68,10 @@ pub(super) enum ToolHandler {
 pub struct Tool {
     name: String,
     definition: Arc<Value>,
+    /// The arguments its `inputSchema` mirrors in `Mcp-Param-*` headers
+    /// (`x-mcp-header`; none when the annotations are invalid), which a
+    /// 2026-07-28 client's headers are checked against.
+    pub(super) param_headers: Arc<[ParamHeader]>,
     pub(super) handler: ToolHandler,
 }
 
@@ -79,6 +84,7 @@ impl Tool {
     {
         Tool {
             name: name_of(&definition),
+            param_headers: param_headers_of(&definition),
             definition: Arc::new(definition),
             handler: ToolHandler::Sync(Arc::new(handler)),
         }
@@ -92,7 +98,12 @@ impl Tool {
         Fut: Future<Output = ToolResult> + Send + 'static,
     {
         let handler: Arc<AsyncHandler> = Arc::new(move |args, ctx| Box::pin(handler(args, ctx)));
-        Tool { name: name_of(&definition), definition: Arc::new(definition), handler: ToolHandler::Async(handler) }
+        Tool {
+            name: name_of(&definition),
+            param_headers: param_headers_of(&definition),
+            definition: Arc::new(definition),
+            handler: ToolHandler::Async(handler),
+        }
     }
 
     /// The tool name (the definition's `name`).
@@ -104,6 +115,11 @@ impl Tool {
     pub fn definition(&self) -> &Value {
         &self.definition
     }
+}
+
+/// The `Mcp-Param-*` headers a tool definition declares (none if invalid).
+fn param_headers_of(definition: &Value) -> Arc<[ParamHeader]> {
+    definition.as_object().and_then(|tool| params::annotations(tool).ok()).unwrap_or_default().into()
 }
 
 /// Reads a resource: gets the URI and the template variables (empty for a

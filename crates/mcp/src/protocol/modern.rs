@@ -24,6 +24,8 @@ pub fn is_supported(version: &str) -> bool {
     VERSIONS.contains(&version)
 }
 
+pub mod params;
+
 /// Reserved `_meta` keys.
 pub mod meta {
     /// Request: the revision of this request (required).
@@ -38,6 +40,10 @@ pub mod meta {
     pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
     /// Notification on a listen stream: the `subscriptions/listen` request id.
     pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+    /// Result (toolgate's own key, outside the reserved prefixes): the
+    /// `serverInfo` an application's result carried (a gateway's upstream's),
+    /// kept when the engine puts the server's own under [`SERVER_INFO`].
+    pub const UPSTREAM_SERVER_INFO: &str = "dev.toolgate/upstreamServerInfo";
 }
 
 /// Methods that exist only in the modern era.

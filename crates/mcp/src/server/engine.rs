@@ -108,6 +108,9 @@ pub struct Engine<H: Handler> {
     /// Fires at [`Engine::begin_shutdown`]: long-lived requests (listen
     /// streams) end then, so the drain does not wait for them.
     stopping: CancellationToken,
+    /// What every modern result carries in `_meta` as the server's identity
+    /// ([`Handler::server_info`], asked once).
+    server_info: Option<modern::ServerInfo>,
 }
 
 impl<H: Handler> Engine<H> {
@@ -130,6 +133,7 @@ impl<H: Handler> Engine<H> {
             running: AtomicUsize::new(0),
             idle: Notify::new(),
             stopping: CancellationToken::new(),
+            server_info: handler.server_info().map(modern::ServerInfo::new),
         });
         let weak_store = Arc::downgrade(&store);
         let period = EXPIRY_TICK.min(idle / 2).max(Duration::from_millis(100));

@@ -53,6 +53,13 @@ pub struct ModernContext {
     pub log_level: Option<String>,
     /// Who sent the request (as [`Admit`](super::http::Admit) decided).
     pub caller: Caller,
+    /// The request's `Mcp-Param-*` headers (SEP-2243: arguments a tool's
+    /// schema mirrors in headers with `x-mcp-header`), as sent. `None` when
+    /// the transport has no headers (stdio); over HTTP an empty list (no
+    /// allocation) when the request carries none. The engine leaves them to
+    /// the application, which knows the schemas: to check them against the
+    /// arguments, and to forward those it does not know.
+    pub param_headers: Option<Vec<(http::HeaderName, HeaderValue)>>,
 }
 
 /// `cacheScope` of a modern cacheable result.
@@ -171,6 +178,14 @@ pub trait Handler: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Self::State, ErrorObject>> + Send {
         let refused = legacy_only(&ctx.version);
         async move { Err(refused) }
+    }
+
+    /// The server's identity (`serverInfo`: `name`, `version`, …), which the
+    /// engine puts in `_meta["io.modelcontextprotocol/serverInfo"]` of every
+    /// result of a modern request (asked once, when the engine starts). `None`
+    /// by default: results keep the `_meta` the application gave them.
+    fn server_info(&self) -> Option<Value> {
+        None
     }
 
     /// The cache hints of a cacheable result for a modern request (the list

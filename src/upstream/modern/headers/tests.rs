@@ -6,88 +6,8 @@ fn tool(schema: Value) -> Map<String, Value> {
     json!({"name": "t", "inputSchema": schema}).as_object().cloned().unwrap_or_default()
 }
 
-fn names(specs: &[ParamHeader]) -> Vec<&str> {
-    specs.iter().map(|s| s.header.as_str()).collect()
-}
-
 fn header<'a>(headers: &'a [(HeaderName, HeaderValue)], name: &str) -> Option<&'a str> {
     headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.to_str().unwrap_or("<binary>"))
-}
-
-#[test]
-fn valid_annotations_are_found_with_their_paths_and_types() {
-    let specs = annotations(&tool(json!({
-        "type": "object",
-        "properties": {
-            "region": {"type": "string", "x-mcp-header": "Region"},
-            "priority": {"type": "integer", "x-mcp-header": "Priority"},
-            "verbose": {"type": "boolean", "x-mcp-header": "Verbose"},
-            "nested": {"type": "object", "properties": {"zone": {"type": "string", "x-mcp-header": "Zone"}}},
-            "query": {"type": "string"}
-        }
-    })))
-    .expect("valid");
-    assert_eq!(names(&specs), ["mcp-param-region", "mcp-param-priority", "mcp-param-verbose", "mcp-param-zone"]);
-    assert_eq!(specs[3].path, ["nested", "zone"]);
-    assert_eq!(specs[1].kind, ParamKind::Integer);
-    assert!(annotations(&tool(json!({"type": "object"}))).expect("no annotations").is_empty());
-}
-
-#[test]
-fn invalid_annotations_are_refused_with_the_reason() {
-    let prop = |p: Value| json!({"type": "object", "properties": {"a": p}});
-    let cases = [
-        (prop(json!({"type": "string", "x-mcp-header": ""})), "empty"),
-        (prop(json!({"type": "string", "x-mcp-header": "Has Space"})), "valid header name"),
-        (prop(json!({"type": "string", "x-mcp-header": "Has:Colon"})), "valid header name"),
-        (prop(json!({"type": "string", "x-mcp-header": "Région"})), "valid header name"),
-        (prop(json!({"type": "string", "x-mcp-header": "Tab\t"})), "valid header name"),
-        (prop(json!({"type": "number", "x-mcp-header": "Num"})), "type `number`"),
-        (prop(json!({"type": "object", "x-mcp-header": "Obj"})), "type `object`"),
-        (prop(json!({"type": "array", "items": {"type": "string"}, "x-mcp-header": "Arr"})), "type `array`"),
-        (prop(json!({"type": "null", "x-mcp-header": "Nul"})), "type `null`"),
-        (
-            json!({"type": "object", "properties": {
-                "a": {"type": "string", "x-mcp-header": "Dup"},
-                "b": {"type": "string", "x-mcp-header": "dup"}}}),
-            "declared twice",
-        ),
-        (
-            json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "Item"}}}}),
-            "reachable",
-        ),
-        (
-            json!({"type": "object", "anyOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "Any"}}}]}),
-            "reachable",
-        ),
-        (
-            json!({"type": "object", "$defs": {"x": {"type": "string", "x-mcp-header": "Def"}},
-                   "properties": {"a": {"$ref": "#/$defs/x"}}}),
-            "reachable",
-        ),
-    ];
-    for (schema, reason) in cases {
-        let err = annotations(&tool(schema.clone())).expect_err(&schema.to_string()).to_string();
-        assert!(err.contains(reason), "{schema}: {err}");
-    }
-}
-
-#[test]
-fn values_are_plain_when_safe_and_base64_otherwise() {
-    let plain = |s: &str| encode_value(s).to_str().map(str::to_owned).unwrap_or_default();
-    assert_eq!(plain("us-west1"), "us-west1");
-    assert_eq!(plain("us west 1"), "us west 1");
-    assert_eq!(plain(""), "");
-    // base64 of the UTF-8 bytes, in lowercase markers.
-    assert_eq!(plain("日本語"), "=?base64?5pel5pys6Kqe?=");
-    assert_eq!(plain(" lead"), "=?base64?IGxlYWQ=?=");
-    assert_eq!(plain("trail "), "=?base64?dHJhaWwg?=");
-    assert_eq!(plain("a\tb"), "=?base64?YQli?=");
-    assert_eq!(plain("a\r\nb"), "=?base64?YQ0KYg==?=");
-    assert_eq!(plain("x\u{1}"), "=?base64?eAE=?=");
-    // A plain value that looks like the sentinel is encoded too.
-    assert_eq!(plain("=?base64?abc?="), "=?base64?PT9iYXNlNjQ/YWJjPz0=?=");
-    assert_eq!(plain("=?base64?abc"), "=?base64?abc");
 }
 
 #[test]
@@ -127,7 +47,6 @@ fn request_headers_mirror_the_body() {
     assert_eq!(h.iter().filter(|(n, _)| n == "mcp-param-region").count(), 1);
     assert_eq!(header(&h, "x-other"), None);
 }
-
 #[test]
 fn names_are_mirrored_for_reads_and_prompts_only() {
     let read = request_headers("2026-07-28", "resources/read", Some(&json!({"uri": "file:///a b"})), None, &[]);
@@ -138,7 +57,6 @@ fn names_are_mirrored_for_reads_and_prompts_only() {
     assert_eq!(header(&list, "mcp-name"), None);
     assert_eq!(header(&list, "mcp-method"), Some("tools/list"));
 }
-
 #[test]
 fn the_table_keeps_only_tools_with_valid_annotations() {
     let table = ToolHeaders::default();
@@ -150,4 +68,33 @@ fn the_table_keeps_only_tools_with_valid_annotations() {
     assert_eq!(table.get("good").map(|s| s.len()), Some(1));
     assert!(table.get("bad").is_none());
     assert!(table.get("plain").is_none());
+}
+#[test]
+fn only_unknown_client_param_headers_are_forwarded() {
+    let specs = annotations(&tool(json!({"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "gone": {"type": "string", "x-mcp-header": "Gone"}
+    }})))
+    .expect("valid");
+    let params = json!({"name": "t", "arguments": {"region": "eu"}});
+    let client = [
+        (HeaderName::from_static("mcp-param-custom"), HeaderValue::from_static("=?base64?w6k=?=")),
+        // Declared, its argument absent: toolgate sends no header, and the
+        // client's copy does not stand in for one.
+        (HeaderName::from_static("mcp-param-gone"), HeaderValue::from_static("stale")),
+        (HeaderName::from_static("authorization"), HeaderValue::from_static("Bearer secret")),
+        (HeaderName::from_static("mcp-method"), HeaderValue::from_static("forged/method")),
+        (HeaderName::from_static("mcp-name"), HeaderValue::from_static("forged")),
+    ];
+    let h = request_headers("2026-07-28", "tools/call", Some(&params), Some(&specs), &client);
+    assert_eq!(header(&h, "mcp-param-custom"), Some("=?base64?w6k=?="), "forwarded as sent");
+    assert_eq!(header(&h, "mcp-param-region"), Some("eu"));
+    assert_eq!(header(&h, "mcp-param-gone"), None);
+    assert_eq!(header(&h, "authorization"), None);
+    assert_eq!(header(&h, "mcp-method"), Some("tools/call"));
+    assert_eq!(header(&h, "mcp-name"), Some("t"));
+    assert_eq!(h.iter().filter(|(n, _)| n == "mcp-method" || n == "mcp-name").count(), 2);
+    // A tool without annotations forwards every client parameter header.
+    let h = request_headers("2026-07-28", "tools/call", Some(&params), None, &client);
+    assert_eq!(header(&h, "mcp-param-gone"), Some("stale"));
 }

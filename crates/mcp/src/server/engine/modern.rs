@@ -23,10 +23,14 @@
 //!   `Mcp-Session-Id`, dropped once answered.
 //!
 //! What a modern request's answer gets on the way out ([`Engine::run`] does
-//! it): `resultType` (`"complete"` when the application's result has none),
-//! the cache hints on cacheable results ([`Handler::cache_hints`], where the
-//! result has none of its own; a `private` hint wins), and a resource-not-found
-//! `-32002` from an older server becomes `-32602` with `data.uri`.
+//! it, see [`stamp`]): `resultType` (`"complete"` when the application's
+//! result has none), the cache hints on cacheable results
+//! ([`Handler::cache_hints`], where the result has none of its own; a
+//! `private` hint wins), the server's own identity in
+//! `_meta["io.modelcontextprotocol/serverInfo"]` on every result
+//! ([`Handler::server_info`]; one the result carried, an upstream's, moves to
+//! `dev.toolgate/upstreamServerInfo`), and a resource-not-found `-32002` from
+//! an older server becomes `-32602` with `data.uri`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,7 +41,7 @@ use super::Engine;
 use crate::jsonrpc::{ErrorObject, Outcome, Request, Response, codes};
 use crate::protocol::modern::{self, Envelope, header, meta, result};
 use crate::server::caller::Caller;
-use crate::server::handler::{CacheScope, Handler, ModernContext};
+use crate::server::handler::{Handler, ModernContext};
 use crate::server::limits;
 use crate::server::session::Session;
 
@@ -50,6 +54,11 @@ pub struct RoutingHeaders {
     pub method: Option<Vec<u8>>,
     /// `Mcp-Name`, raw (trimmed and base64-decoded when checked).
     pub name: Option<Vec<u8>>,
+    /// The `Mcp-Param-*` headers, as sent (the engine cannot check them: it
+    /// does not know the tools' schemas; they reach the application in
+    /// [`ModernContext::param_headers`]). Empty, without an allocation, when
+    /// the request carries none.
+    pub params: Vec<(http::HeaderName, http::HeaderValue)>,
 }
 
 impl RoutingHeaders {
@@ -62,6 +71,11 @@ impl RoutingHeaders {
                 .map(|v| String::from_utf8_lossy(v.as_bytes()).trim_matches([' ', '\t']).to_owned()),
             method: raw(header::METHOD),
             name: raw(header::NAME),
+            params: headers
+                .iter()
+                .filter(|(name, _)| name.as_str().starts_with(header::PARAM_PREFIX))
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect(),
         }
     }
 }
@@ -74,6 +88,11 @@ pub enum ModernAccepted<S: Send + Sync + 'static> {
     /// Run `request` on this transient session with [`Engine::run`].
     Run { session: Arc<Session<S>>, request: Request },
 }
+
+mod stamp;
+
+pub use stamp::ServerInfo;
+use stamp::Stamp;
 
 /// Numbers transient sessions, for logs only (they are never looked up).
 static SESSIONLESS: AtomicU64 = AtomicU64::new(1);
@@ -135,6 +154,7 @@ impl<H: Handler> Engine<H> {
             client_info: envelope.client_info.unwrap_or(Value::Null),
             log_level: envelope.log_level,
             caller: caller.clone(),
+            param_headers: headers.map(|h| h.params.clone()),
         };
         if request.method == modern::method::SERVER_DISCOVER {
             return match self.handler.discover(&ctx).await {
@@ -185,18 +205,9 @@ impl<H: Handler> Engine<H> {
                 Outcome::Error(error)
             }
             outcome => {
-                let Some(Value::Object(mut fields)) = outcome.result_value() else { return outcome };
-                let kind = fields.entry(result::RESULT_TYPE).or_insert_with(|| json!(result::COMPLETE));
-                let complete = kind.as_str() == Some(result::COMPLETE);
-                if complete && modern::method::CACHEABLE.contains(&method) {
-                    let hints = self.handler.cache_hints(session, method);
-                    fields.entry(result::TTL_MS).or_insert_with(|| json!(hints.ttl_ms));
-                    let scope = fields.entry(result::CACHE_SCOPE).or_insert_with(|| json!(hints.scope.as_str()));
-                    if hints.scope == CacheScope::Private {
-                        *scope = json!(result::PRIVATE);
-                    }
-                }
-                Outcome::Result(Value::Object(fields))
+                let cache =
+                    modern::method::CACHEABLE.contains(&method).then(|| self.handler.cache_hints(session, method));
+                Stamp { cache, server_info: self.server_info.as_ref() }.apply(outcome)
             }
         }
     }

@@ -23,6 +23,7 @@ fn headers(method: &str, name: Option<&str>) -> RoutingHeaders {
         protocol_version: Some("2026-07-28".into()),
         method: Some(method.as_bytes().to_vec()),
         name: name.map(|n| n.as_bytes().to_vec()),
+        params: Vec::new(),
     }
 }
 
@@ -187,4 +188,43 @@ async fn log_messages_follow_the_request_log_level() {
     params["_meta"][meta::LOG_LEVEL] = json!("info");
     let (_, sent) = run(&engine, request("log", params), &headers("log", None)).await;
     assert_eq!(levels(sent), ["info", "error"]);
+}
+
+#[tokio::test]
+async fn param_headers_reach_the_application_untouched_and_only_over_http() {
+    let engine = engine();
+    let mut http_headers = http::HeaderMap::new();
+    http_headers.insert("mcp-protocol-version", http::HeaderValue::from_static("2026-07-28"));
+    http_headers.insert("mcp-method", http::HeaderValue::from_static("tools/call"));
+    http_headers.insert("mcp-name", http::HeaderValue::from_static("echo"));
+    http_headers.insert("Mcp-Param-Region", http::HeaderValue::from_static("=?base64?w6k=?="));
+    http_headers.insert("authorization", http::HeaderValue::from_static("Bearer x"));
+    let routing = RoutingHeaders::from_headers(&http_headers);
+    let names: Vec<&str> = routing.params.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["mcp-param-region"], "only Mcp-Param-*");
+    let call = || request("tools/call", with_meta(json!({"name": "echo", "arguments": {"region": "é"}})));
+    let accepted = engine.accept_modern(call(), Some(&routing), &Caller::anonymous()).await;
+    let ModernAccepted::Run { session, .. } = accepted else { panic!("refused") };
+    let sent = session.modern().and_then(|m| m.param_headers.clone()).expect("over HTTP: a list");
+    assert_eq!(sent, routing.params, "as sent: the engine does not know the schema");
+    // None sent: an empty list; no transport headers at all (stdio): none.
+    let bare = headers("tools/call", Some("echo"));
+    let ModernAccepted::Run { session, .. } = engine.accept_modern(call(), Some(&bare), &Caller::anonymous()).await
+    else {
+        panic!("refused")
+    };
+    assert_eq!(session.modern().and_then(|m| m.param_headers.as_ref().map(Vec::len)), Some(0));
+    let ModernAccepted::Run { session, .. } = engine.accept_modern(call(), None, &Caller::anonymous()).await else {
+        panic!("refused")
+    };
+    assert!(session.modern().is_some_and(|m| m.param_headers.is_none()));
+}
+
+#[tokio::test]
+async fn modern_results_carry_the_servers_identity() {
+    let engine = engine();
+    let h = headers("tools/list", None);
+    let (response, _) = run(&engine, request("tools/list", with_meta(json!({}))), &h).await;
+    let result = response.outcome.result_value().unwrap();
+    assert_eq!(result["_meta"][meta::SERVER_INFO], json!({"name": "echo", "version": "1"}), "{result}");
 }

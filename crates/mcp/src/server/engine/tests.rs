@@ -39,6 +39,10 @@ impl Handler for Echo {
         Ok(())
     }
 
+    fn server_info(&self) -> Option<Value> {
+        Some(json!({"name": "echo", "version": "1"}))
+    }
+
     fn cache_hints(self: &Arc<Self>, _: &Arc<Session<()>>, _: &str) -> CacheHints {
         CacheHints { ttl_ms: 0, scope: CacheScope::Private }
     }
