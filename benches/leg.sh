@@ -7,8 +7,10 @@
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target="${CARGO_TARGET_DIR:-$repo/target}"
-bin="$target/release"
-bench="$(ls -t "$bin"/deps/overhead-* 2>/dev/null | grep -v '\.d$' | head -n1)"
+# TOOLGATE_BENCH_BIN_DIR: where toolgate and toolgate-fixture are (default
+# the release build), e.g. a copy of an older build to compare with.
+bin="${TOOLGATE_BENCH_BIN_DIR:-$target/release}"
+bench="$(ls -t "$target"/release/deps/overhead-* 2>/dev/null | grep -v '\.d$' | head -n1)"
 [[ -x "$bench" ]] || { echo "build the bench first: cargo bench --bench overhead --no-run" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
 

@@ -12,7 +12,7 @@
 #    one CPU (taskset) for the concurrency-1 rows itself.
 # 3. Prints the report and keeps a copy in $TARGET/bench/overhead-<date>.md.
 #
-# Environment (see benches/overhead/main.rs): TOOLGATE_BENCH_SECS,
+# Environment (see benches/overhead/main.rs): TOOLGATE_BENCH_ROUNDS, TOOLGATE_BENCH_SECS,
 # TOOLGATE_BENCH_WARMUP, TOOLGATE_BENCH_PIN_CPU, TOOLGATE_BENCH_SESSIONS.
 # Everything listens on 127.0.0.1 only.
 set -euo pipefail

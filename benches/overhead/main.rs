@@ -8,7 +8,9 @@
 //!   the upstream directly and through toolgate over a stdio and a
 //!   Streamable HTTP upstream leg (throughput, p50/p99/p99.9, toolgate's CPU
 //!   time per call, every failed or mismatched answer); concurrency 1 also
-//!   with every process pinned to one CPU;
+//!   with every process pinned to one CPU. Each row is measured in several
+//!   interleaved rounds (every path at a concurrency, then the next round),
+//!   and the report gives the median and the spread (min–max) of each figure;
 //! - toolgate's resident memory with 0, 1,000 and 10,000 idle sessions;
 //! - `tools/list` of a 1,000-tool catalog and `resources/read` of the
 //!   descriptions resource for 1 and 20 tools;
@@ -18,8 +20,9 @@
 //! `cargo test --all-targets`, it does nothing). Sections can be picked:
 //! `cargo bench --bench overhead -- calls memory`
 //! (`calls`, `memory`, `catalog`, `startup`). Environment:
-//! `TOOLGATE_BENCH_SECS` (measured seconds per row, default 4),
-//! `TOOLGATE_BENCH_WARMUP` (default 1), `TOOLGATE_BENCH_PIN_CPU` (CPU for
+//! `TOOLGATE_BENCH_ROUNDS` (rounds per row, default 5),
+//! `TOOLGATE_BENCH_SECS` (measured seconds per row and round, default 2),
+//! `TOOLGATE_BENCH_WARMUP` (seconds before each, default 0.5), `TOOLGATE_BENCH_PIN_CPU` (CPU for
 //! the pinned rows, default 0; `none` skips them), `TOOLGATE_BENCH_SESSIONS`
 //! (idle sessions for the memory figure, default 10000),
 //! `TOOLGATE_BENCH_CONCURRENCY` (e.g. `1,50`; default `1,10,50,200`),
@@ -48,6 +51,8 @@ pub struct Settings {
     pub sections: Vec<String>,
     pub warmup: Duration,
     pub window: Duration,
+    /// Interleaved rounds of each call row.
+    pub rounds: usize,
     pub pin_cpu: Option<String>,
     pub idle_sessions: usize,
     pub concurrency: Vec<usize>,
@@ -70,8 +75,9 @@ impl Settings {
         };
         Settings {
             sections,
-            warmup: Duration::from_secs_f64(secs("TOOLGATE_BENCH_WARMUP", 1.0)),
-            window: Duration::from_secs_f64(secs("TOOLGATE_BENCH_SECS", 4.0)),
+            warmup: Duration::from_secs_f64(secs("TOOLGATE_BENCH_WARMUP", 0.5)),
+            window: Duration::from_secs_f64(secs("TOOLGATE_BENCH_SECS", 2.0)),
+            rounds: (secs("TOOLGATE_BENCH_ROUNDS", 5.0) as usize).max(1),
             pin_cpu,
             idle_sessions: secs("TOOLGATE_BENCH_SESSIONS", 10_000.0) as usize,
             concurrency: std::env::var("TOOLGATE_BENCH_CONCURRENCY")

@@ -160,7 +160,9 @@ async fn calls(settings: &Settings, bins: &Bins, ticks: u64) -> Result<Vec<Row>>
             runtime.block_on(async {
                 let (targets, fleet) = targets(&pinned, 1, 1).await?;
                 let mut rows = Vec::new();
-                measure(&settings, ticks, &mut rows, &targets, 1, true).await;
+                for round in 0..settings.rounds {
+                    measure(&settings, ticks, &mut rows, &targets, 1, true, round).await;
+                }
                 drop(targets);
                 fleet.stop().await;
                 Ok(rows)
@@ -174,19 +176,31 @@ async fn calls(settings: &Settings, bins: &Bins, ticks: u64) -> Result<Vec<Row>>
 
     eprintln!("overhead: starting the upstreams and toolgate");
     let (targets, fleet) = targets(bins, top, low).await?;
-    for &conc in &settings.concurrency {
-        measure(settings, ticks, &mut rows, &targets, conc, false).await;
+    // Rounds outermost: each round measures every path at every
+    // concurrency, so a slow spell of the machine touches all of them alike.
+    for round in 0..settings.rounds {
+        for &conc in &settings.concurrency {
+            measure(settings, ticks, &mut rows, &targets, conc, false, round).await;
+        }
     }
     drop(targets);
     fleet.stop().await;
     Ok(rows)
 }
 
-/// Runs one row per target that goes up to `conc`.
-async fn measure(settings: &Settings, ticks: u64, rows: &mut Vec<Row>, targets: &[Target], conc: usize, pinned: bool) {
+/// Runs one row per target that goes up to `conc`, for round `round`.
+async fn measure(
+    settings: &Settings,
+    ticks: u64,
+    rows: &mut Vec<Row>,
+    targets: &[Target],
+    conc: usize,
+    pinned: bool,
+    round: usize,
+) {
     for t in targets.iter().filter(|t| t.max_concurrency >= conc) {
         let r: RunResult = load::run(&t.sessions[..conc], settings.warmup, settings.window, &[t.watched], ticks).await;
-        let row = Row { key: t.key, label: t.label, concurrency: conc, pinned, result: r };
+        let row = Row { key: t.key, label: t.label, concurrency: conc, pinned, round, result: r };
         eprintln!("overhead: {}", report::progress_line(&row));
         rows.push(row);
     }

@@ -129,9 +129,9 @@ pub struct Call {
     /// Signalled on each progress notification of the call (the deadline
     /// layer restarts its clock: a long job that reports progress is not hung).
     pub(crate) progress: Option<Arc<Notify>>,
-    /// Why the call was given up, set by the layer that gives it up; the
-    /// upstream is told in `notifications/cancelled`.
-    pub(crate) abandoned: Arc<OnceLock<&'static str>>,
+    /// What the layers around this attempt share with the peer: why it was
+    /// given up, and the request handed back for a retry.
+    pub(crate) shared: Arc<Shared>,
     /// 0 for the first attempt, then 1 for a retry.
     pub(crate) attempt: u32,
     /// The downstream client this call is for (modern upstreams only).
@@ -142,6 +142,70 @@ pub struct Call {
     /// Send as a modern request at this version before the leg's era is
     /// known (the era probe).
     pub(crate) probe: Option<&'static str>,
+    /// Hand the request back once answered (to [`Shared::returned`]): the
+    /// multi-round driver sends it again with the client's answers, and
+    /// keeps no copy of its own.
+    pub(crate) hand_back: bool,
+}
+
+/// What the layers around one attempt at a call share with the peer that
+/// sends it (one allocation per call for both).
+#[derive(Default)]
+pub(crate) struct Shared {
+    /// Why the call was given up, set by the layer that gives it up; the
+    /// upstream is told in `notifications/cancelled`.
+    pub(crate) abandoned: OnceLock<&'static str>,
+    /// The request (method and the client's params), handed back by the peer
+    /// when the upstream never saw it (it forgot the session), so the retry
+    /// layer can send it again without copying every call's params up front.
+    pub(crate) returned: Mutex<Option<(String, Option<Value>)>>,
+}
+
+/// Everything of a call but its request: what another attempt or round
+/// needs (see [`Call::resend`]). Cloning it copies no params.
+#[derive(Clone)]
+pub(crate) struct Resend {
+    route: Option<Arc<dyn Route>>,
+    cancel: CancellationToken,
+    client: Option<Arc<ClientContext>>,
+    downstream_modern: bool,
+    probe: Option<&'static str>,
+    attempt: u32,
+    hand_back: bool,
+    shared: Arc<Shared>,
+}
+
+impl Resend {
+    fn call(self, method: String, params: Option<Value>, shared: Arc<Shared>, attempt: u32) -> Call {
+        Call {
+            method,
+            params,
+            route: self.route,
+            cancel: self.cancel,
+            client: self.client,
+            downstream_modern: self.downstream_modern,
+            probe: self.probe,
+            progress: None,
+            shared,
+            attempt,
+            hand_back: self.hand_back,
+        }
+    }
+
+    /// The next attempt at the same request (one the peer handed back
+    /// because the upstream never saw it), with a fresh progress signal. It
+    /// hands its request back to the same place (the first attempt ended
+    /// without being given up).
+    pub(crate) fn with(self, method: String, params: Option<Value>) -> Call {
+        let (shared, attempt) = (self.shared.clone(), self.attempt + 1);
+        self.call(method, params, shared, attempt)
+    }
+
+    /// The same call as a new request with `params` (the next round of a
+    /// multi-round-trip request).
+    pub(crate) fn round(self, method: String, params: Value) -> Call {
+        self.call(method, Some(params), Arc::default(), 0)
+    }
 }
 
 impl Call {
@@ -156,8 +220,9 @@ impl Call {
             route: None,
             cancel: CancellationToken::new(),
             progress: None,
-            abandoned: Arc::default(),
+            shared: Arc::default(),
             attempt: 0,
+            hand_back: false,
         }
     }
 
@@ -180,29 +245,17 @@ impl Call {
         self
     }
 
-    /// The same call again, as a new request with `params` (the next round
-    /// of a multi-round-trip request).
-    pub(crate) fn next_round(&self, params: Value) -> Self {
-        let mut next = self.retry();
-        next.params = Some(params);
-        next.attempt = 0;
-        next
-    }
-
-    /// A copy for another attempt (the same request, a fresh progress signal
-    /// and abandon reason).
-    pub(crate) fn retry(&self) -> Self {
-        Self {
-            method: self.method.clone(),
+    /// What another attempt at this call needs besides its request.
+    pub(crate) fn resend(&self) -> Resend {
+        Resend {
+            route: self.route.clone(),
+            cancel: self.cancel.clone(),
             client: self.client.clone(),
             downstream_modern: self.downstream_modern,
             probe: self.probe,
-            params: self.params.clone(),
-            route: self.route.clone(),
-            cancel: self.cancel.clone(),
-            progress: None,
-            abandoned: Arc::default(),
-            attempt: self.attempt + 1,
+            attempt: self.attempt,
+            hand_back: self.hand_back,
+            shared: self.shared.clone(),
         }
     }
 }
@@ -348,11 +401,13 @@ impl Peer {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        let Call { method, mut params, route, progress, abandoned, client, probe, .. } = call;
+        let Call { method, mut params, route, progress, shared, client, probe, hand_back, .. } = call;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         // Tokens must be unique among all requests on this leg, and several
         // clients may share it: the call's own id is.
         let progress_token = jsonrpc::progress_token(params.as_ref()).cloned();
+        // The client's own token, for a request handed back for a retry.
+        let restore = progress_token.clone();
         if progress_token.is_some() {
             jsonrpc::set_progress_token(&mut params, json!(id));
         }
@@ -373,7 +428,7 @@ impl Peer {
         }
         let (tx, rx) = oneshot::channel();
         self.pending.lock().insert(id, Pending { tx, route, progress_token, progressed: progress });
-        let guard = Abandon { peer: self, id, reason: &abandoned, modern: modern.is_some() };
+        let guard = Abandon { peer: self, id, reason: &shared.abandoned, modern: modern.is_some() };
         let request = Message::Request(Request { id: Id::number(id), method, params });
         let sent = if modern.is_some() {
             self.transport.request_modern(id, &request, &extra).await
@@ -387,6 +442,19 @@ impl Peer {
             Ok(None) => rx.await.unwrap_or_else(|_| Err(self.closed_error())),
         };
         guard.done();
+        // The request goes back (moved, with the client's own progress
+        // token): to the retry layer when the upstream never saw it (it
+        // forgot the session), to the multi-round driver when it asked.
+        let expired = modern.is_none() && matches!(outcome, Err(UpstreamError::SessionExpired { .. }));
+        if (expired || (hand_back && outcome.is_ok()))
+            && let Message::Request(r) = request
+        {
+            let mut params = r.params;
+            if let Some(token) = restore {
+                jsonrpc::set_progress_token(&mut params, token);
+            }
+            *shared.returned.lock() = Some((r.method, params));
+        }
         outcome
     }
 

@@ -78,7 +78,9 @@ pub async fn call_on(peer: Arc<Peer>, timeout: Duration, call: Call) -> Result<O
 
 /// Sends a call again, once, when the upstream forgot the session before
 /// processing it (safe for any method: it never ran). Only where sessions
-/// can expire, since a retry needs a copy of the call.
+/// can expire. The peer hands such a request back (see
+/// [`Shared::returned`](super::peer::Shared)), so no call's params are
+/// copied in case it needs a retry.
 pub struct Retry<S> {
     enabled: bool,
     inner: S,
@@ -86,14 +88,19 @@ pub struct Retry<S> {
 
 impl<S: Step<Call>> Step<Call> for Retry<S> {
     async fn call(&self, call: Call) -> Result<Outcome, UpstreamError> {
-        let again = self.enabled.then(|| call.retry());
-        match (self.inner.call(call).await, again) {
-            (Err(e), Some(again)) if matches!(e, UpstreamError::SessionExpired { .. }) => {
+        if !self.enabled {
+            return self.inner.call(call).await;
+        }
+        let (resend, shared) = (call.resend(), call.shared.clone());
+        match self.inner.call(call).await {
+            Err(e) if matches!(e, UpstreamError::SessionExpired { .. }) => {
                 debug_assert_eq!(e.retry(), super::error::Retry::NotSent);
+                let returned = shared.returned.lock().take();
+                let Some((method, params)) = returned else { return Err(e) };
                 tracing::info!(upstream = %e.upstream().map(|u| &**u).unwrap_or(""), "upstream session expired; retrying on a new one");
-                self.inner.call(again).await
+                self.inner.call(resend.with(method, params)).await
             }
-            (result, _) => result,
+            result => result,
         }
     }
 }
@@ -134,7 +141,7 @@ impl<S: Step<(Arc<Peer>, Call)>> Step<(Arc<Peer>, Call)> for Deadline<S> {
         // Only a call that asked for progress can be told about it.
         let progress = jsonrpc::progress_token(call.params.as_ref()).map(|_| Arc::new(Notify::new()));
         call.progress = progress.clone();
-        let (cancel, abandoned, upstream) = (call.cancel.clone(), call.abandoned.clone(), peer.label().clone());
+        let (cancel, shared, upstream) = (call.cancel.clone(), call.shared.clone(), peer.label().clone());
         let mut answer = std::pin::pin!(self.inner.call((peer, call)));
         let mut deadline = std::pin::pin!(tokio::time::sleep(after));
         loop {
@@ -143,11 +150,11 @@ impl<S: Step<(Arc<Peer>, Call)>> Step<(Arc<Peer>, Call)> for Deadline<S> {
                 outcome = &mut answer => return outcome,
                 _ = progressed(&progress) => deadline.as_mut().reset(tokio::time::Instant::now() + after),
                 _ = cancel.cancelled() => {
-                    let _ = abandoned.set("cancelled by the client");
+                    let _ = shared.abandoned.set("cancelled by the client");
                     return Err(UpstreamError::Cancelled);
                 }
                 _ = &mut deadline => {
-                    let _ = abandoned.set("timed out");
+                    let _ = shared.abandoned.set("timed out");
                     return Err(UpstreamError::Timeout { upstream, after });
                 }
             }

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::super::error::UpstreamError;
@@ -32,6 +33,12 @@ pub fn strip_modern_fields(outcome: &mut Outcome) {
         if !raw.get().contains(result::RESULT_TYPE) {
             return;
         }
+        // The usual case: the fields are dropped from the text, and the
+        // rest (the content) is never parsed into a tree.
+        if let Some(stripped) = strip_raw(raw.get()) {
+            *outcome = Outcome::Prepared(stripped.into());
+            return;
+        }
         match serde_json::from_str(raw.get()) {
             Ok(v) => *outcome = Outcome::Result(v),
             Err(_) => return,
@@ -48,6 +55,66 @@ pub fn strip_modern_fields(outcome: &mut Outcome) {
             }
         }
     }
+}
+
+/// [`strip_modern_fields`] on a result's JSON text: its top-level members
+/// are read as text, the modern-only ones left out and `_meta` (parsed, it
+/// is small) cleaned. `None` for text this does not handle (not an object,
+/// an escaped key): the caller parses it instead.
+fn strip_raw(text: &str) -> Option<Box<RawValue>> {
+    /// An object's members, in order, as borrowed text.
+    struct Members<'a>(Vec<(&'a str, &'a RawValue)>);
+    impl<'de> serde::Deserialize<'de> for Members<'de> {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Visit;
+            impl<'de> serde::de::Visitor<'de> for Visit {
+                type Value = Members<'de>;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+                    let mut members = Vec::with_capacity(map.size_hint().unwrap_or(4));
+                    while let Some(key) = map.next_key::<&'de str>()? {
+                        members.push((key, map.next_value::<&'de RawValue>()?));
+                    }
+                    Ok(Members(members))
+                }
+            }
+            d.deserialize_map(Visit)
+        }
+    }
+    let Members(members) = serde_json::from_str(text).ok()?;
+    let mut out = String::with_capacity(text.len());
+    out.push('{');
+    for (key, value) in members {
+        if result::MODERN_ONLY.contains(&key) {
+            continue;
+        }
+        let cleaned;
+        let value = if key == "_meta"
+            && let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(value.get())
+        {
+            m.remove(meta::SERVER_INFO);
+            if m.is_empty() {
+                continue;
+            }
+            cleaned = serde_json::to_string(&m).ok()?;
+            cleaned.as_str()
+        } else {
+            value.get()
+        };
+        if out.len() > 1 {
+            out.push(',');
+        }
+        // The key had no escapes (it was borrowed from the text): it goes
+        // back as it was.
+        out.push('"');
+        out.push_str(key);
+        out.push_str("\":");
+        out.push_str(value);
+    }
+    out.push('}');
+    RawValue::from_string(out).ok()
 }
 
 /// An `InputRequiredResult`: the upstream's requests, by key, and its state.
@@ -116,17 +183,25 @@ mod tests;
 /// older revision): answers `InputRequiredResult`s by asking the client
 /// through the call's route, retries with the answers, and strips the
 /// modern-only fields of the final result.
-pub(crate) async fn drive<S: Step<Call>>(stack: &S, call: Call) -> Result<Outcome, UpstreamError> {
+pub(crate) async fn drive<S: Step<Call>>(stack: &S, mut call: Call) -> Result<Outcome, UpstreamError> {
     let request_method = call.method.clone();
-    let original = call.params.clone();
     let (route, cancel) = (call.route.clone(), call.cancel.clone());
-    let template = call.retry();
+    // Each round's request comes back from the peer once answered (moved,
+    // not copied up front: most calls take one round).
+    call.hand_back = true;
+    let template = call.resend();
     let mut current = call;
     for round in 0..=MAX_ROUNDS {
+        let shared = current.shared.clone();
         let mut outcome = stack.call(current).await?;
         let Some(asked) = input_required(&outcome) else {
             strip_modern_fields(&mut outcome);
             return Ok(outcome);
+        };
+        // The request as sent (its envelope is stamped again, the same).
+        let sent = shared.returned.lock().take();
+        let Some((sent_method, original)) = sent else {
+            return Ok(failure(&request_method, "the upstream asked for input, but the request was lost".into()));
         };
         if round == MAX_ROUNDS {
             break;
@@ -169,7 +244,7 @@ pub(crate) async fn drive<S: Step<Call>>(stack: &S, call: Call) -> Result<Outcom
             // Only state to carry: retry at once, but not in a tight loop.
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        current = template.next_round(retry_params(original.as_ref(), responses, asked.state.as_ref()));
+        current = template.clone().round(sent_method, retry_params(original.as_ref(), responses, asked.state.as_ref()));
     }
     Ok(failure(&request_method, format!("the upstream still asked for input after {MAX_ROUNDS} rounds")))
 }

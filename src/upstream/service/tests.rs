@@ -187,3 +187,28 @@ async fn the_deadline_restarts_on_progress_and_the_upstream_hears_why_a_call_was
     assert_eq!(cancelled[0]["reason"], "cancelled by the client");
     assert_eq!(cancelled[0]["requestId"], 1, "under the upstream leg's own id");
 }
+
+#[tokio::test]
+async fn a_retried_request_is_the_clients_own_with_its_progress_token_rewritten_again() {
+    let up = Scripted::new(&[Script::Expired, Script::Answer], true);
+    let params = json!({"name": "x", "arguments": {"a": 1}, "_meta": {"progressToken": "client-token"}});
+    let outcome = call(up.clone(), Duration::from_secs(5), Call::new("tools/call", Some(params))).await;
+    assert!(outcome.is_ok(), "{outcome:?}");
+    let sent = up.sent.lock();
+    let requests: Vec<&Request> = sent
+        .iter()
+        .filter_map(|m| match m {
+            Message::Request(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(requests.len(), 2, "sent twice");
+    for r in &requests {
+        let p = r.params.as_ref().expect("params");
+        assert_eq!(r.method, "tools/call");
+        assert_eq!(p["arguments"], json!({"a": 1}), "the arguments go again");
+        // Each leg numbers its own requests: the token is the request's id
+        // on that leg, never the client's token or the first attempt's id.
+        assert_eq!(p["_meta"]["progressToken"], json!(r.id.as_u64().expect("numeric id")));
+    }
+}

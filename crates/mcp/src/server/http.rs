@@ -10,6 +10,7 @@
 
 mod admit;
 mod body;
+mod grace;
 mod guard;
 pub mod health;
 mod legacy;
@@ -86,13 +87,15 @@ struct HttpState<H: Handler> {
     engine: Arc<Engine<H>>,
     options: HttpOptions,
     legacy: Arc<legacy::Connections>,
+    /// When streaming graces of `POST` answers end.
+    grace: grace::GraceClock,
 }
 
 /// The axum router serving `engine` at `options.path`.
 pub fn router<H: Handler>(engine: Arc<Engine<H>>, options: HttpOptions) -> Router {
     let path = options.path.clone();
     let legacy_sse = options.legacy_sse;
-    let state = Arc::new(HttpState { engine, options, legacy: Arc::default() });
+    let state = Arc::new(HttpState { engine, options, legacy: Arc::default(), grace: Default::default() });
     // The MCP endpoint checks `Host`/`Origin` itself (a middleware layer
     // costs a boxed future and a service clone on every request); the other
     // routes go through the same check as a layer.

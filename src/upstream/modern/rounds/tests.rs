@@ -14,7 +14,24 @@ fn modern_only_fields_are_removed_and_the_rest_kept() {
     .expect("raw");
     let mut o = Outcome::Prepared(raw.into());
     strip_modern_fields(&mut o);
-    assert_eq!(o, Outcome::Result(json!({"content": []})));
+    assert_eq!(o.result_value(), Some(json!({"content": []})));
+
+    // Raw text keeps its members' order and text; `_meta` keeps what is not
+    // the upstream's identity.
+    let raw = serde_json::value::RawValue::from_string(
+        r#"{"content":[{"type":"text","text":"a \"b\""}],"resultType":"complete","ttlMs":0,"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"},"k":[1, 2]},"isError":false}"#.into(),
+    )
+    .expect("raw");
+    let mut o = Outcome::Prepared(raw.into());
+    strip_modern_fields(&mut o);
+    let Outcome::Prepared(stripped) = &o else { panic!("stays raw: {o:?}") };
+    assert_eq!(stripped.get(), r#"{"content":[{"type":"text","text":"a \"b\""}],"_meta":{"k":[1,2]},"isError":false}"#);
+
+    // An escaped key: parsed the long way, with the same result.
+    let raw = serde_json::value::RawValue::from_string(r#"{"resultType":"complete","a\u0062":1}"#.into()).expect("raw");
+    let mut o = Outcome::Prepared(raw.into());
+    strip_modern_fields(&mut o);
+    assert_eq!(o.result_value(), Some(json!({"ab": 1})));
 }
 
 #[test]

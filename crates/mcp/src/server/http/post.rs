@@ -17,7 +17,8 @@ use crate::server::session::{Downlink, Frame, Session};
 /// How long answers the application wants streamed ([`Frame::Stream`]) may
 /// take and still go out as one JSON response: a fast tool call then costs
 /// one write and no replay bookkeeping; a slower one is streamed (and
-/// resumable) from then on, its priming event this much later.
+/// resumable) from then on, its priming event this much later (up to one
+/// tick of the server's [`grace`](super::grace) clock more).
 const STREAM_GRACE: std::time::Duration = std::time::Duration::from_millis(50);
 
 pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, caller: Caller) -> Response {
@@ -181,9 +182,11 @@ async fn respond<H: Handler>(
         });
         let frame = match grace {
             None => next.await,
-            Some(until) => match tokio::time::timeout_at(until, next).await {
-                Ok(frame) => frame,
-                Err(_) => {
+            // The grace ends on the server's coarse clock, not on a timer of
+            // this request's own (see `grace`).
+            Some(until) => match select_first(next, state.grace.until(until)).await {
+                Some(frame) => frame,
+                None => {
                     work.detach();
                     let mut prelude: Vec<Frame> = finals.into_iter().map(Frame::Final).collect();
                     prelude.push(Frame::Stream);
@@ -219,6 +222,18 @@ async fn respond<H: Handler>(
                 return json_answer(finals, batch);
             }
         }
+    }
+}
+
+/// The frame `next` yields, or `None` if `ends` resolves first.
+async fn select_first<F: std::future::Future>(
+    next: F,
+    ends: impl std::future::Future<Output = ()>,
+) -> Option<F::Output> {
+    tokio::select! {
+        biased;
+        frame = next => Some(frame),
+        () = ends => None,
     }
 }
 
