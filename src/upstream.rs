@@ -28,6 +28,7 @@ pub use connect::{ConnectOptions, connect};
 pub use error::{Cause, Report, Retry, UpstreamError, report};
 #[cfg(any(test, feature = "test-util"))]
 pub use memory::MemoryTarget;
+pub(crate) use peer::Shared as CallShared;
 pub use peer::{Call, ClientHello, Peer, PeerEvents, Route, ServerHello};
 pub use service::Connections;
 pub use transport::{Inbox, Transport};

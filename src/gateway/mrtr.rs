@@ -17,7 +17,7 @@
 //! others with an error) and cancels the upstream call.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use parking_lot::Mutex;
@@ -35,7 +35,7 @@ use crate::mrtr::{Binding, Codec, Holds, MrtrError, StateError};
 use crate::protocol::method;
 use crate::protocol::modern::{input, result};
 use crate::server::Downlink;
-use crate::upstream::{self, Call, Peer, Route, UpstreamError};
+use crate::upstream::{self, Call, CallShared, Peer, Route, UpstreamError};
 
 /// How long toolgate waits, after the upstream's first request of a round,
 /// for more of them to put in the same `InputRequiredResult` (an upstream
@@ -125,13 +125,13 @@ impl Translator {
         let cancel = CancellationToken::new();
         let mut call = Call::new(method, params).routed(route.clone()).cancelled_by(cancel.clone());
         call.downstream_modern = true;
-        let abandoned = call.abandoned.clone();
+        let shared = call.shared.clone();
         let (tx, result) = oneshot::channel();
         let connections = CallConnections::Shared(up.clone());
         crate::spawn(async move {
             let _ = tx.send(upstream::service::call(connections, NO_DEADLINE, call).await);
         });
-        let held = Held { result, asks, open: BTreeMap::new(), next_key: 1, cancel, abandoned, route, binding };
+        let held = Held { result, asks, open: BTreeMap::new(), next_key: 1, cancel, shared, route, binding };
         self.drive(cx, up, held).await
     }
 
@@ -213,11 +213,11 @@ impl Translator {
                 }
                 _ = held.route.progressed.notified() => deadline.as_mut().reset(tokio::time::Instant::now() + after),
                 _ = &mut deadline => {
-                    let _ = held.abandoned.set("timed out");
+                    let _ = held.shared.abandoned.set("timed out");
                     return Err(Failure::Upstream(UpstreamError::Timeout { upstream: up.label.clone(), after }));
                 }
                 _ = cx.ctx.cancel.cancelled() => {
-                    let _ = held.abandoned.set("cancelled by the client");
+                    let _ = held.shared.abandoned.set("cancelled by the client");
                     return Err(Failure::Upstream(UpstreamError::Cancelled));
                 }
             }
@@ -230,7 +230,7 @@ impl Translator {
         held.route.attach(None);
         let binding = held.binding.clone();
         let id = self.holds.insert(&binding.principal, held).map_err(|(e, refused)| {
-            let _ = refused.abandoned.set("too many calls held for client input");
+            let _ = refused.shared.abandoned.set("too many calls held for client input");
             e
         })?;
         let state = self.codec.sign(&id, &binding, SystemTime::now() + self.holds.hold_timeout());
@@ -324,7 +324,7 @@ pub(crate) struct Held {
     /// Cancels the upstream call.
     cancel: CancellationToken,
     /// Why the call was given up (told to the upstream).
-    abandoned: Arc<OnceLock<&'static str>>,
+    shared: Arc<CallShared>,
     route: Arc<HeldRoute>,
     binding: Binding,
 }
@@ -338,7 +338,7 @@ impl Drop for Held {
         }
         let running = matches!(self.result.try_recv(), Err(oneshot::error::TryRecvError::Empty));
         if running {
-            let _ = self.abandoned.set("toolgate stopped holding the call for client input");
+            let _ = self.shared.abandoned.set("toolgate stopped holding the call for client input");
             tracing::debug!(upstream = %self.binding.upstream, "a held call ended unanswered: cancelling its upstream call");
         }
         // Cancel first (see ANSWER_AFTER_CANCEL).
