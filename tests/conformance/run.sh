@@ -258,6 +258,23 @@ run_2026() {
             run_server_2026 "$mode-$transport" "$found"
         done
     done
+    # The progressive runs above fail only the scenarios that call a tool
+    # without reading its description first. Here every description is read
+    # first, by one anonymous sessionless client (anonymous sessionless
+    # clients share one grant scope), and the same suite passes.
+    for transport in http stdio; do
+        upstream=stdio
+        if [[ "$transport" == http ]]; then
+            start_fixture "$results_next/fixture-for-progressive-fetched-http.log"
+            upstream="$found"
+        fi
+        write_config "$work/2026-progressive-fetched-$transport.toml" progressive "$upstream"
+        start_toolgate "$work/2026-progressive-fetched-$transport.toml" "$results_next/toolgate-progressive-fetched-$transport.log"
+        mkdir -p "$results_next/progressive-fetched-$transport"
+        "$node" "$here/fetch-descriptions-2026.mjs" "$found" >"$results_next/progressive-fetched-$transport/fetch.log" 2>&1 \
+            || { say "fetching the descriptions failed:"; cat "$results_next/progressive-fetched-$transport/fetch.log" >&2; return 1; }
+        run_server_2026 "progressive-fetched-$transport" "$found"
+    done
     # A 2026 client in front of a handshake-era upstream: toolgate holds the
     # upstream's calls and answers with InputRequiredResults for what it asks.
     write_config "$work/2026-translated-stdio.toml" passthrough stdio 2025-11-25 'forward_roots = true'

@@ -303,7 +303,10 @@ async fn shutdown_ends_a_listen_stream_with_its_result() -> Result<()> {
     assert_eq!(cancelled["params"]["_meta"][SUBSCRIPTION_ID], "s-1");
     let end = stream.next_within(WITHIN).await.ok_or_else(|| anyhow!("no result"))?;
     assert_eq!(end["id"], "s-1");
-    assert_eq!(end["result"], json!({"resultType": "complete", "_meta": {SUBSCRIPTION_ID: "s-1"}}));
+    assert_eq!(end["result"]["resultType"], "complete", "{end}");
+    assert_eq!(end["result"]["_meta"][SUBSCRIPTION_ID], "s-1", "{end}");
+    // Like every 2026 result, it names toolgate.
+    assert_eq!(end["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "toolgate", "{end}");
     assert!(started.elapsed() < Duration::from_secs(30), "the stream held up the shutdown");
     Ok(())
 }
