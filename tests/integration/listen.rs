@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
 use futures::StreamExt as _;
-use reqwest::Method;
 use serde_json::{Value, json};
 use sse_stream::SseByteStream;
 
@@ -20,7 +19,6 @@ use crate::common::*;
 use crate::downstream::StdioGateway;
 use crate::metrics::scrape_until;
 
-const MODERN: &str = "2026-07-28";
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 const WATCHED: &str = "test://watched-resource";
 /// How long a change may take to travel upstream → toolgate → listener on a
@@ -28,30 +26,11 @@ const WATCHED: &str = "test://watched-resource";
 const WITHIN: Duration = Duration::from_secs(20);
 
 fn envelope() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "listen-test", "version": "1"},
-    })
+    toolgate_test_support::modern::envelope("listen-test", json!({}))
 }
 
-fn body(id: Value, method: &str, mut params: Value) -> Value {
-    params["_meta"] = envelope();
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-fn modern_post(c: &Client, body: &Value, name: Option<&str>) -> reqwest::RequestBuilder {
-    let method = body["method"].as_str().unwrap_or_default();
-    let mut b = c
-        .bare(Method::POST)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", MODERN)
-        .header("mcp-method", method);
-    if let Some(name) = name {
-        b = b.header("mcp-name", name);
-    }
-    b.body(body.to_string())
+fn body(id: Value, method: &str, params: Value) -> Value {
+    modern_body("listen-test", id, method, params)
 }
 
 /// A modern `tools/call`; its result.

@@ -11,35 +11,19 @@ use serde_json::{Value, json};
 use crate::common::*;
 use crate::downstream::StdioGateway;
 
-const MODERN: &str = "2026-07-28";
-
+/// The `_meta` envelope of these tests' client.
 fn envelope() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "modern-test", "version": "1"},
-    })
+    toolgate_test_support::modern::envelope("modern-test", json!({}))
 }
 
 /// A modern request body: `params` with the envelope in `_meta`.
-fn body(id: i64, method: &str, mut params: Value) -> Value {
-    params["_meta"] = envelope();
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+fn body(id: i64, method: &str, params: Value) -> Value {
+    modern_body("modern-test", json!(id), method, params)
 }
 
 /// POSTs `body` with the modern headers (`Mcp-Name` when given).
 async fn post(c: &Client, body: &Value, name: Option<&str>) -> Result<Reply> {
-    let method = body["method"].as_str().unwrap_or_default();
-    let mut b = c
-        .bare(Method::POST)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", MODERN)
-        .header("mcp-method", method);
-    if let Some(name) = name {
-        b = b.header("mcp-name", name);
-    }
-    c.send(b.body(body.to_string())).await
+    c.send(modern_post(c, body, name)).await
 }
 
 fn demo(extra: &str) -> String {
@@ -67,14 +51,7 @@ async fn discover_then_a_sessionless_workflow_through_the_gateway() -> Result<()
 
     // A stale or foreign session id is ignored, never echoed.
     let list = body(2, "tools/list", json!({}));
-    let send = c
-        .bare(Method::POST)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", MODERN)
-        .header("mcp-method", "tools/list")
-        .header("mcp-session-id", "bogus");
-    let r = c.send(send.body(list.to_string())).await?;
+    let r = c.send(modern_post(&c, &list, None).header("mcp-session-id", "bogus")).await?;
     assert_eq!(r.status, StatusCode::OK, "{r:?}");
     assert!(r.headers.get("mcp-session-id").is_none());
     let tools = &r.messages[0]["result"];
@@ -274,16 +251,7 @@ async fn progress_rides_the_request_stream_and_closing_it_cancels() -> Result<()
 
     // A slow call whose stream the client closes is cancelled.
     let slow = body(2, "tools/call", json!({"name": "test_tool_slow", "arguments": {"durationMs": 20000}}));
-    let response = c
-        .bare(Method::POST)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", MODERN)
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "test_tool_slow")
-        .body(slow.to_string())
-        .send()
-        .await?;
+    let response = modern_post(&c, &slow, Some("test_tool_slow")).send().await?;
     assert_eq!(response.headers()["content-type"], "text/event-stream", "a slow call is streamed");
     drop(response);
     gw.wait_log("closed a modern request's stream: cancelled", std::time::Duration::from_secs(20)).await?;

@@ -9,35 +9,20 @@
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::common::*;
 
-const MODERN: &str = "2026-07-28";
-
 /// A 2026 request: the envelope in `params._meta`, and the routing headers.
-async fn post(c: &Client, id: i64, method: &str, mut params: Value, extra: &[(&str, &str)]) -> Result<Reply> {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "params-test", "version": "1"},
-    });
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let mut b = c
-        .bare(Method::POST)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", MODERN)
-        .header("mcp-method", method);
+async fn post(c: &Client, id: i64, method: &str, params: Value, extra: &[(&str, &str)]) -> Result<Reply> {
+    let body = modern_body("params-test", json!(id), method, params);
     let name = body["params"].get("name").or_else(|| body["params"].get("uri")).and_then(Value::as_str);
-    if let Some(name) = name {
-        b = b.header("mcp-name", name);
-    }
+    let mut b = modern_post(c, &body, name);
     for (k, v) in extra {
         b = b.header(*k, *v);
     }
-    c.send(b.body(body.to_string())).await
+    c.send(b).await
 }
 
 /// The answer of a 2026 request (the last message: progress may come first).

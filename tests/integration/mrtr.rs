@@ -10,12 +10,11 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::common::*;
 
-const MODERN: &str = "2026-07-28";
 /// The fixture as a handshake-era upstream, without the gate (one request
 /// is the whole call).
 const PINNED: &str = "protocol = \"2025-11-25\"\nmode = \"passthrough\"\nforward_roots = true";
@@ -49,11 +48,7 @@ fn call(id: i64, tool: &str, arguments: Value, caps: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
         "name": tool,
         "arguments": arguments,
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": MODERN,
-            "io.modelcontextprotocol/clientCapabilities": caps,
-            "io.modelcontextprotocol/clientInfo": {"name": "mrtr-test", "version": "1"},
-        },
+        "_meta": toolgate_test_support::modern::envelope("mrtr-test", caps),
     }})
 }
 
@@ -69,15 +64,7 @@ fn retry(first: &Value, id: i64, responses: Value, state: &Value) -> Value {
 /// POSTs a 2026 request and returns its response message.
 async fn post(c: &Client, body: &Value) -> Result<Value> {
     let name = body["params"]["name"].as_str().unwrap_or_default();
-    let send = c
-        .bare(Method::POST)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", MODERN)
-        .header("mcp-method", body["method"].as_str().unwrap_or_default())
-        .header("mcp-name", name)
-        .body(body.to_string());
-    let reply = c.send(send).await?;
+    let reply = c.send(modern_post(c, body, Some(name))).await?;
     assert!(reply.status == StatusCode::OK || reply.status == StatusCode::BAD_REQUEST, "{reply:?}");
     assert!(reply.related().iter().all(|m| m.get("id").is_none()), "no request on a 2026 response stream: {reply:?}");
     Ok(reply.response(&body["id"]).cloned().unwrap_or_else(|| panic!("no answer to {body}: {reply:?}")))
@@ -257,16 +244,8 @@ async fn the_gate_admits_the_retry_of_a_granted_call() -> Result<()> {
     let gw = Toolgate::start(&http_upstream("fx", &url, "protocol = \"2025-11-25\"")).await?;
     let c = gw.client();
     let uri = "resource:///tool_descriptions?tools=test_elicitation";
-    let read = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": uri, "_meta": {
-        "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}}});
-    let send = c
-        .bare(Method::POST)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", MODERN)
-        .header("mcp-method", "resources/read")
-        .header("mcp-name", uri)
-        .body(read.to_string());
+    let read = modern_body("mrtr-test", json!(1), "resources/read", json!({"uri": uri}));
+    let send = modern_post(&c, &read, Some(uri));
     // The gate is on: refused before the description is fetched.
     let early = post(&c, &call(1, "test_elicitation", json!({"message": "Early"}), json!({"elicitation": {}}))).await?;
     assert_eq!(json_of(&early["result"])["error"]["code"], "TOOL_DESCRIPTION_REQUIRED", "{early}");

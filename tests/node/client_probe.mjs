@@ -259,6 +259,18 @@ async function main() {
   return args.sdk === "2" ? mainV2(args, steps) : mainV1(args, steps);
 }
 
+/** Connects `client` over `transport`, or says on stderr why it could not. */
+async function connect(client, transport, args) {
+  const target = args.transport === "stdio" ? args.command.join(" ") : args.url;
+  try {
+    await client.connect(transport, { timeout: args.timeout * 1000 });
+    return true;
+  } catch (e) {
+    process.stderr.write(`client_probe.mjs: cannot connect to ${target}: ${e?.name}: ${e?.message}\n`);
+    return false;
+  }
+}
+
 /** SDK v1 (`@modelcontextprotocol/sdk`): the initialize handshake. */
 async function mainV1(args, steps) {
   const samplingRequests = [];
@@ -279,13 +291,7 @@ async function mainV1(args, steps) {
   client.onerror = (e) => process.stderr.write(`client_probe.mjs: transport error: ${e?.message ?? e}\n`);
 
   const transport = new Recording(makeTransport(args));
-  const target = args.transport === "stdio" ? args.command.join(" ") : args.url;
-  try {
-    await client.connect(transport, { timeout: args.timeout * 1000 });
-  } catch (e) {
-    process.stderr.write(`client_probe.mjs: cannot connect to ${target}: ${e?.name}: ${e?.message}\n`);
-    return 1;
-  }
+  if (!(await connect(client, transport, args))) return 1;
   const report = {
     negotiated_version: transport.negotiatedVersion,
     server_info: client.getServerVersion() ?? null,
@@ -345,13 +351,7 @@ async function mainV2(args, steps) {
   } else {
     transport = new v2.StreamableHTTPClientTransport(new URL(args.url));
   }
-  const target = args.transport === "stdio" ? args.command.join(" ") : args.url;
-  try {
-    await client.connect(transport, { timeout: args.timeout * 1000 });
-  } catch (e) {
-    process.stderr.write(`client_probe.mjs: cannot connect to ${target}: ${e?.name}: ${e?.message}\n`);
-    return 1;
-  }
+  if (!(await connect(client, transport, args))) return 1;
   const report = {
     negotiated_version: client.getNegotiatedProtocolVersion() ?? null,
     server_info: client.getServerVersion() ?? null,

@@ -14,10 +14,12 @@
 
 pub mod bins;
 pub mod client;
+pub mod modern;
 pub mod pipe;
 pub mod process;
 
 pub use bins::{fixture_exe, workspace_exe};
 pub use client::{Client, EventStream, MessageStream, RawEvent, Reply, VERSION, json_of, text_of};
+pub use modern::{MODERN, modern_body, modern_post};
 pub use pipe::{PipeClient, first_text};
 pub use process::{Proc, START_TIMEOUT, collect_stderr, start_http_server};
