@@ -26,7 +26,9 @@
 //! the pinned rows, default 0; `none` skips them), `TOOLGATE_BENCH_SESSIONS`
 //! (idle sessions for the memory figure, default 10000),
 //! `TOOLGATE_BENCH_CONCURRENCY` (e.g. `1,50`; default `1,10,50,200`),
-//! `TOOLGATE_BENCH_BIN_DIR` (where `toolgate` and `toolgate-fixture` are).
+//! `TOOLGATE_BENCH_BIN_DIR` (where `toolgate` and `toolgate-fixture` are),
+//! `TOOLGATE_BENCH_UPSTREAM_PROTOCOL` (the upstreams' `protocol`, e.g.
+//! `2025-11-25`; default `auto`, which speaks 2026-07-28 to the fixture).
 //!
 //! For profiling, `overhead drive URL CALLS CONCURRENCY [gate]` only drives
 //! verified echo calls against a server started by hand (e.g. toolgate under

@@ -208,14 +208,21 @@ impl Toolgate {
 pub fn stdio_upstream(command: &Path, args: &[&str], sharing: &str) -> String {
     let args = args.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ");
     format!(
-        "[[upstream]]\nname = \"fx\"\ncommand = {:?}\nargs = [{args}]\nsharing = {sharing:?}\n",
-        command.display().to_string()
+        "[[upstream]]\nname = \"fx\"\ncommand = {:?}\nargs = [{args}]\nsharing = {sharing:?}\n{}",
+        command.display().to_string(),
+        protocol_line()
     )
 }
 
 /// TOML for a Streamable HTTP upstream.
 pub fn http_upstream(url: &str, sharing: &str) -> String {
-    format!("[[upstream]]\nname = \"fx\"\nurl = {url:?}\nsharing = {sharing:?}\n")
+    format!("[[upstream]]\nname = \"fx\"\nurl = {url:?}\nsharing = {sharing:?}\n{}", protocol_line())
+}
+
+/// The upstream's `protocol` from `TOOLGATE_BENCH_UPSTREAM_PROTOCOL` (default:
+/// toolgate's own default, `auto`, which finds the fixture's 2026-07-28 era).
+fn protocol_line() -> String {
+    std::env::var("TOOLGATE_BENCH_UPSTREAM_PROTOCOL").map(|p| format!("protocol = {p:?}\n")).unwrap_or_default()
 }
 
 // === /proc ===
