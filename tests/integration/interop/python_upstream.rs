@@ -206,11 +206,7 @@ async fn python_sdk_upstream_over_streamable_http_in_the_sessionless_revision() 
     // against the body and the envelope in `_meta` (-32020/-32602 otherwise):
     // every call below passing is those headers being right.
     check_python_upstream(&gw, &tools_of(&url).await?, true).await?;
-    let plain = Client::connected(&gw.url, json!({})).await?;
-    plain.read_descriptions("ask_llm_summary").await?;
-    let r = plain.call_tool("ask_llm_summary", json!({"text": "x"})).await?;
-    assert!(r["isError"] == true || r["error"].is_object(), "{r}");
-    Ok(())
+    a_client_that_cannot_sample_gets_an_error(&gw).await
 }
 
 #[tokio::test]
@@ -224,6 +220,12 @@ async fn python_sdk_upstream_over_streamable_http() -> Result<()> {
 
     // A client that cannot sample gets an error, not a hang. (Over HTTP a
     // second session costs no new process, so it is checked here only.)
+    a_client_that_cannot_sample_gets_an_error(&gw).await
+}
+
+/// A client without the sampling capability calls the upstream tool that
+/// samples: it gets an error, not a hang.
+async fn a_client_that_cannot_sample_gets_an_error(gw: &Toolgate) -> Result<()> {
     let plain = Client::connected(&gw.url, json!({})).await?;
     plain.read_descriptions("ask_llm_summary").await?;
     let r = plain.call_tool("ask_llm_summary", json!({"text": "x"})).await?;
