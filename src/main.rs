@@ -300,7 +300,7 @@ async fn stdio(mut config: Config, path: PathBuf) -> anyhow::Result<()> {
         serve_metrics(listen, gateway.metrics().clone()).await?;
     }
     tracing::info!("serving MCP on stdio");
-    let served = toolgate::server::stdio::serve(engine.clone(), tokio::io::stdin(), tokio::io::stdout());
+    let served = toolgate::server::stdio::serve_standard(engine.clone());
     tokio::pin!(served);
     tokio::select! {
         r = &mut served => r.context("serving stdio")?,

@@ -28,7 +28,8 @@ pub fn engine(registry: Arc<Registry>, idle: Duration) -> Arc<Engine<RegistryHan
 
 /// Serves `registry` on stdin/stdout until stdin closes.
 pub async fn serve_stdio(registry: Arc<Registry>) -> std::io::Result<()> {
-    serve(registry, tokio::io::stdin(), tokio::io::stdout()).await
+    let (reader, writer) = stdio::standard_streams();
+    serve(registry, reader, writer).await
 }
 
 /// Serves `registry` to one client on any byte streams until `reader` ends.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use futures::{Stream, StreamExt};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder, FramedRead};
 
@@ -15,6 +15,10 @@ use super::engine::Engine;
 use super::handler::Handler;
 use super::single;
 use crate::jsonrpc::{Body, DecodeError};
+
+mod standard;
+
+pub use standard::{Reader, Writer, streams as standard_streams};
 
 /// Longest line accepted from the client.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -57,6 +61,13 @@ where
         Ok(Ok(result)) => result,
         _ => Ok(()),
     }
+}
+
+/// Serves one client on the process's own stdin and stdout (see
+/// [`standard_streams`]), as [`serve`] does.
+pub async fn serve_standard<H: Handler>(engine: Arc<Engine<H>>) -> io::Result<()> {
+    let (reader, writer) = standard_streams();
+    serve(engine, reader, writer).await
 }
 
 /// The bodies on `reader`, one per line (blank lines skipped). A line that
@@ -116,7 +127,10 @@ fn lift(frame: Result<Option<Bytes>, AnyDelimiterCodecError>) -> io::Result<Opti
     }
 }
 
-async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, mut lines: mpsc::Receiver<Arc<str>>) -> io::Result<()> {
+async fn write_lines<W: AsyncWrite + Unpin>(writer: W, mut lines: mpsc::Receiver<Arc<str>>) -> io::Result<()> {
+    // A line and its newline leave in one write, and a burst of queued lines
+    // in as few as the buffer allows.
+    let mut writer = BufWriter::new(writer);
     while let Some(line) = lines.recv().await {
         writer.write_all(line.as_bytes()).await?;
         writer.write_all(b"\n").await?;
