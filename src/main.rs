@@ -111,13 +111,18 @@ struct TokensArgs {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
     // The gateway's configuration is read before logging starts: its
-    // [tracing] section says where spans go (loading logs nothing).
+    // [tracing] section says where spans go (loading logs nothing), and
+    // before the runtime, whose size it may set.
     let gateway_config = match &cli.command {
         Command::Serve { config } | Command::Stdio { config } => Some(load(config)?),
         _ => None,
     };
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = gateway_config.as_ref().map(|c| c.server.worker_threads).filter(|&n| n > 0) {
+        runtime.worker_threads(threads);
+    }
+    let runtime = runtime.enable_all().build().context("starting the runtime")?;
     let telemetry = {
         // The trace exporter sends on the runtime.
         let _entered = runtime.enter();

@@ -114,6 +114,12 @@ pub struct ServerConfig {
     /// finish before sessions end and upstreams are stopped. Default `10s`.
     #[serde(with = "humantime_serde")]
     pub shutdown_grace: Duration,
+    /// Threads of the async runtime that serves clients and upstreams. `0`
+    /// (the default): one per CPU the process may run on (or
+    /// `TOKIO_WORKER_THREADS`). Fewer threads than CPUs leave CPU to
+    /// upstreams running beside toolgate and cost less per call: a call then
+    /// crosses fewer threads. Read at start only.
+    pub worker_threads: usize,
 }
 
 impl Default for ServerConfig {
@@ -137,6 +143,7 @@ impl Default for ServerConfig {
             max_requests_per_session: 64,
             stream_buffer: 256,
             shutdown_grace: Duration::from_secs(10),
+            worker_threads: 0,
         }
     }
 }

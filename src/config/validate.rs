@@ -30,6 +30,9 @@ impl fmt::Display for Problem {
 /// Smallest accepted `server.max_body_bytes`: anything lower cannot hold an
 /// `initialize` request.
 const MIN_BODY_BYTES: usize = 1024;
+/// Most runtime threads `[server] worker_threads` may ask for (a typo guard:
+/// each thread reserves a stack).
+const MAX_WORKER_THREADS: usize = 1024;
 /// Smallest accepted `disclosure.max_answer_bytes`: room for a few large
 /// tool definitions.
 const MIN_ANSWER_BYTES: usize = 64 * 1024;
@@ -128,6 +131,12 @@ fn check_server(server: &ServerConfig, out: &mut Problems) {
     out.at_least(path.key("max_sessions"), server.max_sessions, 1);
     out.at_least(path.key("max_requests_per_session"), server.max_requests_per_session, 1);
     out.at_least(path.key("stream_buffer"), server.stream_buffer, 1);
+    if server.worker_threads > MAX_WORKER_THREADS {
+        out.push(
+            path.key("worker_threads"),
+            format!("must be at most {MAX_WORKER_THREADS} (found {})", server.worker_threads),
+        );
+    }
     for (key, values) in [("allowed_hosts", &server.allowed_hosts), ("allowed_origins", &server.allowed_origins)] {
         for (i, value) in values.iter().enumerate() {
             if value.trim().is_empty() {

@@ -1,5 +1,6 @@
 //! Gauges read from the gateway at scrape time: live sessions (in all and
-//! per client), and each upstream's state and live connections. Reading
+//! per client), each upstream's state and live connections, and the
+//! runtime's size. Reading
 //! them when asked costs nothing between scrapes and cannot drift.
 
 use std::collections::BTreeMap;
@@ -55,6 +56,16 @@ impl Collector for GatewayGauges {
         let Some(gateway) = self.gateway.get().and_then(GatewayRef::upgrade) else { return Ok(()) };
         let sessions = gateway.sessions().sessions();
         gauge(&mut encoder, "toolgate_sessions_active", "Client sessions open now", sessions.len() as i64)?;
+        // The runtime that serves the scrape is the one serving everything.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let workers = runtime.metrics().num_workers() as i64;
+            gauge(
+                &mut encoder,
+                "toolgate_runtime_workers",
+                "Threads of the async runtime ([server] worker_threads)",
+                workers,
+            )?;
+        }
         let listening = gateway.listeners().len() as i64;
         gauge(
             &mut encoder,

@@ -229,6 +229,23 @@ async fn metrics_on_their_own_listener() -> Result<()> {
     Ok(())
 }
 
+#[tokio::test]
+async fn worker_threads_sizes_the_runtime() -> Result<()> {
+    for threads in [1, 3] {
+        let gw = Toolgate::start_with(
+            &fixture_upstream("fx", &[], "mode = \"passthrough\""),
+            &format!("[server]\nlisten = \"127.0.0.1:0\"\nworker_threads = {threads}\n"),
+        )
+        .await?;
+        let c = Client::connected(&gw.url, json!({})).await?;
+        let r = c.result("tools/call", json!({"name": "echo", "arguments": {"text": "on a sized runtime"}})).await?;
+        assert_eq!(r["content"][0]["text"], "on a sized runtime");
+        let s = scrape(&metrics_url(&gw), None).await?;
+        assert_eq!(s.get("toolgate_runtime_workers", &[]), Some(f64::from(threads)), "worker_threads = {threads}");
+    }
+    Ok(())
+}
+
 /// Metric names a Grafana dashboard's queries use.
 fn queried_metrics(dashboard: &Value) -> BTreeSet<String> {
     fn walk(v: &Value, out: &mut BTreeSet<String>) {

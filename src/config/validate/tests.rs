@@ -168,13 +168,14 @@ fn stdio_and_http_keys_are_not_mixed() {
 
 #[test]
 fn numeric_limits_are_inclusive() {
-    let ok = "[server]\nmax_body_bytes = 1024\n[disclosure]\ndescription_max_chars = 20";
+    let ok = "[server]\nmax_body_bytes = 1024\nworker_threads = 1024\n[disclosure]\ndescription_max_chars = 20";
     assert_eq!(problems(ok), Vec::<String>::new());
-    let low = "[server]\nmax_body_bytes = 1023\n[disclosure]\ndescription_max_chars = 19";
+    let low = "[server]\nmax_body_bytes = 1023\nworker_threads = 1025\n[disclosure]\ndescription_max_chars = 19";
     assert_eq!(
         problems(low),
         [
             "server.max_body_bytes: must be at least 1024 (found 1023)",
+            "server.worker_threads: must be at most 1024 (found 1025)",
             "disclosure.description_max_chars: must be at least 20 (found 19)",
         ]
     );
