@@ -7,9 +7,10 @@
 # Prints, per verified `tools/call echo` through toolgate (the fixture as the
 # upstream, a shared stdio child or Streamable HTTP; the setup of
 # benches/callgrind.sh), with metrics disabled:
-# - syscalls, context switches (voluntary: a thread went to sleep;
-#   the kernel's count over every toolgate thread) and CPU migrations, with
-#   `perf stat` over a native run, and the syscalls by name (`perf trace -s`);
+# - CPU time of toolgate and of the upstream fixture, syscalls, context
+#   switches (voluntary: a thread went to sleep; the kernel's count over
+#   every toolgate thread) and CPU migrations, with `perf stat` over a native
+#   run, and the syscalls by name (`perf trace -s`);
 # - instructions and heap allocations (calls into mimalloc's allocate,
 #   zero-allocate and reallocate entry points) under valgrind's callgrind,
 #   and the functions that cost the most (inclusive).
@@ -51,12 +52,20 @@ echo "leg $leg, $calls verified calls at concurrency $conc (toolgate $(git -C "$
 # --- native: perf stat and perf trace ---
 start_toolgate "$work/native.err"
 "$bench" drive "$url" 200 "$conc" gate >/dev/null
+# The upstream: toolgate's child on the stdio leg, the fixture leg.sh started
+# on the HTTP leg. Its CPU time is the sum over its threads (ns, schedstat).
+case "$leg" in stdio) upstream_pid="$(pgrep -P "$gate_pid" | head -n1)" ;; http) upstream_pid="${pids[0]}" ;; esac
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'; }
+upstream_before="$(cpu_ns "$upstream_pid")"
 perf stat -x, -o "$work/stat.csv" -e raw_syscalls:sys_enter,context-switches,cpu-migrations,task-clock \
     -p "$gate_pid" -- "$bench" drive "$url" "$calls" "$conc" gate >/dev/null
+upstream_after="$(cpu_ns "$upstream_pid")"
 count() { awk -F, -v e="$1" '$3 ~ e { print $1 }' "$work/stat.csv" | head -n1; }
 syscalls="$(count 'raw_syscalls:sys_enter')"
 switches="$(count 'context-switches')"
 migrations="$(count 'cpu-migrations')"
+echo "toolgate CPU per call:      $(per_call "$(awk -v ms="$(count 'task-clock')" 'BEGIN { print ms * 1000 }')") µs"
+echo "upstream CPU per call:      $(per_call "$(( (upstream_after - upstream_before) / 1000 ))") µs (the fixture)"
 echo "syscalls per call:          $(per_call "$syscalls")"
 echo "context switches per call:  $(per_call "$switches")"
 echo "CPU migrations per call:    $(per_call "$migrations")"
