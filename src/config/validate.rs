@@ -98,6 +98,12 @@ impl Problems {
         }
     }
 
+    fn at_most(&mut self, path: TomlPath, value: usize, max: usize) {
+        if value > max {
+            self.push(path, format!("must be at most {max} (found {value})"));
+        }
+    }
+
     fn positive(&mut self, path: TomlPath, value: Duration) {
         if value.is_zero() {
             self.push(path, "must be greater than zero");
@@ -118,12 +124,7 @@ fn check_server(server: &ServerConfig, out: &mut Problems) {
     out.positive(path.key("session_idle_timeout"), server.session_idle_timeout);
     out.positive(path.key("startup_timeout"), server.startup_timeout);
     out.positive(path.key("sse_keep_alive"), server.sse_keep_alive);
-    if server.max_body_bytes < MIN_BODY_BYTES {
-        out.push(
-            path.key("max_body_bytes"),
-            format!("must be at least {MIN_BODY_BYTES} (found {})", server.max_body_bytes),
-        );
-    }
+    out.at_least(path.key("max_body_bytes"), server.max_body_bytes, MIN_BODY_BYTES);
     out.positive(path.key("header_read_timeout"), server.header_read_timeout);
     out.positive(path.key("body_read_timeout"), server.body_read_timeout);
     out.positive(path.key("keep_alive_timeout"), server.keep_alive_timeout);
@@ -131,12 +132,7 @@ fn check_server(server: &ServerConfig, out: &mut Problems) {
     out.at_least(path.key("max_sessions"), server.max_sessions, 1);
     out.at_least(path.key("max_requests_per_session"), server.max_requests_per_session, 1);
     out.at_least(path.key("stream_buffer"), server.stream_buffer, 1);
-    if server.worker_threads > MAX_WORKER_THREADS {
-        out.push(
-            path.key("worker_threads"),
-            format!("must be at most {MAX_WORKER_THREADS} (found {})", server.worker_threads),
-        );
-    }
+    out.at_most(path.key("worker_threads"), server.worker_threads, MAX_WORKER_THREADS);
     for (key, values) in [("allowed_hosts", &server.allowed_hosts), ("allowed_origins", &server.allowed_origins)] {
         for (i, value) in values.iter().enumerate() {
             if value.trim().is_empty() {
@@ -148,12 +144,7 @@ fn check_server(server: &ServerConfig, out: &mut Problems) {
 
 fn check_disclosure(disclosure: &DisclosureConfig, out: &mut Problems) {
     let path = TomlPath::root().key("disclosure");
-    if disclosure.description_max_chars < MIN_DESCRIPTION_CHARS {
-        out.push(
-            path.key("description_max_chars"),
-            format!("must be at least {MIN_DESCRIPTION_CHARS} (found {})", disclosure.description_max_chars),
-        );
-    }
+    out.at_least(path.key("description_max_chars"), disclosure.description_max_chars, MIN_DESCRIPTION_CHARS);
     out.at_least(path.key("max_tools_per_fetch"), disclosure.max_tools_per_fetch, 1);
     out.at_least(path.key("max_answer_bytes"), disclosure.max_answer_bytes, MIN_ANSWER_BYTES);
     out.positive(path.key("grant_ttl"), disclosure.grant_ttl);
