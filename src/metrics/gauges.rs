@@ -1,7 +1,7 @@
 //! Gauges read from the gateway at scrape time: live sessions (in all and
 //! per client), each upstream's state and live connections, and the
-//! runtime's size. Reading
-//! them when asked costs nothing between scrapes and cannot drift.
+//! runtime's size. Reading them when asked costs nothing between scrapes
+//! and cannot drift.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};

@@ -141,7 +141,7 @@ mod tests {
         assert_eq!(inspect(&r).unwrap().1, Kind::Fifo);
         let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
         assert_eq!(inspect(&a).unwrap().1, Kind::Socket);
-        let file = tempfile_in_tmp();
+        let file = tempfile::tempfile().unwrap();
         assert_eq!(inspect(&file).unwrap().1, Kind::Other);
     }
 
@@ -151,12 +151,5 @@ mod tests {
         let (r2, _w2) = std::io::pipe().unwrap();
         assert_eq!(inspect(&r1).unwrap().2, inspect(&w1).unwrap().2);
         assert_ne!(inspect(&r1).unwrap().2, inspect(&r2).unwrap().2);
-    }
-
-    fn tempfile_in_tmp() -> File {
-        let path = std::env::temp_dir().join(format!("toolgate-standard-{}", std::process::id()));
-        let file = File::create(&path).unwrap();
-        let _ = std::fs::remove_file(&path);
-        file
     }
 }
