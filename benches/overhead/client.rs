@@ -127,10 +127,16 @@ fn sse_data(text: &str) -> Vec<String> {
     out
 }
 
-/// An HTTP client for benchmark sessions: HTTP/1.1 only, keep-alive.
+/// An HTTP client for benchmark sessions: HTTP/1.1 only, keep-alive; with
+/// `TOOLGATE_BENCH_HTTP2` set, HTTP/2 with prior knowledge instead (every
+/// session's calls multiplexed on one connection).
 pub fn http_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .http1_only()
+    let builder = reqwest::Client::builder();
+    let builder = match std::env::var_os("TOOLGATE_BENCH_HTTP2") {
+        Some(_) => builder.http2_prior_knowledge(),
+        None => builder.http1_only(),
+    };
+    builder
         .tcp_nodelay(true)
         .pool_max_idle_per_host(64)
         .timeout(Duration::from_secs(60))

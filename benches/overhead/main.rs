@@ -28,7 +28,9 @@
 //! `TOOLGATE_BENCH_CONCURRENCY` (e.g. `1,50`; default `1,10,50,200`),
 //! `TOOLGATE_BENCH_BIN_DIR` (where `toolgate` and `toolgate-fixture` are),
 //! `TOOLGATE_BENCH_UPSTREAM_PROTOCOL` (the upstreams' `protocol`, e.g.
-//! `2025-11-25`; default `auto`, which speaks 2026-07-28 to the fixture).
+//! `2025-11-25`; default `auto`, which speaks 2026-07-28 to the fixture),
+//! `TOOLGATE_BENCH_HTTP2` (set: the load generator speaks HTTP/2 with prior
+//! knowledge instead of HTTP/1.1).
 //!
 //! For profiling, `overhead drive URL CALLS CONCURRENCY [gate]` only drives
 //! verified echo calls against a server started by hand (e.g. toolgate under

@@ -148,7 +148,7 @@ async fn session_connection(
 /// declare).
 pub(crate) fn client_context(session: &GwSession, forward_roots: bool) -> ClientContext {
     ClientContext {
-        capabilities: Some(session_hello(session, forward_roots).capabilities),
+        capabilities: Some(declared_capabilities(session, forward_roots)),
         log_level: session.state.log_level(),
         param_headers: session.modern().and_then(|m| m.param_headers.clone()).unwrap_or_default(),
     }
@@ -160,6 +160,16 @@ pub(crate) fn client_context(session: &GwSession, forward_roots: bool) -> Client
 /// `roots` only with `forward_roots`: some servers let the client's roots
 /// replace the directories their operator configured.
 fn session_hello(session: &GwSession, forward_roots: bool) -> ClientHello {
+    let client_info = match session.client_info() {
+        Value::Object(_) => session.client_info().clone(),
+        _ => toolgate_info(),
+    };
+    ClientHello { capabilities: declared_capabilities(session, forward_roots), client_info }
+}
+
+/// The client's capabilities an upstream session declares for it (see
+/// [`session_hello`]).
+fn declared_capabilities(session: &GwSession, forward_roots: bool) -> Value {
     let caps = session.client_capabilities();
     let mut declared = serde_json::Map::new();
     for key in ["sampling", "elicitation", "roots"] {
@@ -170,9 +180,5 @@ fn session_hello(session: &GwSession, forward_roots: bool) -> ClientHello {
             declared.insert(key.into(), v.clone());
         }
     }
-    let client_info = match session.client_info() {
-        Value::Object(_) => session.client_info().clone(),
-        _ => toolgate_info(),
-    };
-    ClientHello { capabilities: Value::Object(declared), client_info }
+    Value::Object(declared)
 }

@@ -447,10 +447,11 @@ impl Transport for HttpTransport {
         &'a self,
         call: u64,
         message: &'a Message,
+        text: String,
         headers: &'a [(HeaderName, HeaderValue)],
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         let trace = crate::telemetry::trace_headers(message);
-        Box::pin(self.exchange(call, Bytes::from(message.encode()), trace, Some(headers)))
+        Box::pin(self.exchange(call, Bytes::from(text), trace, Some(headers)))
     }
 
     fn carries_headers(&self) -> bool {

@@ -413,25 +413,28 @@ impl Peer {
         }
         let modern = probe.or_else(|| self.modern());
         let mut extra = Vec::new();
-        if let Some(version) = modern {
-            if let Some(leg) = self.modern.get() {
-                envelope::stamp(&mut params, version, &leg.capabilities, client.as_deref());
-            }
-            if self.transport.carries_headers() {
-                let tool = (method == method::TOOLS_CALL)
-                    .then(|| params.as_ref()?.get("name")?.as_str())
-                    .flatten()
-                    .and_then(|name| self.modern.get()?.era.as_ref()?.tools.get(name));
-                let forwarded = client.as_ref().map(|c| c.param_headers.as_slice()).unwrap_or_default();
-                extra = headers::request_headers(version, &method, params.as_ref(), tool.as_deref(), forwarded);
-            }
+        if let Some(version) = modern
+            && self.transport.carries_headers()
+        {
+            let tool = (method == method::TOOLS_CALL)
+                .then(|| params.as_ref()?.get("name")?.as_str())
+                .flatten()
+                .and_then(|name| self.modern.get()?.era.as_ref()?.tools.get(name));
+            let forwarded = client.as_ref().map(|c| c.param_headers.as_slice()).unwrap_or_default();
+            extra = headers::request_headers(version, &method, params.as_ref(), tool.as_deref(), forwarded);
         }
         let (tx, rx) = oneshot::channel();
         self.pending.lock().insert(id, Pending { tx, route, progress_token, progressed: progress });
         let guard = Abandon { peer: self, id, reason: &shared.abandoned, modern: modern.is_some() };
         let request = Message::Request(Request { id: Id::number(id), method, params });
-        let sent = if modern.is_some() {
-            self.transport.request_modern(id, &request, &extra).await
+        let sent = if let Some(version) = modern {
+            // The envelope is written as the request is encoded (its params
+            // stay the client's, as a retry or the next round wants them).
+            let text = match (&request, self.modern.get()) {
+                (Message::Request(r), Some(leg)) => envelope::encode(r, version, &leg.capabilities, client.as_deref()),
+                _ => request.encode(),
+            };
+            self.transport.request_modern(id, &request, text, &extra).await
         } else {
             self.transport.request(id, &request).await
         };

@@ -16,7 +16,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use http::{HeaderMap, StatusCode, header};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use sse_stream::{Sse, SseByteStream};
 
 use super::capped::CappedEvents;
@@ -26,7 +26,7 @@ use super::error::{Cause, UpstreamError, report};
 use super::http::decode_body;
 use super::transport::{Inbox, Transport};
 use crate::config::HttpTarget;
-use crate::jsonrpc::Message;
+use crate::jsonrpc::{Message, Response};
 
 /// Longest wait for the `endpoint` event (or the upstream's `timeout`, if shorter).
 const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -183,6 +183,11 @@ impl SseTransport {
     /// POSTs one message to the endpoint; the server accepts it (usually 202)
     /// and answers, if at all, on the stream.
     async fn post(&self, message: &Message) -> Result<(), UpstreamError> {
+        self.post_text(message.encode()).await
+    }
+
+    /// POSTs one encoded message to the endpoint.
+    async fn post_text(&self, text: String) -> Result<(), UpstreamError> {
         if self.stop.is_cancelled() {
             return Err(UpstreamError::Closed {
                 upstream: self.label.clone(),
@@ -195,7 +200,7 @@ impl SseTransport {
             .headers(self.headers.clone())
             .header(header::CONTENT_TYPE, "application/json")
             .timeout(self.timeout)
-            .body(message.encode())
+            .body(text)
             .send()
             .await
             .map_err(|e| match e.is_timeout() {
@@ -226,6 +231,16 @@ impl SseTransport {
 impl Transport for SseTransport {
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {
         Box::pin(self.post(message))
+    }
+
+    fn request_modern<'a>(
+        &'a self,
+        _call: u64,
+        _message: &'a Message,
+        text: String,
+        _headers: &'a [(HeaderName, HeaderValue)],
+    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
+        Box::pin(async move { self.post_text(text).await.map(|()| None) })
     }
 
     /// Drops the stream. (There is nothing to tell the server.)

@@ -40,18 +40,18 @@ pub trait Transport: Send + Sync {
         Box::pin(async move { self.send(message).await.map(|()| None) })
     }
 
-    /// Sends request `call` as a modern (sessionless) request, with the
-    /// routing `headers` where the transport has headers (HTTP): no session
-    /// id, no resumption. Others send it as any request.
+    /// Sends request `call` as a modern (sessionless) request: `text` is
+    /// what goes on the wire, `message` with its envelope (see
+    /// `modern::envelope::encode`), which `message` itself lacks. Over HTTP
+    /// with the routing `headers`, no session id, no resumption; the others
+    /// send the text as any request.
     fn request_modern<'a>(
         &'a self,
         call: u64,
         message: &'a Message,
+        text: String,
         headers: &'a [(HeaderName, HeaderValue)],
-    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
-        let _ = headers;
-        self.request(call, message)
-    }
+    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>>;
 
     /// Whether requests carry HTTP headers (the modern routing headers go
     /// there, and cancellation is closing the response stream).

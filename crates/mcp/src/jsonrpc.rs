@@ -31,13 +31,18 @@ pub struct Id(Arc<RawValue>);
 impl Id {
     /// An integer id, used for the ids toolgate itself allocates.
     pub fn number(n: u64) -> Self {
-        Self::from_raw(n.to_string()).expect("an integer is valid JSON")
+        Self::serialized(&n)
     }
 
     /// A string id.
     pub fn string(s: &str) -> Self {
-        Self::from_raw(serde_json::to_string(s).expect("a string serializes"))
-            .expect("a serialized string is valid JSON")
+        Self::serialized(s)
+    }
+
+    /// An id written by serde_json (its text is not parsed again to be
+    /// checked, as text from a peer is).
+    fn serialized<T: Serialize + ?Sized>(value: &T) -> Self {
+        Self(Arc::from(serde_json::value::to_raw_value(value).expect("an integer or a string serializes")))
     }
 
     /// Builds an id from a JSON value, refusing anything MCP does not allow as
@@ -45,14 +50,9 @@ impl Id {
     pub fn from_value(v: &Value) -> Option<Self> {
         match v {
             Value::String(s) => Some(Self::string(s)),
-            Value::Number(n) if n.is_i64() || n.is_u64() => Self::from_raw(n.to_string()).ok(),
+            Value::Number(n) if n.is_i64() || n.is_u64() => Some(Self::serialized(n)),
             _ => None,
         }
-    }
-
-    fn from_raw(text: String) -> Result<Self, serde_json::Error> {
-        let raw = RawValue::from_string(text)?;
-        Ok(Self(Arc::from(raw)))
     }
 
     /// The id as the JSON text it was written as.

@@ -1,10 +1,18 @@
 //! The per-request envelope of a modern request (`params._meta`: protocol
 //! version, client capabilities, client info, log level) and what the
 //! downstream side tells the upstream leg about the client a call is for.
+//!
+//! A forwarded call gets its envelope as it is encoded ([`encode`]): the
+//! members are written between the request's own, so the capabilities are
+//! not copied into its params and `clientInfo` is never built as a tree.
+//! [`stamp`] puts the same envelope into a params tree, for toolgate's own
+//! requests and notifications.
 
 use http::{HeaderName, HeaderValue};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::jsonrpc::Request;
 use crate::protocol::modern::{header, meta};
 
 /// What a forwarded call says about the downstream client it is made for.
@@ -78,6 +86,111 @@ pub fn stamp(params: &mut Option<Value>, version: &str, fallback: &Value, client
     {
         m.insert(meta::LOG_LEVEL.into(), level);
     }
+}
+
+/// `request` as JSON text with the envelope [`stamp`] would put into its
+/// params (the same members, by the same rules), written while it is
+/// serialized; the request itself is not changed. The envelope's keys and
+/// toolgate's `clientInfo` are constant text, written as they are.
+pub fn encode(request: &Request, version: &str, fallback: &Value, client: Option<&ClientContext>) -> String {
+    let envelope = Envelope {
+        version,
+        capabilities: client.and_then(|c| c.capabilities.as_ref()).filter(|c| c.is_object()).unwrap_or(fallback),
+        log_level: client.and_then(|c| c.log_level.as_ref()).filter(|l| l.is_string()),
+    };
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    out.extend_from_slice(request.id.as_json().as_bytes());
+    out.extend_from_slice(br#","method":"#);
+    write_json(&mut out, &request.method);
+    out.extend_from_slice(br#","params":{"#);
+    // Params that are not an object become an object, as `stamp` makes them.
+    let own = request.params.as_ref().and_then(Value::as_object);
+    let mut first = true;
+    let mut stamped = false;
+    for (key, value) in own.into_iter().flatten() {
+        write_key(&mut out, &mut first, key);
+        if key == "_meta" {
+            envelope.write_meta(&mut out, value.as_object());
+            stamped = true;
+        } else {
+            write_json(&mut out, value);
+        }
+    }
+    if !stamped {
+        write_key(&mut out, &mut first, "_meta");
+        envelope.write_meta(&mut out, None);
+    }
+    out.extend_from_slice(b"}}");
+    // serde_json writes UTF-8, and so does everything above.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// What [`encode`] writes into `_meta` unless the request has its own.
+struct Envelope<'a> {
+    version: &'a str,
+    capabilities: &'a Value,
+    log_level: Option<&'a Value>,
+}
+
+impl Envelope<'_> {
+    /// `_meta`: the request's own members but those the leg sets, then the
+    /// envelope's.
+    fn write_meta(&self, out: &mut Vec<u8>, own: Option<&Map<String, Value>>) {
+        let own_capabilities = own.and_then(|m| m.get(meta::CLIENT_CAPABILITIES)).is_some_and(Value::is_object);
+        let own_level = own.is_some_and(|m| m.contains_key(meta::LOG_LEVEL));
+        out.push(b'{');
+        let mut first = true;
+        for (key, value) in own.into_iter().flatten() {
+            let replaced = key == meta::PROTOCOL_VERSION
+                || key == meta::CLIENT_INFO
+                || (key == meta::CLIENT_CAPABILITIES && !own_capabilities);
+            if !replaced {
+                write_key(out, &mut first, key);
+                write_json(out, value);
+            }
+        }
+        write_constant_key(out, &mut first, meta::PROTOCOL_VERSION);
+        write_json(out, self.version);
+        if !own_capabilities {
+            write_constant_key(out, &mut first, meta::CLIENT_CAPABILITIES);
+            write_json(out, self.capabilities);
+        }
+        write_constant_key(out, &mut first, meta::CLIENT_INFO);
+        out.extend_from_slice(CLIENT_INFO_JSON.as_bytes());
+        if let (false, Some(level)) = (own_level, self.log_level) {
+            write_constant_key(out, &mut first, meta::LOG_LEVEL);
+            write_json(out, level);
+        }
+        out.push(b'}');
+    }
+}
+
+/// toolgate's `clientInfo` as JSON text (its name and version need no escapes).
+const CLIENT_INFO_JSON: &str = concat!(r#"{"name":"toolgate","version":""#, env!("CARGO_PKG_VERSION"), r#""}"#);
+
+fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    // Into memory, a string or a JSON value: nothing can fail.
+    let _ = serde_json::to_writer(out, value);
+}
+
+/// An object's key (escaped), after a comma unless it is the first.
+fn write_key(out: &mut Vec<u8>, first: &mut bool, key: &str) {
+    if !std::mem::take(first) {
+        out.push(b',');
+    }
+    write_json(out, key);
+    out.push(b':');
+}
+
+/// One of the envelope's own keys, which need no escapes.
+fn write_constant_key(out: &mut Vec<u8>, first: &mut bool, key: &'static str) {
+    if !std::mem::take(first) {
+        out.push(b',');
+    }
+    out.push(b'"');
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b"\":");
 }
 
 #[cfg(test)]

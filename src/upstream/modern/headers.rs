@@ -27,6 +27,30 @@ fn param_value(arguments: Option<&Map<String, Value>>, spec: &ParamHeader) -> Op
     }
 }
 
+/// A header value of constant text, not copied (`None` if it is not one).
+fn constant_value(text: &'static str) -> Option<HeaderValue> {
+    // `from_static` panics on what `from_str` refuses: a control character
+    // other than a tab (checked here as http checks it, without a copy).
+    let valid = text.bytes().all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f));
+    valid.then(|| HeaderValue::from_static(text))
+}
+
+/// `Mcp-Method`: the methods a gateway forwards most, not copied.
+fn method_value(request_method: &str) -> Option<HeaderValue> {
+    const COMMON: [&str; 6] = [
+        method::TOOLS_CALL,
+        method::TOOLS_LIST,
+        method::RESOURCES_READ,
+        method::RESOURCES_LIST,
+        method::PROMPTS_GET,
+        method::PROMPTS_LIST,
+    ];
+    match COMMON.iter().find(|m| **m == request_method) {
+        Some(m) => constant_value(m),
+        None => HeaderValue::from_str(request_method).ok(),
+    }
+}
+
 /// Every header of a modern POST: the protocol version, `Mcp-Method`,
 /// `Mcp-Name` where the method has one, and the `Mcp-Param-*` headers of
 /// `params` (a `tools/call`) per the tool's annotations. `client`: the
@@ -36,17 +60,17 @@ fn param_value(arguments: Option<&Map<String, Value>>, spec: &ParamHeader) -> Op
 /// it from the arguments (or leaves it out with them), so it is never sent
 /// twice. Nothing but `Mcp-Param-*` is ever taken from `client`.
 pub fn request_headers(
-    version: &str,
+    version: &'static str,
     request_method: &str,
     params: Option<&Value>,
     tool: Option<&[ParamHeader]>,
     client: &[(HeaderName, HeaderValue)],
 ) -> Vec<(HeaderName, HeaderValue)> {
     let mut out = Vec::with_capacity(4);
-    if let Ok(v) = HeaderValue::from_str(version) {
+    if let Some(v) = constant_value(version) {
         out.push((HeaderName::from_static(protocol::header::PROTOCOL_VERSION), v));
     }
-    if let Ok(v) = HeaderValue::from_str(request_method) {
+    if let Some(v) = method_value(request_method) {
         out.push((HeaderName::from_static(header::METHOD), v));
     }
     let name_key = match request_method {

@@ -84,37 +84,48 @@ fn strip_raw(text: &str) -> Option<Box<RawValue>> {
         }
     }
     let Members(members) = serde_json::from_str(text).ok()?;
-    let mut out = String::with_capacity(text.len());
-    out.push('{');
+    let mut kept = Vec::with_capacity(members.len());
     for (key, value) in members {
         if result::MODERN_ONLY.contains(&key) {
             continue;
         }
-        let cleaned;
-        let value = if key == "_meta"
+        if key == "_meta"
             && let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(value.get())
         {
             m.remove(meta::SERVER_INFO);
-            if m.is_empty() {
-                continue;
+            if !m.is_empty() {
+                kept.push((key, Member::Tree(m)));
             }
-            cleaned = serde_json::to_string(&m).ok()?;
-            cleaned.as_str()
-        } else {
-            value.get()
-        };
-        if out.len() > 1 {
-            out.push(',');
+            continue;
         }
-        // The key had no escapes (it was borrowed from the text): it goes
-        // back as it was.
-        out.push('"');
-        out.push_str(key);
-        out.push_str("\":");
-        out.push_str(value);
+        kept.push((key, Member::Raw(value)));
     }
-    out.push('}');
-    RawValue::from_string(out).ok()
+    // Serialized straight into raw JSON: the members are JSON already, and
+    // the text is not parsed again to be checked.
+    serde_json::value::to_raw_value(&Kept(kept)).ok()
+}
+
+/// The members [`strip_raw`] keeps, in order.
+struct Kept<'a>(Vec<(&'a str, Member<'a>)>);
+
+/// A kept member's value: as it came, or `_meta` cleaned.
+enum Member<'a> {
+    Raw(&'a RawValue),
+    Tree(Map<String, Value>),
+}
+
+impl serde::Serialize for Kept<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (key, value) in &self.0 {
+            match value {
+                Member::Raw(raw) => map.serialize_entry(key, raw)?,
+                Member::Tree(tree) => map.serialize_entry(key, tree)?,
+            }
+        }
+        map.end()
+    }
 }
 
 /// An `InputRequiredResult`: the upstream's requests, by key, and its state.

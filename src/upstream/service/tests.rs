@@ -39,19 +39,18 @@ impl Transport for Fake {
         call: u64,
         message: &'a Message,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
-        self.sent.lock().push(message.clone());
-        let method = message.method().unwrap_or_default().to_owned();
-        let answer = match self.script {
-            Script::Answer => Ok(Some(Response::result(crate::jsonrpc::Id::number(call), json!({"method": method})))),
-            Script::Silent => Ok(None),
-            Script::Expired => {
-                if let Some(inbox) = self.inbox.upgrade() {
-                    inbox.close("the upstream ended the session (HTTP 404)");
-                }
-                Err(UpstreamError::SessionExpired { upstream: "fake".into() })
-            }
-        };
-        Box::pin(async move { answer })
+        Box::pin(std::future::ready(self.answer(call, message.clone())))
+    }
+
+    fn request_modern<'a>(
+        &'a self,
+        call: u64,
+        _message: &'a Message,
+        text: String,
+        _headers: &'a [(http::HeaderName, http::HeaderValue)],
+    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
+        let message = Message::decode(text.as_bytes()).expect("the peer encodes JSON-RPC");
+        Box::pin(std::future::ready(self.answer(call, message)))
     }
 
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {
@@ -61,6 +60,24 @@ impl Transport for Fake {
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
+    }
+}
+
+impl Fake {
+    /// Records `message` and answers it as the script says.
+    fn answer(&self, call: u64, message: Message) -> Result<Option<Response>, UpstreamError> {
+        let method = message.method().unwrap_or_default().to_owned();
+        self.sent.lock().push(message);
+        match self.script {
+            Script::Answer => Ok(Some(Response::result(crate::jsonrpc::Id::number(call), json!({"method": method})))),
+            Script::Silent => Ok(None),
+            Script::Expired => {
+                if let Some(inbox) = self.inbox.upgrade() {
+                    inbox.close("the upstream ended the session (HTTP 404)");
+                }
+                Err(UpstreamError::SessionExpired { upstream: "fake".into() })
+            }
+        }
     }
 }
 

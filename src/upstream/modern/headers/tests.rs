@@ -98,3 +98,13 @@ fn only_unknown_client_param_headers_are_forwarded() {
     let h = request_headers("2026-07-28", "tools/call", Some(&params), None, &client);
     assert_eq!(header(&h, "mcp-param-gone"), Some("stale"));
 }
+
+#[test]
+fn constant_values_are_checked_like_any_other() {
+    assert_eq!(constant_value("2026-07-28").expect("valid"), "2026-07-28");
+    assert!(constant_value("a\nb").is_none() && HeaderValue::from_str("a\nb").is_err());
+    assert!(constant_value("a\u{7f}").is_none() && HeaderValue::from_str("a\u{7f}").is_err());
+    assert_eq!(method_value("tools/call").expect("common"), "tools/call");
+    assert_eq!(method_value("vendor/x").expect("copied"), "vendor/x");
+    assert!(method_value("bad\r\nmethod").is_none());
+}
