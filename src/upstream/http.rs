@@ -264,8 +264,8 @@ impl HttpTransport {
     }
 
     /// Sends a notification or a response (answered with 202, no body).
-    async fn send_other(&self, message: &Message) -> Result<(), UpstreamError> {
-        let body = Bytes::from(message.encode());
+    async fn send_other(&self, text: String) -> Result<(), UpstreamError> {
+        let body = Bytes::from(text);
         let response = self.post(body).send().await.map_err(|e| self.http_error(e))?;
         if response.status().is_success() {
             return Ok(());
@@ -464,8 +464,8 @@ impl Transport for HttpTransport {
         }
     }
 
-    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {
-        Box::pin(self.send_other(message))
+    fn send_text<'a>(&'a self, _message: &'a Message, text: String) -> BoxFuture<'a, Result<(), UpstreamError>> {
+        Box::pin(self.send_other(text))
     }
 
     /// Sends `MCP-Protocol-Version` from now on and opens the standalone stream.

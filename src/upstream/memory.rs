@@ -6,7 +6,6 @@
 use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
-use http::{HeaderName, HeaderValue};
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
@@ -97,24 +96,17 @@ impl Transport for MemoryTransport {
         Box::pin(async move { sent })
     }
 
-    /// The in-memory server takes messages, not text: the encoded request
-    /// (with its envelope) is decoded again.
-    fn request_modern<'a>(
-        &'a self,
-        _call: u64,
-        _message: &'a Message,
-        text: String,
-        _headers: &'a [(HeaderName, HeaderValue)],
-    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
-        let sent = Message::decode(text.as_bytes())
-            .map_err(|e| UpstreamError::Protocol { upstream: self.label.clone(), source: Cause::msg(e.to_string()) })
-            .and_then(|m| self.put(&m))
-            .map(|()| None);
+    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {
+        let sent = self.put(message);
         Box::pin(async move { sent })
     }
 
-    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {
-        let sent = self.put(message);
+    /// The in-memory server takes messages, not text: the text (a modern
+    /// request with its envelope) is decoded again.
+    fn send_text<'a>(&'a self, _message: &'a Message, text: String) -> BoxFuture<'a, Result<(), UpstreamError>> {
+        let sent = Message::decode(text.as_bytes())
+            .map_err(|e| UpstreamError::Protocol { upstream: self.label.clone(), source: Cause::msg(e.to_string()) })
+            .and_then(|m| self.put(&m));
         Box::pin(async move { sent })
     }
 

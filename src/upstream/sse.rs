@@ -16,7 +16,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use http::{HeaderMap, StatusCode, header};
 use sse_stream::{Sse, SseByteStream};
 
 use super::capped::CappedEvents;
@@ -26,7 +26,7 @@ use super::error::{Cause, UpstreamError, report};
 use super::http::decode_body;
 use super::transport::{Inbox, Transport};
 use crate::config::HttpTarget;
-use crate::jsonrpc::{Message, Response};
+use crate::jsonrpc::Message;
 
 /// Longest wait for the `endpoint` event (or the upstream's `timeout`, if shorter).
 const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -182,12 +182,7 @@ impl Opened {
 impl SseTransport {
     /// POSTs one message to the endpoint; the server accepts it (usually 202)
     /// and answers, if at all, on the stream.
-    async fn post(&self, message: &Message) -> Result<(), UpstreamError> {
-        self.post_text(message.encode()).await
-    }
-
-    /// POSTs one encoded message to the endpoint.
-    async fn post_text(&self, text: String) -> Result<(), UpstreamError> {
+    async fn post(&self, text: String) -> Result<(), UpstreamError> {
         if self.stop.is_cancelled() {
             return Err(UpstreamError::Closed {
                 upstream: self.label.clone(),
@@ -229,18 +224,8 @@ impl SseTransport {
 }
 
 impl Transport for SseTransport {
-    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {
-        Box::pin(self.post(message))
-    }
-
-    fn request_modern<'a>(
-        &'a self,
-        _call: u64,
-        _message: &'a Message,
-        text: String,
-        _headers: &'a [(HeaderName, HeaderValue)],
-    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
-        Box::pin(async move { self.post_text(text).await.map(|()| None) })
+    fn send_text<'a>(&'a self, _message: &'a Message, text: String) -> BoxFuture<'a, Result<(), UpstreamError>> {
+        Box::pin(self.post(text))
     }
 
     /// Drops the stream. (There is nothing to tell the server.)

@@ -13,7 +13,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use http::{HeaderName, HeaderValue};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use parking_lot::Mutex;
@@ -25,7 +24,7 @@ use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use super::error::{Cause, UpstreamError};
 use super::transport::{Inbox, Transport};
 use crate::config::StdioTarget;
-use crate::jsonrpc::{Body, Message, Response};
+use crate::jsonrpc::{Body, Message};
 
 /// Longest stderr line logged (the rest is cut).
 const MAX_STDERR_LINE: usize = 8 * 1024;
@@ -134,13 +133,8 @@ impl Spawned {
 }
 
 impl StdioTransport {
-    /// Queues one message as a line (waits while the queue is full).
-    async fn queue(&self, message: &Message) -> Result<(), UpstreamError> {
-        self.queue_text(message.encode()).await
-    }
-
-    /// Queues one encoded message as a line.
-    async fn queue_text(&self, text: String) -> Result<(), UpstreamError> {
+    /// Queues one encoded message as a line (waits while the queue is full).
+    async fn queue(&self, text: String) -> Result<(), UpstreamError> {
         let mut line = text.into_bytes();
         line.push(b'\n');
         let Some(lines) = self.lines.lock().clone() else {
@@ -171,18 +165,8 @@ impl StdioTransport {
 }
 
 impl Transport for StdioTransport {
-    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {
-        Box::pin(self.queue(message))
-    }
-
-    fn request_modern<'a>(
-        &'a self,
-        _call: u64,
-        _message: &'a Message,
-        text: String,
-        _headers: &'a [(HeaderName, HeaderValue)],
-    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
-        Box::pin(async move { self.queue_text(text).await.map(|()| None) })
+    fn send_text<'a>(&'a self, _message: &'a Message, text: String) -> BoxFuture<'a, Result<(), UpstreamError>> {
+        Box::pin(self.queue(text))
     }
 
     /// Stops the child: close stdin, wait; SIGTERM the group, wait; SIGKILL.

@@ -44,14 +44,17 @@ pub trait Transport: Send + Sync {
     /// what goes on the wire, `message` with its envelope (see
     /// `modern::envelope::encode`), which `message` itself lacks. Over HTTP
     /// with the routing `headers`, no session id, no resumption; the others
-    /// send the text as any request.
+    /// send the text as any message (the default).
     fn request_modern<'a>(
         &'a self,
         call: u64,
         message: &'a Message,
         text: String,
         headers: &'a [(HeaderName, HeaderValue)],
-    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>>;
+    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
+        let _ = (call, headers);
+        Box::pin(async move { self.send_text(message, text).await.map(|()| None) })
+    }
 
     /// Whether requests carry HTTP headers (the modern routing headers go
     /// there, and cancellation is closing the response stream).
@@ -66,7 +69,13 @@ pub trait Transport: Send + Sync {
     }
 
     /// Sends a notification or a response.
-    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>>;
+    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {
+        self.send_text(message, message.encode())
+    }
+
+    /// Sends `text`, the encoding of `message` (of a modern request, with
+    /// the envelope `message` lacks): what every message comes to.
+    fn send_text<'a>(&'a self, message: &'a Message, text: String) -> BoxFuture<'a, Result<(), UpstreamError>>;
 
     /// The handshake is done: the revision it negotiated. Streamable HTTP
     /// sends it as a header from then on and opens its standalone stream.

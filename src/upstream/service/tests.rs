@@ -53,7 +53,7 @@ impl Transport for Fake {
         Box::pin(std::future::ready(self.answer(call, message)))
     }
 
-    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {
+    fn send_text<'a>(&'a self, message: &'a Message, _text: String) -> BoxFuture<'a, Result<(), UpstreamError>> {
         self.sent.lock().push(message.clone());
         Box::pin(async { Ok(()) })
     }
