@@ -205,8 +205,10 @@ impl HttpTransport {
         if status == StatusCode::ACCEPTED {
             return Err(self.error(protocol_error, Cause::msg("answered a request with 202 Accepted")));
         }
-        let content_type = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-        if status.is_success() && content_type.to_ascii_lowercase().starts_with("text/event-stream") {
+        let content_type = response.headers().get(header::CONTENT_TYPE).map(HeaderValue::as_bytes).unwrap_or_default();
+        let event_stream = b"text/event-stream";
+        let is_stream = content_type.get(..event_stream.len()).is_some_and(|t| t.eq_ignore_ascii_case(event_stream));
+        if status.is_success() && is_stream {
             let transport = self.clone();
             let stop = modern.map(|_| {
                 let token = CancellationToken::new();
@@ -233,7 +235,7 @@ impl HttpTransport {
                 // A JSON-RPC error with a null id in answer to our POST is
                 // the answer to that POST's request.
                 Message::Response(r) if r.id.is_none() || r.id.as_ref().and_then(Id::as_u64) == Some(call) => {
-                    answer = Some(Response { id: Some(Id::number(call)), outcome: r.outcome })
+                    answer = Some(Response { id: r.id.or_else(|| Some(Id::number(call))), outcome: r.outcome })
                 }
                 other => self.deliver(other, Some(call)),
             }

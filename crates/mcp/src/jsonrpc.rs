@@ -230,9 +230,10 @@ impl DecodeError {
 
 /// The envelope as read off the wire, before it is classified.
 #[derive(Deserialize)]
-struct Envelope {
-    #[serde(default)]
-    jsonrpc: Option<Box<RawValue>>,
+struct Envelope<'a> {
+    /// Borrowed from the text: only compared.
+    #[serde(default, borrow)]
+    jsonrpc: Option<&'a RawValue>,
     #[serde(default)]
     id: Option<Box<RawValue>>,
     #[serde(default)]
@@ -268,13 +269,13 @@ impl Message {
         Self::classify(env)
     }
 
-    fn classify(env: Envelope) -> Result<Message, DecodeError> {
+    fn classify(env: Envelope<'_>) -> Result<Message, DecodeError> {
         let id = match env.id {
             None => None,
             Some(raw) => Some(Id::validate(raw).map_err(|r| DecodeError::Invalid { id: None, reason: r.into() })?),
         };
         let invalid = |reason: &str| DecodeError::Invalid { id: id.clone(), reason: reason.into() };
-        match env.jsonrpc.as_deref().map(RawValue::get) {
+        match env.jsonrpc.map(RawValue::get) {
             Some("\"2.0\"") => {}
             _ => return Err(invalid("\"jsonrpc\" must be \"2.0\"")),
         }
