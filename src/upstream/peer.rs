@@ -426,14 +426,15 @@ impl Peer {
         let (tx, rx) = oneshot::channel();
         self.pending.lock().insert(id, Pending { tx, route, progress_token, progressed: progress });
         let guard = Abandon { peer: self, id, reason: &shared.abandoned, modern: modern.is_some() };
-        let request = Message::Request(Request { id: Id::number(id), method, params });
-        let sent = if let Some(version) = modern {
-            // The envelope is written as the request is encoded (its params
-            // stay the client's, as a retry or the next round wants them).
-            let text = match (&request, self.modern.get()) {
-                (Message::Request(r), Some(leg)) => envelope::encode(r, version, &leg.capabilities, client.as_deref()),
-                _ => request.encode(),
-            };
+        let request = Request { id: Id::number(id), method, params };
+        // The envelope is written as the request is encoded (its params stay
+        // the client's, as a retry or the next round wants them).
+        let stamped = modern
+            .zip(self.modern.get())
+            .map(|(version, leg)| envelope::encode(&request, version, &leg.capabilities, client.as_deref()));
+        let request = Message::Request(request);
+        let sent = if modern.is_some() {
+            let text = stamped.unwrap_or_else(|| request.encode());
             self.transport.request_modern(id, &request, text, &extra).await
         } else {
             self.transport.request(id, &request).await

@@ -27,12 +27,10 @@ fn param_value(arguments: Option<&Map<String, Value>>, spec: &ParamHeader) -> Op
     }
 }
 
-/// A header value of constant text, not copied (`None` if it is not one).
+/// A header value of constant text, checked as any other and not copied
+/// (`None` if it is not one).
 fn constant_value(text: &'static str) -> Option<HeaderValue> {
-    // `from_static` panics on what `from_str` refuses: a control character
-    // other than a tab (checked here as http checks it, without a copy).
-    let valid = text.bytes().all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f));
-    valid.then(|| HeaderValue::from_static(text))
+    HeaderValue::from_maybe_shared(bytes::Bytes::from_static(text.as_bytes())).ok()
 }
 
 /// `Mcp-Method`: the methods a gateway forwards most, not copied.
