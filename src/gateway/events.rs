@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Gateway, GwSession};
 use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request, codes};
 use crate::protocol::method;
+use crate::protocol::modern::{listen, method as modern_method};
 use crate::server::{ClientRequestError, Downlink, RequestCtx};
 use crate::upstream::{Peer, PeerEvents, Route};
 
@@ -206,6 +207,16 @@ impl PeerEvents for ControlEvents {
         let notification = super::listeners::untag(notification);
         match notification.method.as_str() {
             method::TOOLS_LIST_CHANGED => gw.upstreams()[self.index].request_refresh(),
+            // The upstream hears toolgate's listen stream from now on. A tool
+            // change before this was announced to nobody (the first crawl
+            // runs beside the stream's opening, and a reopened stream had a
+            // gap): list again. Clients hear of it only if the list changed.
+            modern_method::SUBSCRIPTIONS_ACKNOWLEDGED => {
+                let honoured = notification.params.as_ref().and_then(|p| p.get(listen::NOTIFICATIONS));
+                if honoured.and_then(|n| n.get(listen::TOOLS_LIST_CHANGED)).and_then(Value::as_bool) == Some(true) {
+                    gw.upstreams()[self.index].request_refresh();
+                }
+            }
             // Only to the clients that may use this upstream.
             method::RESOURCES_LIST_CHANGED | method::PROMPTS_LIST_CHANGED => {
                 for s in gw.audience().into_iter().filter(|s| s.state.uses(self.index)) {

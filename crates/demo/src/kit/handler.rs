@@ -107,6 +107,13 @@ impl Handler for RegistryHandler {
     }
 
     async fn listen(self: &Arc<Self>, session: &Arc<KitSession>, listen: Listen) -> Result<(), ErrorObject> {
+        let delay = self.registry.listen_delay();
+        if !delay.is_zero() {
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = listen.ended() => return Ok(()),
+            }
+        }
         self.registry.listening.hold(session, listen, &self.registry.capabilities()).await;
         Ok(())
     }

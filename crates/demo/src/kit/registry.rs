@@ -256,6 +256,9 @@ impl ServerInfo {
 pub struct Registry {
     info: ServerInfo,
     page_size: Option<usize>,
+    /// How long a `subscriptions/listen` stream waits before it is
+    /// acknowledged and starts hearing changes.
+    listen_delay: std::time::Duration,
     tools: RwLock<IndexMap<String, Arc<Tool>>>,
     resources: IndexMap<String, Resource>,
     templates: Vec<ResourceTemplate>,
@@ -271,6 +274,7 @@ impl Registry {
         Self {
             info,
             page_size: None,
+            listen_delay: std::time::Duration::ZERO,
             tools: RwLock::new(IndexMap::new()),
             resources: IndexMap::new(),
             templates: Vec::new(),
@@ -284,6 +288,19 @@ impl Registry {
     pub fn with_page_size(mut self, n: Option<usize>) -> Self {
         self.page_size = n.filter(|&n| n > 0);
         self
+    }
+
+    /// Acknowledges each `subscriptions/listen` stream only `delay` after
+    /// it opens (a test hook: a change made meanwhile is heard by nobody, as
+    /// when a client lists before its stream is registered).
+    pub fn with_listen_delay(mut self, delay: std::time::Duration) -> Self {
+        self.listen_delay = delay;
+        self
+    }
+
+    /// How long a listen stream waits before it is acknowledged.
+    pub fn listen_delay(&self) -> std::time::Duration {
+        self.listen_delay
     }
 
     /// Adds a tool (replacing one with the same name).
