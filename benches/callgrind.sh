@@ -10,7 +10,7 @@
 # calls and the counters are dumped. Prints instructions per call and the
 # functions that cost the most (inclusive), and keeps the profile in
 # $TARGET/bench/callgrind.<leg>.out for callgrind_annotate / kcachegrind.
-# Build first (benches/run.sh does): cargo build --release --workspace --bins &&
+# Build first (benches/run.sh does): cargo build --profile optimized --workspace --bins &&
 # cargo bench --bench overhead --no-run.
 set -euo pipefail
 

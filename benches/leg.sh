@@ -1,5 +1,5 @@
 # Shared by benches/callgrind.sh and benches/profile.sh (sourced, with $leg
-# set to stdio or http): finds the release binaries and the overhead bench,
+# set to stdio or http): finds the optimized binaries and the overhead bench,
 # starts the fixture when the upstream is HTTP, and writes $work/toolgate.toml
 # (toolgate in front of the fixture, one shared upstream session). Sets repo,
 # target, bin, bench, work and pids, and an EXIT trap that ends what was
@@ -8,8 +8,8 @@
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target="${CARGO_TARGET_DIR:-$repo/target}"
 # TOOLGATE_BENCH_BIN_DIR: where toolgate and toolgate-fixture are (default
-# the release build), e.g. a copy of an older build to compare with.
-bin="${TOOLGATE_BENCH_BIN_DIR:-$target/release}"
+# the `optimized` build), e.g. a copy of an older build to compare with.
+bin="${TOOLGATE_BENCH_BIN_DIR:-$target/optimized}"
 bench="$(ls -t "$target"/release/deps/overhead-* 2>/dev/null | grep -v '\.d$' | head -n1)"
 [[ -x "$bench" ]] || { echo "build the bench first: cargo bench --bench overhead --no-run" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }

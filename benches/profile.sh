@@ -16,7 +16,7 @@
 #   and the functions that cost the most (inclusive).
 # Each phase sends 200 unmeasured warm-up calls first. The callgrind profile
 # is kept in $TARGET/bench/profile.<leg>.callgrind for callgrind_annotate.
-# Build first: cargo build --release --workspace --bins &&
+# Build first: cargo build --profile optimized --workspace --bins &&
 # cargo bench --bench overhead --no-run. Needs perf and valgrind.
 set -euo pipefail
 

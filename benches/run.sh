@@ -3,9 +3,10 @@
 #
 #   benches/run.sh [section...]        sections: calls memory catalog startup (default: all)
 #
-# 1. Builds the release binaries, toolgate and the fixture (`cargo build
-#    --release --workspace --bins`), and copies them aside, so the benchmark
-#    measures exactly what a release build ships (cargo bench would otherwise
+# 1. Builds the shipped binaries, toolgate and the fixture (`cargo build
+#    --profile optimized --workspace --bins`: fat LTO, one codegen unit, as
+#    the container image's `dist` build), and copies them aside, so the
+#    benchmark measures exactly what toolgate ships (cargo bench would otherwise
 #    build them with dev-dependency features).
 # 2. Builds the benchmark (`cargo bench --bench overhead`, release profile)
 #    and runs it against those binaries. The benchmark pins every process to
@@ -25,11 +26,11 @@ say() { printf 'benches/run.sh: %s\n' "$*" >&2; }
 
 command -v taskset >/dev/null || say "warning: taskset (util-linux) not found; the pinned rows will fail"
 
-say "building release binaries"
-cargo build --locked --release --workspace --bins
+say "building the optimized binaries"
+cargo build --locked --profile optimized --workspace --bins
 bin_dir="$target/bench/bin"
 mkdir -p "$bin_dir"
-cp -f "$target/release/toolgate" "$target/release/toolgate-fixture" "$bin_dir/"
+cp -f "$target/optimized/toolgate" "$target/optimized/toolgate-fixture" "$bin_dir/"
 
 say "building the benchmark"
 cargo bench --locked --bench overhead --no-run

@@ -4,8 +4,8 @@
 #   benches/soak.sh                                  # 1,000 sessions, 1,000,000 calls
 #   TOOLGATE_SOAK_CALLS=20000 benches/soak.sh        # a quick try
 #
-# Builds the release binaries (`cargo build --release --workspace --bins`) and
-# copies them aside, so the soak runs what a release build ships (cargo bench
+# Builds the shipped binaries (`cargo build --profile optimized --workspace
+# --bins`) and copies them aside, so the soak runs what toolgate ships (cargo bench
 # would otherwise rebuild them with dev-dependency features), then runs the
 # benchmark against them. The report is kept in $TARGET/bench/soak-<date>.md;
 # the exit status is non-zero when the run failed. Environment: see the top of
@@ -16,10 +16,10 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 target="${CARGO_TARGET_DIR:-$repo/target}"
 
-cargo build --locked --release --workspace --bins
+cargo build --locked --profile optimized --workspace --bins
 bin_dir="$target/bench/bin"
 mkdir -p "$bin_dir"
-cp -f "$target/release/toolgate" "$target/release/toolgate-fixture" "$bin_dir/"
+cp -f "$target/optimized/toolgate" "$target/optimized/toolgate-fixture" "$bin_dir/"
 cargo bench --locked --bench soak --no-run
 report="$target/bench/soak-$(date -u +%Y%m%dT%H%M%SZ).md"
 TOOLGATE_BENCH_BIN_DIR="$bin_dir" cargo bench --locked --bench soak | tee "$report"

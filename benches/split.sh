@@ -11,7 +11,7 @@
 # own, and prints calls/s and user and system CPU per call from
 # /proc/PID/stat (clock ticks: use enough calls for a few hundred ticks).
 # `TOOLGATE_BENCH_HTTP2=1` makes the load generator speak HTTP/2 with prior
-# knowledge. Build first: cargo build --release --workspace --bins &&
+# knowledge. Build first: cargo build --profile optimized --workspace --bins &&
 # cargo bench --bench overhead --no-run.
 set -euo pipefail
 

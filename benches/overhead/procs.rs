@@ -30,7 +30,7 @@ pub struct Bins {
 
 impl Bins {
     /// `TOOLGATE_BENCH_BIN_DIR` (set by `benches/run.sh` to the plain
-    /// `cargo build --release` binaries), else the ones cargo built for
+    /// `cargo build --profile optimized` binaries), else the ones cargo built for
     /// this bench.
     pub fn locate() -> Result<Bins> {
         let bins = match std::env::var_os("TOOLGATE_BENCH_BIN_DIR") {

@@ -10,7 +10,7 @@ use crate::Settings;
 use crate::load::RunResult;
 use crate::procs::Bins;
 
-/// Targets (release build, 2-core machine; issue 13), judged on the median
+/// Targets (the shipped `optimized` build, 2-core machine; issue 13), judged on the median
 /// of the rounds.
 const MAX_ADDED_P50_US: f64 = 60.0;
 const MAX_CPU_PER_CALL_US: f64 = 25.0;

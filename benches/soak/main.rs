@@ -6,11 +6,11 @@
 //! TOOLGATE_SOAK_CALLS=20000 benches/soak.sh        # a quick try
 //! ```
 //!
-//! (`benches/soak.sh` builds the release binaries with `cargo build --release
-//! --workspace --bins`, copies them to `target/bench/bin` and runs `cargo
-//! bench --bench soak` with `TOOLGATE_BENCH_BIN_DIR` set to them.)
+//! (`benches/soak.sh` builds the shipped binaries with `cargo build --profile
+//! optimized --workspace --bins`, copies them to `target/bench/bin` and runs
+//! `cargo bench --bench soak` with `TOOLGATE_BENCH_BIN_DIR` set to them.)
 //!
-//! It starts the release `toolgate serve` on 127.0.0.1:0 in front of two
+//! It starts `toolgate serve` on 127.0.0.1:0 in front of two
 //! upstreams, both `toolgate-fixture` (its `echo` tool returns `text`
 //! verbatim): `st`, a shared stdio child, and `ht`, a Streamable HTTP
 //! server that the benchmark kills with SIGKILL and starts again on the
