@@ -22,12 +22,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/leg.sh"
 out="$target/bench/callgrind.$leg.out"
 raw="$work/callgrind.out"
 mkdir -p "$target/bench"
-TOOLGATE_LOG="warn,toolgate=info" valgrind --tool=callgrind --callgrind-out-file="$raw" \
-    "$bin/toolgate" serve --config "$work/toolgate.toml" 2>"$work/toolgate.err" &
-pids+=($!)
-for _ in $(seq 600); do grep -q "listening on" "$work/toolgate.err" && break; sleep 0.1; done
-url="$(sed -n 's/.*listening on //p' "$work/toolgate.err" | head -n1)"
-[[ -n "$url" ]] || { cat "$work/toolgate.err" >&2; exit 1; }
+TOOLGATE_LOG="warn,toolgate=info" start_toolgate "$work/toolgate.err" \
+    valgrind --tool=callgrind --callgrind-out-file="$raw"
 
 "$bench" drive "$url" 200 "$conc" gate >/dev/null
 callgrind_control -z >/dev/null

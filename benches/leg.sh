@@ -1,9 +1,10 @@
-# Shared by benches/callgrind.sh and benches/profile.sh (sourced, with $leg
+# Shared by benches/callgrind.sh, profile.sh and split.sh (sourced, with $leg
 # set to stdio or http): finds the optimized binaries and the overhead bench,
 # starts the fixture when the upstream is HTTP, and writes $work/toolgate.toml
 # (toolgate in front of the fixture, one shared upstream session). Sets repo,
 # target, bin, bench, work and pids, and an EXIT trap that ends what was
-# started and removes $work.
+# started and removes $work; and start_toolgate, stop_toolgate and
+# start_http_fixture for the scripts to start what they measure.
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target="${CARGO_TARGET_DIR:-$repo/target}"
@@ -23,14 +24,41 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Starts toolgate on $work/toolgate.toml, logging to $1, under the wrapper
+# in the remaining arguments if any (e.g. valgrind); sets $gate_pid and $url.
+start_toolgate() {
+    local log="$1"
+    shift
+    "$@" "$bin/toolgate" serve --config "$work/toolgate.toml" 2>"$log" &
+    gate_pid=$!
+    pids+=("$gate_pid")
+    url=""
+    for _ in $(seq 600); do grep -qs "listening on" "$log" && break; sleep 0.1; done
+    url="$(sed -n 's/.*listening on //p' "$log" | head -n1)"
+    [[ -n "$url" ]] || { cat "$log" >&2; exit 1; }
+}
+
+stop_toolgate() {
+    kill "$gate_pid" 2>/dev/null || true
+    wait "$gate_pid" 2>/dev/null || true
+}
+
+# Starts the fixture over Streamable HTTP on a free port, its output in $1;
+# sets $fixture_pid and $fixture_url.
+start_http_fixture() {
+    "$bin/toolgate-fixture" --http 127.0.0.1:0 >"$1" 2>/dev/null &
+    fixture_pid=$!
+    pids+=("$fixture_pid")
+    for _ in $(seq 100); do grep -q LISTENING "$1" && break; sleep 0.1; done
+    fixture_url="$(sed -n 's/^LISTENING //p' "$1")"
+}
+
 case "$leg" in
     stdio)
         upstream="command = \"$bin/toolgate-fixture\"" ;;
     http)
-        "$bin/toolgate-fixture" --http 127.0.0.1:0 >"$work/fixture.out" 2>/dev/null &
-        pids+=($!)
-        for _ in $(seq 100); do grep -q LISTENING "$work/fixture.out" && break; sleep 0.1; done
-        upstream="url = \"$(sed -n 's/^LISTENING //p' "$work/fixture.out")\"" ;;
+        start_http_fixture "$work/fixture.out"
+        upstream="url = \"$fixture_url\"" ;;
     *) echo "leg must be stdio or http" >&2; exit 1 ;;
 esac
 cat >"$work/toolgate.toml" <<EOF

@@ -27,24 +27,6 @@ command -v perf >/dev/null || { echo "perf is not installed (apt-get install lin
 export TOOLGATE_METRICS__ENABLED=false TOOLGATE_LOG="warn,toolgate=info"
 source "$(dirname "${BASH_SOURCE[0]}")/leg.sh"
 
-# Starts toolgate (under the given wrapper, if any); sets $gate_pid and $url.
-start_toolgate() {
-    local log="$1"
-    shift
-    "$@" "$bin/toolgate" serve --config "$work/toolgate.toml" 2>"$log" &
-    gate_pid=$!
-    pids+=("$gate_pid")
-    url=""
-    for _ in $(seq 600); do grep -qs "listening on" "$log" && break; sleep 0.1; done
-    url="$(sed -n 's/.*listening on //p' "$log" | head -n1)"
-    [[ -n "$url" ]] || { cat "$log" >&2; exit 1; }
-}
-
-stop_toolgate() {
-    kill "$gate_pid" 2>/dev/null || true
-    wait "$gate_pid" 2>/dev/null || true
-}
-
 per_call() { awk -v n="$1" -v d="$calls" 'BEGIN { printf "%.2f", n / d }'; }
 
 echo "leg $leg, $calls verified calls at concurrency $conc (toolgate $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'), load $(cut -d' ' -f1 /proc/loadavg))"

@@ -39,17 +39,9 @@ measure() {
 }
 
 echo "leg $leg, $calls verified calls at concurrency $conc (toolgate $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'), load $(cut -d' ' -f1 /proc/loadavg))"
-"$bin/toolgate" serve --config "$work/toolgate.toml" 2>"$work/toolgate.err" &
-gate_pid=$!
-pids+=("$gate_pid")
-for _ in $(seq 600); do grep -qs "listening on" "$work/toolgate.err" && break; sleep 0.1; done
-url="$(sed -n 's/.*listening on //p' "$work/toolgate.err" | head -n1)"
-[[ -n "$url" ]] || { cat "$work/toolgate.err" >&2; exit 1; }
+start_toolgate "$work/toolgate.err"
 measure "toolgate ($leg upstream)" "$gate_pid" "$url" gate
-kill "$gate_pid" 2>/dev/null || true
+stop_toolgate
 
-"$bin/toolgate-fixture" --http 127.0.0.1:0 >"$work/direct.out" 2>/dev/null &
-direct_pid=$!
-pids+=("$direct_pid")
-for _ in $(seq 100); do grep -q LISTENING "$work/direct.out" && break; sleep 0.1; done
-measure "fixture served directly (HTTP)" "$direct_pid" "$(sed -n 's/^LISTENING //p' "$work/direct.out")"
+start_http_fixture "$work/direct.out"
+measure "fixture served directly (HTTP)" "$fixture_pid" "$fixture_url"
