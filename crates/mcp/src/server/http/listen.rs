@@ -35,7 +35,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -182,9 +182,16 @@ async fn serve_connection(tcp: TcpStream, app: Router, options: &ListenOptions, 
     let builder = auto::Builder::new(TokioExecutor::new());
     let connection = builder.serve_connection(io, service);
     tokio::pin!(connection);
+    // One timer for the connection's life, never further away than the
+    // shortest limit: whatever a request or a read changes, no deadline can
+    // come before it, so it is looked at only when the timer fires (see
+    // `Activity::next_check`). Re-arming a timer on every request and its
+    // end cost each call two timer registrations and two more polls of the
+    // connection.
+    let check = tokio::time::sleep_until(activity.next_check(options));
+    tokio::pin!(check);
     let mut graceful = false;
     loop {
-        let deadline = activity.deadline(options);
         tokio::select! {
             served = connection.as_mut() => {
                 if let Err(e) = served {
@@ -196,16 +203,14 @@ async fn serve_connection(tcp: TcpStream, app: Router, options: &ListenOptions, 
                 graceful = true;
                 connection.as_mut().graceful_shutdown();
             }
-            // The state changed (a request began or ended, a head began to
-            // arrive): which clock runs, and when it ends, may have changed.
-            () = activity.changed.notified() => {}
-            () = tokio::time::sleep_until(deadline) => {
+            () = check.as_mut() => {
                 if let Some(why) = activity.expired(options) {
                     // No request is in progress: dropping the connection
                     // loses nothing but the client's place.
                     tracing::debug!(why, "closing a connection");
                     return;
                 }
+                check.as_mut().reset(activity.next_check(options));
             }
         }
     }
@@ -228,10 +233,6 @@ struct Activity {
     h2: AtomicBool,
     /// Whether the first read was seen.
     first_read: AtomicBool,
-    /// Signalled when the clock that runs may change (a request began or
-    /// ended, a request head began), so the connection's deadline is
-    /// computed again rather than waiting for the old one.
-    changed: Notify,
 }
 
 impl Activity {
@@ -244,7 +245,6 @@ impl Activity {
             head_at: AtomicU64::new(0),
             h2: AtomicBool::new(false),
             first_read: AtomicBool::new(false),
-            changed: Notify::new(),
         }
     }
 
@@ -263,18 +263,21 @@ impl Activity {
         }
         if self.in_flight.load(Ordering::Acquire) == 0 && self.head_at.load(Ordering::Relaxed) == 0 {
             self.head_at.store(self.now_ms() + 1, Ordering::Relaxed);
-            self.changed.notify_one();
         }
     }
 
-    /// When to look again: the earliest moment the connection could be
-    /// found idle or stuck.
-    fn deadline(&self, options: &ListenOptions) -> Instant {
+    /// When to look again: the moment the connection could be found idle
+    /// or stuck, but no later than the shortest limit from now. A request
+    /// head or the end of a request moves the deadline, never to before
+    /// that bound (a head's clock starts now and is at least the shortest
+    /// limit), so a timer armed here fires no later than any deadline.
+    fn next_check(&self, options: &ListenOptions) -> Instant {
+        let bound = Instant::now() + options.header_read_timeout.min(options.keep_alive_timeout);
         if self.in_flight.load(Ordering::Acquire) > 0 {
-            return Instant::now() + options.header_read_timeout.min(options.keep_alive_timeout);
+            return bound;
         }
         let (from, limit) = self.clock(options);
-        self.at(from) + limit
+        (self.at(from) + limit).min(bound)
     }
 
     /// Which clock runs while no request is in progress: the head's (from
@@ -318,7 +321,6 @@ impl Active {
     fn begin(activity: &Arc<Activity>) -> Self {
         activity.in_flight.fetch_add(1, Ordering::AcqRel);
         activity.head_at.store(0, Ordering::Relaxed);
-        activity.changed.notify_one();
         Active(activity.clone())
     }
 }
@@ -330,7 +332,6 @@ impl Drop for Active {
         if activity.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
             activity.idle_since.store(activity.now_ms(), Ordering::Relaxed);
             activity.head_at.store(0, Ordering::Relaxed);
-            activity.changed.notify_one();
         }
     }
 }
