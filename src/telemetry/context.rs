@@ -8,7 +8,7 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use serde_json::{Map, Value};
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-use crate::protocol::header::{TRACEPARENT, TRACESTATE};
+use crate::protocol::header::{TRACEPARENT_KEY as TRACEPARENT, TRACESTATE_KEY as TRACESTATE};
 use crate::server::TraceHeaders;
 
 /// A request's `_meta`, read as a carrier of trace context.

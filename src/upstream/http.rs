@@ -168,7 +168,7 @@ impl HttpTransport {
                 };
                 if let Some((parent, state)) = trace {
                     headers.insert(protocol::header::TRACEPARENT, parent);
-                    headers.extend(state.map(|s| (HeaderName::from_static(protocol::header::TRACESTATE), s)));
+                    headers.extend(state.map(|s| (protocol::header::TRACESTATE, s)));
                 }
                 let (response, lease) = plain.post(headers, body).await.map_err(|e| self.plain_error(e))?;
                 Posted::Plain(response, lease)

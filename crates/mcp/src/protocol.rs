@@ -97,15 +97,22 @@ pub mod method {
     pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 }
 
-/// HTTP header names of the Streamable HTTP transport.
+/// HTTP header names of the Streamable HTTP transport, as `HeaderName`s so
+/// that a lookup hashes the name without parsing it first (a `&str` key is
+/// validated and lowercased on every use).
 pub mod header {
-    pub const SESSION_ID: &str = "mcp-session-id";
-    pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
-    pub const LAST_EVENT_ID: &str = "last-event-id";
+    use http::HeaderName;
+
+    pub const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+    pub const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+    pub const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
     /// W3C Trace Context: the caller's span (read from clients, sent upstream).
-    pub const TRACEPARENT: &str = "traceparent";
+    pub const TRACEPARENT: HeaderName = HeaderName::from_static(TRACEPARENT_KEY);
     /// W3C Trace Context: vendor trace state that goes with `traceparent`.
-    pub const TRACESTATE: &str = "tracestate";
+    pub const TRACESTATE: HeaderName = HeaderName::from_static(TRACESTATE_KEY);
+    /// The same names as text, as trace propagators and `_meta` spell them.
+    pub const TRACEPARENT_KEY: &str = "traceparent";
+    pub const TRACESTATE_KEY: &str = "tracestate";
 }
 
 #[cfg(test)]

@@ -66,7 +66,7 @@ pub fn request_headers(
 ) -> Vec<(HeaderName, HeaderValue)> {
     let mut out = Vec::with_capacity(4);
     if let Some(v) = constant_value(version) {
-        out.push((HeaderName::from_static(protocol::header::PROTOCOL_VERSION), v));
+        out.push((protocol::header::PROTOCOL_VERSION, v));
     }
     if let Some(v) = method_value(request_method) {
         out.push((HeaderName::from_static(header::METHOD), v));

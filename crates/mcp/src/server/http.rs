@@ -220,16 +220,35 @@ fn check_version_header(headers: &HeaderMap) -> Result<(), Reject> {
     }
 }
 
-/// Whether an `Accept` header admits `wanted` (`type/subtype`). Runs on
-/// every POST, so it compares in place instead of lowercasing copies.
+/// Whether an `Accept` header admits `wanted` (`type/subtype`).
 fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
-    let (kind, _) = wanted.split_once('/').unwrap_or((wanted, ""));
-    headers.get_all(header::ACCEPT).iter().flat_map(|v| v.as_bytes().split(|&b| b == b',')).any(|item| {
-        let media = item.split(|&b| b == b';').next().unwrap_or_default().trim_ascii();
-        media.eq_ignore_ascii_case(wanted.as_bytes())
-            || media == b"*/*"
-            || media.strip_suffix(b"/*").is_some_and(|k| k.eq_ignore_ascii_case(kind.as_bytes()))
-    })
+    accepts_all(headers, &[wanted])
+}
+
+/// Whether an `Accept` header admits every type in `wanted` (at most 8).
+/// Runs on every POST, so it reads the header once and compares in place
+/// instead of lowercasing copies.
+fn accepts_all(headers: &HeaderMap, wanted: &[&str]) -> bool {
+    let all = (1u8 << wanted.len().min(8)) - 1;
+    let mut seen = 0u8;
+    for value in headers.get_all(header::ACCEPT) {
+        for item in value.as_bytes().split(|&b| b == b',') {
+            let media = item.split(|&b| b == b';').next().unwrap_or_default().trim_ascii();
+            for (i, w) in wanted.iter().take(8).enumerate() {
+                let kind = w.split_once('/').map_or(*w, |(k, _)| k);
+                if media.eq_ignore_ascii_case(w.as_bytes())
+                    || media == b"*/*"
+                    || media.strip_suffix(b"/*").is_some_and(|k| k.eq_ignore_ascii_case(kind.as_bytes()))
+                {
+                    seen |= 1 << i;
+                }
+            }
+            if seen == all {
+                return true;
+            }
+        }
+    }
+    seen == all
 }
 
 trait EmptyResponse {

@@ -53,10 +53,10 @@ pub(super) enum Era {
 
 /// Decides the era of a POSTed body (see the module doc).
 pub(super) fn classify(body: Result<Body, DecodeError>, headers: &HeaderMap) -> Era {
-    let header = headers
-        .get(protocol::header::PROTOCOL_VERSION)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).trim_matches([' ', '\t']).to_owned());
-    let modern_header = header.as_deref().is_some_and(|h| !modern::is_handshake_version(h));
+    // Borrowed: a valid header is not copied on every POST.
+    let raw = headers.get(protocol::header::PROTOCOL_VERSION).map(|v| String::from_utf8_lossy(v.as_bytes()));
+    let header = raw.as_deref().map(|v| v.trim_matches([' ', '\t']));
+    let modern_header = header.is_some_and(|h| !modern::is_handshake_version(h));
     let single = match body {
         Ok(Body::Batch(items)) => {
             let claims = items.iter().any(|item| match item {
@@ -81,7 +81,7 @@ pub(super) fn classify(body: Result<Body, DecodeError>, headers: &HeaderMap) -> 
         Message::Request(r) if r.method == method::INITIALIZE && modern_header => {
             let e = modern::header_mismatch(
                 "MCP-Protocol-Version",
-                header.as_deref(),
+                header,
                 "a handshake revision (initialize is not part of the 2026-07-28 revision)",
             );
             Era::Answered(error(StatusCode::BAD_REQUEST, Some(r.id), e))

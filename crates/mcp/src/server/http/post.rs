@@ -6,7 +6,7 @@ use axum::extract::Request;
 use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
 
-use super::{EmptyResponse, HttpState, accepts, check_version_header, reply, session_id, stream};
+use super::{EmptyResponse, HttpState, accepts_all, check_version_header, reply, session_id, stream};
 use crate::jsonrpc::{Body, Message, Response as RpcResponse, codes};
 use crate::protocol::{self, method};
 use crate::server::caller::Caller;
@@ -24,7 +24,7 @@ const STREAM_GRACE: std::time::Duration = std::time::Duration::from_millis(50);
 pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, caller: Caller) -> Response {
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
-    if !(accepts(headers, "application/json") && accepts(headers, "text/event-stream")) {
+    if !accepts_all(headers, &["application/json", "text/event-stream"]) {
         return reply::error(
             StatusCode::NOT_ACCEPTABLE,
             codes::SERVER_ERROR,

@@ -1,6 +1,6 @@
 use http::{HeaderMap, HeaderValue, header};
 
-use super::accepts;
+use super::{accepts, accepts_all};
 
 fn accept(values: &[&str]) -> HeaderMap {
     let mut headers = HeaderMap::new();
@@ -20,4 +20,16 @@ fn accept_lists_are_matched_by_media_type_case_insensitively() {
     assert!(accepts(&accept(&["*/*"]), "application/json"));
     assert!(!accepts(&accept(&["application/jsonl"]), "application/json"));
     assert!(!accepts(&HeaderMap::new(), "application/json"));
+}
+
+#[test]
+fn a_post_needs_both_types_in_one_or_several_accept_lines() {
+    let both = ["application/json", "text/event-stream"];
+    assert!(accepts_all(&accept(&["application/json, text/event-stream"]), &both));
+    assert!(accepts_all(&accept(&["text/event-stream", "APPLICATION/json;q=1"]), &both), "over two lines");
+    assert!(accepts_all(&accept(&["*/*"]), &both));
+    assert!(accepts_all(&accept(&["application/*, text/*"]), &both));
+    assert!(!accepts_all(&accept(&["application/json"]), &both));
+    assert!(!accepts_all(&accept(&["text/event-stream, application/*json"]), &both));
+    assert!(!accepts_all(&HeaderMap::new(), &both));
 }
