@@ -225,16 +225,18 @@ fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
     accepts_all(headers, &[wanted])
 }
 
-/// Whether an `Accept` header admits every type in `wanted` (at most 8).
-/// Runs on every POST, so it reads the header once and compares in place
-/// instead of lowercasing copies.
+/// Whether an `Accept` header admits every type in `wanted` (the first 32
+/// count). Runs on every POST, so it reads the header once and compares in
+/// place instead of lowercasing copies.
 fn accepts_all(headers: &HeaderMap, wanted: &[&str]) -> bool {
-    let all = (1u8 << wanted.len().min(8)) - 1;
-    let mut seen = 0u8;
+    let wanted = &wanted[..wanted.len().min(32)];
+    // One bit per wanted type; none wanted: every header admits them.
+    let all = u32::MAX.checked_shr(32 - wanted.len() as u32).unwrap_or(0);
+    let mut seen = 0u32;
     for value in headers.get_all(header::ACCEPT) {
         for item in value.as_bytes().split(|&b| b == b',') {
             let media = item.split(|&b| b == b';').next().unwrap_or_default().trim_ascii();
-            for (i, w) in wanted.iter().take(8).enumerate() {
+            for (i, w) in wanted.iter().enumerate() {
                 let kind = w.split_once('/').map_or(*w, |(k, _)| k);
                 if media.eq_ignore_ascii_case(w.as_bytes())
                     || media == b"*/*"

@@ -32,4 +32,7 @@ fn a_post_needs_both_types_in_one_or_several_accept_lines() {
     assert!(!accepts_all(&accept(&["application/json"]), &both));
     assert!(!accepts_all(&accept(&["text/event-stream, application/*json"]), &both));
     assert!(!accepts_all(&HeaderMap::new(), &both));
+    assert!(accepts_all(&HeaderMap::new(), &[]), "nothing wanted");
+    let many = ["text/event-stream"; 40];
+    assert!(accepts_all(&accept(&["text/event-stream"]), &many), "more types than bits");
 }
