@@ -29,6 +29,7 @@ use tracing_subscriber::EnvFilter;
 
 use crate::config::TracingConfig;
 use crate::jsonrpc::Message;
+use crate::protocol::header;
 use crate::server::TraceHeaders;
 
 /// Why logging or tracing could not start.
@@ -132,7 +133,7 @@ pub fn inject(span: &tracing::Span, params: Option<Value>) -> Option<Value> {
 pub fn trace_headers(message: &Message) -> Option<(HeaderValue, Option<HeaderValue>)> {
     let Message::Request(request) = message else { return None };
     let meta = request.params.as_ref()?.get("_meta")?;
-    let parent = HeaderValue::from_str(meta.get("traceparent")?.as_str()?).ok()?;
-    let state = meta.get("tracestate").and_then(Value::as_str).and_then(|s| HeaderValue::from_str(s).ok());
+    let parent = HeaderValue::from_str(meta.get(header::TRACEPARENT_KEY)?.as_str()?).ok()?;
+    let state = meta.get(header::TRACESTATE_KEY).and_then(Value::as_str).and_then(|s| HeaderValue::from_str(s).ok());
     Some((parent, state))
 }

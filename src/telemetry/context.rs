@@ -8,7 +8,7 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use serde_json::{Map, Value};
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-use crate::protocol::header::{TRACEPARENT_KEY as TRACEPARENT, TRACESTATE_KEY as TRACESTATE};
+use crate::protocol::header::{TRACEPARENT_KEY, TRACESTATE_KEY};
 use crate::server::TraceHeaders;
 
 /// A request's `_meta`, read as a carrier of trace context.
@@ -30,14 +30,14 @@ struct HeaderExtractor<'a>(&'a TraceHeaders);
 impl Extractor for HeaderExtractor<'_> {
     fn get(&self, key: &str) -> Option<&str> {
         match key {
-            TRACEPARENT => self.0.traceparent.to_str().ok(),
-            TRACESTATE => self.0.tracestate.as_ref()?.to_str().ok(),
+            TRACEPARENT_KEY => self.0.traceparent.to_str().ok(),
+            TRACESTATE_KEY => self.0.tracestate.as_ref()?.to_str().ok(),
             _ => None,
         }
     }
 
     fn keys(&self) -> Vec<&str> {
-        vec![TRACEPARENT, TRACESTATE]
+        vec![TRACEPARENT_KEY, TRACESTATE_KEY]
     }
 }
 
@@ -61,7 +61,7 @@ pub fn link_to_client(span: &tracing::Span, params: Option<&Value>, remote: Opti
     let meta = params
         .and_then(|p| p.get("_meta"))
         .and_then(Value::as_object)
-        .filter(|m| m.get(TRACEPARENT).is_some_and(Value::is_string));
+        .filter(|m| m.get(TRACEPARENT_KEY).is_some_and(Value::is_string));
     let cx = match (meta, remote) {
         (Some(meta), _) => propagator.extract(&MetaExtractor(meta)),
         (None, Some(headers)) => propagator.extract(&HeaderExtractor(headers)),
