@@ -66,7 +66,8 @@ pub struct ToolEntry {
 #[derive(Debug, Clone)]
 pub struct Catalog {
     entries: Vec<Arc<ToolEntry>>,
-    index: HashMap<String, usize>,
+    /// foldhash: looked up on every call (see Cargo.toml).
+    index: foldhash::HashMap<String, usize>,
     list_result: Value,
     list_result_raw: Arc<RawValue>,
     /// Every tool in its renamed upstream form, made on first use (only a

@@ -8,7 +8,8 @@
 //! view answers (the disclosure layer's rendered descriptions) are keyed by
 //! it, so one client's answer is never served to a client whose view differs.
 
-use std::collections::HashMap;
+// foldhash: these maps are looked up on every call (see Cargo.toml).
+use foldhash::{HashMap, HashMapExt as _};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 

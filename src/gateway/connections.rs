@@ -49,7 +49,7 @@ impl Connections for CallConnections<'_> {
             CallConnections::Shared(up) => match up.control() {
                 Some(peer) => Ok(peer),
                 // The connection this call just used is being replaced.
-                None if fresh => up.fresh_control(up.config.timeout).await,
+                None if fresh => Box::pin(up.fresh_control(up.config.timeout)).await,
                 None => Err(up.unavailable()),
             },
             CallConnections::PerSession { gateway, session, index } => {
@@ -92,8 +92,24 @@ async fn session_connection(
     if let Some(peer) = slot.as_ref().filter(|p| !p.is_closed()) {
         return Ok(peer.clone());
     }
+    // Boxed: opening is rare, and inline its state (the handshake's) would
+    // size the future of every call that goes through here.
+    let peer = Box::pin(open_session_connection(gateway, session, index, &up, slot.is_some())).await?;
+    *slot = Some(peer.clone());
+    Ok(peer)
+}
+
+/// Opens the session's own connection to upstream `up` (`restart`: its
+/// last one closed under it).
+async fn open_session_connection(
+    gateway: &Arc<Gateway>,
+    session: &Arc<GwSession>,
+    index: usize,
+    up: &Arc<UpstreamHandle>,
+    restart: bool,
+) -> Result<Arc<Peer>, UpstreamError> {
     // The session's own connection closed under it (a crashed child): this is a restart.
-    if slot.is_some() {
+    if restart {
         gateway.metrics().upstream_restarted(index);
     }
     if session.closed().is_cancelled() {
@@ -136,7 +152,6 @@ async fn session_connection(
         let set = Call::new(method::LOGGING_SET_LEVEL, Some(json!({"level": level})));
         let _ = upstream::service::call_on(peer.clone(), up.config.timeout, set).await;
     }
-    *slot = Some(peer.clone());
     Ok(peer)
 }
 

@@ -225,7 +225,9 @@ impl Forwarder {
         // carrying toolgate's own requestState only ever reaches its held call.
         let translated = sessionless && (!modern_upstream || cx.gateway.mrtr().is_own_state(params.as_ref()));
         let result = if translated {
-            cx.gateway.mrtr().call(cx, index, method, params).instrument(span).await
+            // Boxed, as below: a held call's state would otherwise size every
+            // forwarded call's future.
+            Box::pin(cx.gateway.mrtr().call(cx, index, method, params)).instrument(span).await
         } else {
             let route = events::SessionRoute::new(cx.gateway, cx.session, cx.ctx);
             let mut call = Call::new(method, params).routed(Arc::new(route)).cancelled_by(cx.ctx.cancel.clone());
@@ -352,7 +354,8 @@ impl Forwarder {
         if let Some(&index) = candidates.first()
             && super::listeners::is_modern(&cx.gateway.upstreams()[index])
         {
-            return super::listeners::modern_subscription(cx, index, &uri, subscribe).await;
+            // Boxed: rare, and its state would size every forwarded request's future.
+            return Box::pin(super::listeners::modern_subscription(cx, index, &uri, subscribe)).await;
         }
         let shared = candidates.first().is_some_and(|&i| cx.gateway.upstreams()[i].is_shared());
         if !subscribe && shared {

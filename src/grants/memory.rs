@@ -25,7 +25,8 @@ struct Grant {
 /// Grants by (scope, tool), each lasting `ttl` from its grant or last use.
 pub struct MemoryStore {
     ttl: Duration,
-    grants: moka::sync::Cache<(Scope, Box<str>), Grant>,
+    /// foldhash: looked up on every call of a progressive tool.
+    grants: moka::sync::Cache<(Scope, Box<str>), Grant, foldhash::fast::RandomState>,
 }
 
 impl MemoryStore {
@@ -36,7 +37,10 @@ impl MemoryStore {
 
     /// An empty store of at most `capacity` grants.
     pub fn with_capacity(ttl: Duration, capacity: u64) -> Self {
-        let grants = moka::sync::Cache::builder().max_capacity(capacity).time_to_live(ttl).build();
+        let grants = moka::sync::Cache::builder()
+            .max_capacity(capacity)
+            .time_to_live(ttl)
+            .build_with_hasher(foldhash::fast::RandomState::default());
         Self { ttl, grants }
     }
 

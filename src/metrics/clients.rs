@@ -3,7 +3,8 @@
 //! at most [`MAX_CLIENTS`] names get series of their own; later ones are
 //! counted as `other`.
 
-use std::collections::HashMap;
+// foldhash: these maps are looked up on every call (see Cargo.toml).
+use foldhash::{HashMap, HashMapExt as _};
 use std::sync::Arc;
 
 use parking_lot::RwLock;

@@ -68,7 +68,7 @@ struct Inner {
     inbox: Weak<dyn Inbox>,
     /// The response streams of modern requests being read, by call: closing
     /// one is how a modern upstream hears of a cancellation.
-    modern_streams: Mutex<std::collections::HashMap<u64, CancellationToken>>,
+    modern_streams: Mutex<foldhash::HashMap<u64, CancellationToken>>,
 }
 
 /// The extra headers of a modern request (`None`: a handshake-era one).
@@ -96,7 +96,7 @@ impl HttpTransport {
             version: OnceLock::new(),
             stop: CancellationToken::new(),
             inbox,
-            modern_streams: Mutex::new(std::collections::HashMap::new()),
+            modern_streams: Mutex::new(foldhash::HashMap::default()),
         }))
     }
 

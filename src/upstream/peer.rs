@@ -3,7 +3,8 @@
 //! wire is a [`Transport`]; timeouts, cancellation and retries are layers
 //! around [`Peer::call`] (see `service.rs`), not part of it.
 
-use std::collections::HashMap;
+// foldhash: these maps are looked up on every call (see Cargo.toml).
+use foldhash::{HashMap, HashMapExt as _};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 

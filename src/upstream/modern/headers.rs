@@ -4,7 +4,8 @@
 //! `x-mcp-header` (the annotation and value rules are
 //! [`toolgate_mcp::protocol::modern::params`], re-exported here).
 
-use std::collections::HashMap;
+// foldhash: these maps are looked up on every call (see Cargo.toml).
+use foldhash::{HashMap, HashMapExt as _};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;

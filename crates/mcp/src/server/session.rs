@@ -1,7 +1,8 @@
 //! A downstream session: what one MCP client negotiated, its open streams,
 //! the requests it has in flight, and the requests toolgate has sent it.
 
-use std::collections::HashMap;
+// foldhash: these maps are looked up on every call (see Cargo.toml).
+use foldhash::{HashMap, HashMapExt as _};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 

@@ -25,7 +25,8 @@ use super::session::Session;
 
 /// The live sessions of one server.
 pub struct SessionStore<S: Send + Sync + 'static> {
-    cache: Cache<Arc<str>, Arc<Session<S>>>,
+    /// foldhash: looked up on every request (see the workspace Cargo.toml).
+    cache: Cache<Arc<str>, Arc<Session<S>>, foldhash::fast::RandomState>,
     idle: Duration,
     limits: Limits,
     /// Live sessions plus places reserved for sessions being created.
@@ -104,7 +105,7 @@ impl<S: Send + Sync + 'static> SessionStore<S> {
                 // The receiver lives as long as the server; nothing to do if it is gone.
                 let _ = tx.send(session);
             })
-            .build();
+            .build_with_hasher(foldhash::fast::RandomState::default());
         (Self { cache, idle, limits, live }, rx)
     }
 
