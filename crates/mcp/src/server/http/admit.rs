@@ -33,7 +33,10 @@ impl fmt::Debug for dyn Admit {
 /// Runs `admit` (if any) on a request's headers, after marking its
 /// credentials sensitive.
 pub(super) async fn admit(hook: Option<&dyn Admit>, headers: &mut HeaderMap) -> Result<Caller, Response> {
-    if let Entry::Occupied(mut values) = headers.entry(AUTHORIZATION) {
+    // Looked up first: `entry` makes room for the header even when it is absent.
+    if headers.contains_key(AUTHORIZATION)
+        && let Entry::Occupied(mut values) = headers.entry(AUTHORIZATION)
+    {
         values.iter_mut().for_each(|v| v.set_sensitive(true));
     }
     match hook {

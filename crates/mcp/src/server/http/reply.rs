@@ -42,14 +42,31 @@ pub fn error(status: StatusCode, code: i64, message: &str) -> Response {
     json(status, &body)
 }
 
+/// Prepared results up to this many bytes are copied into one buffer with
+/// their envelope: for a typical proxied result that costs less than the
+/// three allocations of holding on to it (its owner, the chunk list, the
+/// body of chunks).
+const COPIED_RESULT: usize = 4096;
+
 /// The response to request `id` whose result is already JSON text (a
 /// prepared `tools/list`, a cached description, a proxied result): the
-/// envelope around it is written, the result itself is sent from where it
+/// envelope around it is written, and a large result is sent from where it
 /// is held, without being copied into a new buffer.
 pub fn prepared(id: &Id, result: Arc<RawValue>) -> Response {
-    let head = Bytes::from(format!(r#"{{"jsonrpc":"2.0","id":{},"result":"#, id.as_json()));
-    let chunks = VecDeque::from([head, Bytes::from_owner(Held(result)), Bytes::from_static(b"}")]);
-    let mut r = Response::new(Body::new(Chunks(chunks)));
+    const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &str = r#","result":"#;
+    let (id, text) = (id.as_json(), result.get());
+    let body = if text.len() <= COPIED_RESULT {
+        let mut bytes = Vec::with_capacity(HEAD.len() + id.len() + RESULT.len() + text.len() + 1);
+        for part in [HEAD, id, RESULT, text, "}"] {
+            bytes.extend_from_slice(part.as_bytes());
+        }
+        Body::from(bytes)
+    } else {
+        let head = Bytes::from([HEAD, id, RESULT].concat());
+        Body::new(Chunks(VecDeque::from([head, Bytes::from_owner(Held(result)), Bytes::from_static(b"}")])))
+    };
+    let mut r = Response::new(body);
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
 }
@@ -87,16 +104,24 @@ impl http_body::Body for Chunks {
 mod tests {
     use super::*;
 
+    /// Both ways of sending a prepared result (copied when small, held when
+    /// large) give the JSON a serialized answer would, with its exact length.
     #[tokio::test]
     async fn a_prepared_answer_is_the_same_json_as_a_serialized_one() {
-        let result: Arc<RawValue> =
-            serde_json::value::to_raw_value(&serde_json::json!({"tools": [{"name": "a"}]})).unwrap().into();
-        let id = Id::string("x-1");
-        let response = prepared(&id, result.clone());
-        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
-        let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
-        let serialized =
-            Message::Response(RpcResponse { id: Some(id), outcome: crate::jsonrpc::Outcome::Prepared(result) });
-        assert_eq!(std::str::from_utf8(&body).unwrap(), serialized.encode());
+        let large = "x".repeat(COPIED_RESULT);
+        for (result, id) in [
+            (serde_json::json!({"tools": [{"name": "a"}]}), Id::string("x-1")),
+            (serde_json::json!({"content": [{"type": "text", "text": large}]}), Id::number(7)),
+        ] {
+            let result: Arc<RawValue> = serde_json::value::to_raw_value(&result).unwrap().into();
+            let response = prepared(&id, result.clone());
+            assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
+            let exact = http_body::Body::size_hint(response.body()).exact();
+            let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+            let serialized =
+                Message::Response(RpcResponse { id: Some(id), outcome: crate::jsonrpc::Outcome::Prepared(result) });
+            assert_eq!(std::str::from_utf8(&body).unwrap(), serialized.encode());
+            assert_eq!(exact, Some(body.len() as u64));
+        }
     }
 }
