@@ -43,11 +43,12 @@ impl Admission {
 
 impl Admit for Admission {
     fn admit<'a>(&'a self, headers: &'a HeaderMap) -> BoxFuture<'a, Result<Caller, Response>> {
-        if !self.authenticator.load().is_enabled() {
+        // One snapshot decides and authenticates, even across a reload.
+        let authenticator = self.authenticator.load_full();
+        if !authenticator.is_enabled() {
             return Box::pin(std::future::ready(Ok(self.anonymous.clone())));
         }
         Box::pin(async move {
-            let authenticator = self.authenticator.load_full();
             match authenticator.authenticate_headers(headers).await {
                 Ok(principal) => Ok(caller(principal)),
                 Err(error) => Err(refusal(&authenticator, &error)),
