@@ -1,16 +1,20 @@
 //! One MCP session with an upstream: id allocation, the pending-call table,
-//! progress-token rewriting, and routing of what the upstream sends. The
-//! wire is a [`Transport`]; timeouts, cancellation and retries are layers
+//! progress-token rewriting, the deadline and cancellation of calls in
+//! flight (see [`watch`]), and routing of what the upstream sends. The wire
+//! is a [`Transport`]; the choice of connection and retries are layers
 //! around [`Peer::call`] (see `service.rs`), not part of it.
+
+mod watch;
 
 // foldhash: these maps are looked up on every call (see Cargo.toml).
 use foldhash::{HashMap, HashMapExt as _};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::error::{Cause, UpstreamError};
@@ -18,6 +22,9 @@ use super::modern::{ClientContext, UpstreamEra, envelope, headers};
 use super::transport::{Inbox, Transport};
 use crate::jsonrpc::{self, Id, Message, Notification, Outcome, Request, Response};
 use crate::protocol::{Version, method};
+#[cfg(test)]
+pub(crate) use watch::TICK;
+use watch::{GivenUp, Watch};
 
 /// What toolgate declares when it initializes an upstream session.
 #[derive(Debug, Clone)]
@@ -110,9 +117,10 @@ struct Pending {
     route: Option<Arc<dyn Route>>,
     /// The client's own progress token, replaced on this leg by the call's id.
     progress_token: Option<Value>,
-    /// Signalled on each progress notification: progress restarts the
-    /// call's timeout (a long job that reports progress is not hung).
-    progressed: Option<Arc<Notify>>,
+    /// The call's deadline and cancellation, for a call with a timeout.
+    watch: Option<Watch>,
+    /// A modern request: over HTTP, closing its stream is the cancellation.
+    modern: bool,
 }
 
 /// One upstream call: what to send, where its related traffic goes, and
@@ -125,11 +133,13 @@ pub struct Call {
     pub params: Option<Value>,
     /// Where progress, logs and server-to-client requests about this call go.
     pub route: Option<Arc<dyn Route>>,
-    /// Fires when the client cancels the request.
+    /// Fires when the client cancels the request (watched, with the
+    /// deadline, for a call with a timeout).
     pub cancel: CancellationToken,
-    /// Signalled on each progress notification of the call (the deadline
-    /// layer restarts its clock: a long job that reports progress is not hung).
-    pub(crate) progress: Option<Arc<Notify>>,
+    /// Give the call up when this passes without an answer (each progress
+    /// notification restarts it) or when `cancel` fires; `None`: the call
+    /// ends only when answered or dropped. Set by the deadline layer.
+    pub(crate) timeout: Option<Duration>,
     /// What the layers around this attempt share with the peer: why it was
     /// given up, and the request handed back for a retry.
     pub(crate) shared: Arc<Shared>,
@@ -186,7 +196,7 @@ impl Resend {
             client: self.client,
             downstream_modern: self.downstream_modern,
             probe: self.probe,
-            progress: None,
+            timeout: None,
             shared,
             attempt,
             hand_back: self.hand_back,
@@ -194,12 +204,17 @@ impl Resend {
     }
 
     /// The next attempt at the same request (one the peer handed back
-    /// because the upstream never saw it), with a fresh progress signal. It
+    /// because the upstream never saw it), with a deadline of its own. It
     /// hands its request back to the same place (the first attempt ended
     /// without being given up).
     pub(crate) fn with(self, method: String, params: Option<Value>) -> Call {
         let (shared, attempt) = (self.shared.clone(), self.attempt + 1);
         self.call(method, params, shared, attempt)
+    }
+
+    /// Fires when the client cancels the request.
+    pub(crate) fn cancel(&self) -> &CancellationToken {
+        &self.cancel
     }
 
     /// The same call as a new request with `params` (the next round of a
@@ -220,7 +235,7 @@ impl Call {
             params,
             route: None,
             cancel: CancellationToken::new(),
-            progress: None,
+            timeout: None,
             shared: Arc::default(),
             attempt: 0,
             hand_back: false,
@@ -293,6 +308,8 @@ pub struct Peer {
     modern: OnceLock<ModernLeg>,
     closed: CancellationToken,
     close_reason: Mutex<Option<String>>,
+    /// Whether a ticker task watches the calls in flight (see [`watch`]).
+    ticking: AtomicBool,
     /// How long telling the upstream of an abandoned call may take, in
     /// milliseconds (the upstream's `cancel_timeout`).
     cancel_timeout_ms: AtomicU64,
@@ -322,6 +339,7 @@ impl Peer {
                 modern: OnceLock::new(),
                 closed: CancellationToken::new(),
                 close_reason: Mutex::new(None),
+                ticking: AtomicBool::new(false),
                 cancel_timeout_ms: AtomicU64::new(DEFAULT_CANCEL_TIMEOUT_MS),
             }
         })
@@ -396,13 +414,15 @@ impl Peer {
     }
 
     /// Calls upstream and waits for the outcome; related traffic goes to the
-    /// call's route. No timeout of its own: dropping the future gives the
-    /// call up, and the upstream hears `notifications/cancelled`.
+    /// call's route. A call with a `timeout` is given up when it passes
+    /// (restarted by progress) or when the client cancels it; dropping the
+    /// future gives any call up. Either way the upstream hears
+    /// `notifications/cancelled`.
     pub async fn call(self: &Arc<Self>, call: Call) -> Result<Outcome, UpstreamError> {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        let Call { method, mut params, route, progress, shared, client, probe, hand_back, .. } = call;
+        let Call { method, mut params, route, cancel, timeout, shared, client, probe, hand_back, .. } = call;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         // Tokens must be unique among all requests on this leg, and several
         // clients may share it: the call's own id is.
@@ -424,8 +444,14 @@ impl Peer {
             let forwarded = client.as_ref().map(|c| c.param_headers.as_slice()).unwrap_or_default();
             extra = headers::request_headers(version, &method, params.as_ref(), tool.as_deref(), forwarded);
         }
-        let (tx, rx) = oneshot::channel();
-        self.pending.lock().insert(id, Pending { tx, route, progress_token, progressed: progress });
+        let (tx, mut rx) = oneshot::channel();
+        let watch = timeout.map(|after| Watch::new(after, cancel));
+        let watched = watch.is_some();
+        let pending = Pending { tx, route, progress_token, watch, modern: modern.is_some() };
+        self.pending.lock().insert(id, pending);
+        if watched {
+            self.watch();
+        }
         let guard = Abandon { peer: self, id, reason: &shared.abandoned, modern: modern.is_some() };
         let request = Request { id: Id::number(id), method, params };
         // The envelope is written as the request is encoded (its params stay
@@ -434,17 +460,26 @@ impl Peer {
             .zip(self.modern.get())
             .map(|(version, leg)| envelope::encode(&request, version, &leg.capabilities, client.as_deref()));
         let request = Message::Request(request);
-        let sent = if modern.is_some() {
-            let text = stamped.unwrap_or_else(|| request.encode());
-            self.transport.request_modern(id, &request, text, &extra).await
-        } else {
-            self.transport.request(id, &request).await
+        let sent = async {
+            if modern.is_some() {
+                let text = stamped.unwrap_or_else(|| request.encode());
+                self.transport.request_modern(id, &request, text, &extra).await
+            } else {
+                self.transport.request(id, &request).await
+            }
         };
-        let outcome = match sent {
-            Err(e) => Err(e),
-            // The exchange carried the answer back itself.
-            Ok(Some(response)) => Ok(response.outcome),
-            Ok(None) => rx.await.unwrap_or_else(|_| Err(self.closed_error())),
+        let closed = |_| Err(self.closed_error());
+        let outcome = tokio::select! {
+            // The answer, or the watch giving the call up (then the
+            // exchange still under way is dropped).
+            biased;
+            answer = &mut rx => answer.unwrap_or_else(closed),
+            sent = sent => match sent {
+                Err(e) => Err(e),
+                // The exchange carried the answer back itself.
+                Ok(Some(response)) => Ok(response.outcome),
+                Ok(None) => rx.await.unwrap_or_else(closed),
+            },
         };
         guard.done();
         // The request goes back (moved, with the client's own progress
@@ -569,12 +604,14 @@ impl Peer {
             method::PROGRESS => {
                 let token = n.params.as_ref().and_then(|p| p.get("progressToken")).and_then(Value::as_u64);
                 let target = token.and_then(|t| {
-                    let pending = self.pending.lock();
-                    let p = pending.get(&t)?;
-                    if let Some(progressed) = &p.progressed {
-                        progressed.notify_one();
+                    let mut pending = self.pending.lock();
+                    let p = pending.get_mut(&t)?;
+                    // Only a call that asked for progress can be told about it.
+                    let original = p.progress_token.clone()?;
+                    if let Some(watch) = &mut p.watch {
+                        watch.restart();
                     }
-                    Some((p.route.clone()?, p.progress_token.clone()?))
+                    Some((p.route.clone()?, original))
                 });
                 match target {
                     Some((route, original)) => {
@@ -599,6 +636,87 @@ impl Peer {
             },
             _ => self.events.notification(self, n),
         }
+    }
+
+    // === calls given up ===
+
+    /// Whether a ticker watches the calls in flight.
+    #[cfg(test)]
+    pub(crate) fn is_watching(&self) -> bool {
+        self.ticking.load(Ordering::SeqCst)
+    }
+
+    /// Makes sure a ticker watches the calls in flight.
+    fn watch(&self) {
+        if !self.ticking.swap(true, Ordering::SeqCst) {
+            // The connection's, not the span of the call that started it.
+            let span = tracing::debug_span!(parent: None, "watch", upstream = %self.label);
+            crate::spawn(tracing::Instrument::instrument(watch::ticker(self.me.clone()), span));
+        }
+    }
+
+    /// Gives up the watched calls whose deadline passed by `now` or whose
+    /// client cancelled them. `false` once no call is watched: the ticker
+    /// ends.
+    fn sweep(self: &Arc<Self>, now: tokio::time::Instant) -> bool {
+        let (given_up, watching) = {
+            let mut pending = self.pending.lock();
+            let due: Vec<_> =
+                pending.iter().filter_map(|(&id, p)| Some((id, p.watch.as_ref()?.given_up(now)?))).collect();
+            let given_up: Vec<_> =
+                due.into_iter().filter_map(|(id, why)| Some((id, pending.remove(&id)?, why))).collect();
+            (given_up, pending.values().any(|p| p.watch.is_some()))
+        };
+        for (id, p, why) in given_up {
+            self.give_up(id, p, why);
+        }
+        if watching {
+            return true;
+        }
+        self.ticking.store(false, Ordering::SeqCst);
+        // A call that came in meanwhile either saw `ticking` still set (then
+        // it is in the table by now, and this ticker goes on) or started a
+        // ticker of its own.
+        self.pending.lock().values().any(|p| p.watch.is_some()) && !self.ticking.swap(true, Ordering::SeqCst)
+    }
+
+    /// Ends call `id`, which the watch gave up (out of the pending table):
+    /// it fails, and the upstream is told why.
+    fn give_up(self: &Arc<Self>, id: u64, p: Pending, why: GivenUp) {
+        let error = match why {
+            GivenUp::TimedOut(after) => UpstreamError::Timeout { upstream: self.label.clone(), after },
+            GivenUp::Cancelled => UpstreamError::Cancelled,
+        };
+        let _ = p.tx.send(Err(error));
+        self.tell_abandoned(id, why.reason(), p.modern);
+    }
+
+    /// Tells the upstream that toolgate gave up call `id` (already out of the
+    /// pending table).
+    fn tell_abandoned(self: &Arc<Self>, id: u64, reason: &'static str, modern: bool) {
+        if self.is_closed() {
+            return;
+        }
+        if modern && self.transport.carries_headers() {
+            self.transport.abandon(id);
+            return;
+        }
+        // An unanswered era probe: the connection is about to initialize (or
+        // restart); a cancellation before `initialize` would only confuse it.
+        if modern && self.modern().is_none() {
+            return;
+        }
+        let peer = self.clone();
+        // The caller cannot wait: the notification goes out on its own
+        // task, with a time limit of its own (an upstream that stops
+        // reading its input must not hold the task).
+        crate::spawn(async move {
+            let cancel = peer.notify(method::CANCELLED, Some(json!({"requestId": id, "reason": reason})));
+            let bound = std::time::Duration::from_millis(peer.cancel_timeout_ms.load(Ordering::Relaxed));
+            if tokio::time::timeout(bound, cancel).await.is_err() {
+                tracing::debug!(upstream = %peer.label(), "telling the upstream of a cancellation timed out");
+            }
+        });
     }
 
     /// The route of the call `related` names, or for a single-session
@@ -647,30 +765,11 @@ impl Abandon<'_> {
 
 impl Drop for Abandon<'_> {
     fn drop(&mut self) {
-        if self.peer.pending.lock().remove(&self.id).is_none() || self.peer.is_closed() {
-            return;
-        }
-        if self.modern && self.peer.transport.carries_headers() {
-            self.peer.transport.abandon(self.id);
-            return;
-        }
-        // An unanswered era probe: the connection is about to initialize (or
-        // restart); a cancellation before `initialize` would only confuse it.
-        if self.modern && self.peer.modern().is_none() {
+        if self.peer.pending.lock().remove(&self.id).is_none() {
             return;
         }
         let reason = self.reason.get().copied().unwrap_or("abandoned by toolgate");
-        let (peer, id) = (self.peer.clone(), self.id);
-        // Drop cannot wait: the notification goes out on its own task, with
-        // a time limit of its own (an upstream that stops reading its input
-        // must not hold the task).
-        crate::spawn(async move {
-            let cancel = peer.notify(method::CANCELLED, Some(json!({"requestId": id, "reason": reason})));
-            let bound = std::time::Duration::from_millis(peer.cancel_timeout_ms.load(Ordering::Relaxed));
-            if tokio::time::timeout(bound, cancel).await.is_err() {
-                tracing::debug!(upstream = %peer.label(), "telling the upstream of a cancellation timed out");
-            }
-        });
+        self.peer.tell_abandoned(self.id, reason, self.modern);
     }
 }
 

@@ -8,9 +8,9 @@
 //!   upstream never saw it (it forgot the session: HTTP 404);
 //! - [`Connect`] picks the connection (a session's own, or the shared one)
 //!   from a [`Connections`];
-//! - [`Deadline`] gives the call up when the upstream's `timeout` passes
-//!   without an answer (each progress notification restarts the clock) or
-//!   when the client cancels it;
+//! - [`Deadline`] gives the call the upstream's `timeout`: the peer gives it
+//!   up when that passes without an answer (each progress notification
+//!   restarts the clock) or when the client cancels it;
 //! - [`OnPeer`] is the call itself ([`Peer::call`]).
 //!
 //! Each layer is a [`Step`] wrapping the next, composed by [`stack`]. They
@@ -21,11 +21,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Notify;
-
 use super::error::UpstreamError;
 use super::peer::{Call, Peer};
-use crate::jsonrpc::{self, Outcome};
+use crate::jsonrpc::Outcome;
 
 /// Where a call's connection comes from: a downstream session's own upstream
 /// session (opened on first use), or the upstream's shared connection.
@@ -129,45 +127,18 @@ impl<C: Connections, S: Step<(Arc<Peer>, Call)>> Step<Call> for Connect<C, S> {
 // === Deadline ===
 
 /// Gives a call up after the upstream's timeout (restarted by progress) or
-/// when the client cancels it.
+/// when the client cancels it. The peer watches both, with the call's
+/// pending entry (see `peer/watch.rs`): one ticker per connection rather
+/// than a timer and a cancellation waiter per call.
 pub struct Deadline<S> {
     after: Duration,
     inner: S,
 }
 
 impl<S: Step<(Arc<Peer>, Call)>> Step<(Arc<Peer>, Call)> for Deadline<S> {
-    async fn call(&self, (peer, mut call): (Arc<Peer>, Call)) -> Result<Outcome, UpstreamError> {
-        let after = self.after;
-        // Only a call that asked for progress can be told about it.
-        let progress = jsonrpc::progress_token(call.params.as_ref()).map(|_| Arc::new(Notify::new()));
-        call.progress = progress.clone();
-        let (cancel, shared, upstream) = (call.cancel.clone(), call.shared.clone(), peer.label().clone());
-        let mut answer = std::pin::pin!(self.inner.call((peer, call)));
-        let mut deadline = std::pin::pin!(tokio::time::sleep(after));
-        loop {
-            tokio::select! {
-                biased;
-                outcome = &mut answer => return outcome,
-                _ = progressed(&progress) => deadline.as_mut().reset(tokio::time::Instant::now() + after),
-                _ = cancel.cancelled() => {
-                    let _ = shared.abandoned.set("cancelled by the client");
-                    return Err(UpstreamError::Cancelled);
-                }
-                _ = &mut deadline => {
-                    let _ = shared.abandoned.set("timed out");
-                    return Err(UpstreamError::Timeout { upstream, after });
-                }
-            }
-        }
-    }
-}
-
-/// Resolves on the next progress of a call that asked for progress; never
-/// for one that did not.
-async fn progressed(progress: &Option<Arc<Notify>>) {
-    match progress {
-        Some(n) => n.notified().await,
-        None => std::future::pending().await,
+    fn call(&self, (peer, mut call): (Arc<Peer>, Call)) -> impl Future<Output = Result<Outcome, UpstreamError>> + Send {
+        call.timeout = Some(self.after);
+        self.inner.call((peer, call))
     }
 }
 

@@ -196,11 +196,12 @@ mod tests;
 /// modern-only fields of the final result.
 pub(crate) async fn drive<S: Step<Call>>(stack: &S, mut call: Call) -> Result<Outcome, UpstreamError> {
     let request_method = call.method.clone();
-    let (route, cancel) = (call.route.clone(), call.cancel.clone());
+    let route = call.route.clone();
     // Each round's request comes back from the peer once answered (moved,
     // not copied up front: most calls take one round).
     call.hand_back = true;
     let template = call.resend();
+    let cancel = template.cancel();
     let mut current = call;
     for round in 0..=MAX_ROUNDS {
         let shared = current.shared.clone();

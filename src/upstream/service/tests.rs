@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 use crate::jsonrpc::{Message, Notification, Request, Response};
 use crate::upstream::peer::PeerEvents;
+use crate::upstream::peer::TICK;
 use crate::upstream::transport::{Inbox, Transport};
 
 /// How the scripted upstream answers a request.
@@ -24,6 +25,9 @@ enum Script {
     Silent,
     /// With HTTP 404: the session is gone.
     Expired,
+    /// Never, in an exchange that never ends (an HTTP upstream that sends
+    /// its headers and then nothing).
+    Hung,
 }
 
 /// A transport whose upstream follows a script; it records what was sent.
@@ -39,6 +43,10 @@ impl Transport for Fake {
         call: u64,
         message: &'a Message,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
+        if let Script::Hung = self.script {
+            self.sent.lock().push(message.clone());
+            return Box::pin(std::future::pending());
+        }
         Box::pin(std::future::ready(self.answer(call, message.clone())))
     }
 
@@ -70,7 +78,7 @@ impl Fake {
         self.sent.lock().push(message);
         match self.script {
             Script::Answer => Ok(Some(Response::result(crate::jsonrpc::Id::number(call), json!({"method": method})))),
-            Script::Silent => Ok(None),
+            Script::Silent | Script::Hung => Ok(None),
             Script::Expired => {
                 if let Some(inbox) = self.inbox.upgrade() {
                     inbox.close("the upstream ended the session (HTTP 404)");
@@ -184,7 +192,9 @@ async fn the_deadline_restarts_on_progress_and_the_upstream_hears_why_a_call_was
     }
     let e = task.await.unwrap().unwrap_err();
     assert!(matches!(e, UpstreamError::Timeout { .. }), "{e:?}");
-    assert_eq!(started.elapsed(), Duration::from_secs(22), "10 s after the last progress");
+    let elapsed = started.elapsed();
+    let due = Duration::from_secs(22);
+    assert!(elapsed >= due && elapsed <= due + TICK, "10 s after the last progress, within a tick: {elapsed:?}");
     tokio::task::yield_now().await;
     assert_eq!(up.cancellations()[0]["reason"], "timed out");
 
@@ -198,7 +208,9 @@ async fn the_deadline_restarts_on_progress_and_the_upstream_hears_why_a_call_was
     };
     tokio::time::sleep(Duration::from_secs(1)).await;
     cancel.cancel();
+    let cancelled_at = tokio::time::Instant::now();
     assert!(matches!(task.await.unwrap(), Err(UpstreamError::Cancelled)));
+    assert!(cancelled_at.elapsed() <= TICK, "given up within a tick: {:?}", cancelled_at.elapsed());
     tokio::task::yield_now().await;
     let cancelled = up.cancellations();
     assert_eq!(cancelled[0]["reason"], "cancelled by the client");
@@ -228,4 +240,78 @@ async fn a_retried_request_is_the_clients_own_with_its_progress_token_rewritten_
         // on that leg, never the client's token or the first attempt's id.
         assert_eq!(p["_meta"]["progressToken"], json!(r.id.as_u64().expect("numeric id")));
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_whose_exchange_never_ends_is_still_given_up_at_its_deadline() {
+    let up = Scripted::new(&[Script::Hung], false);
+    let started = tokio::time::Instant::now();
+    let given_up = tokio::time::timeout(
+        Duration::from_secs(60),
+        call(up.clone(), Duration::from_secs(3), Call::new("tools/call", None)),
+    );
+    let e = given_up.await.expect("given up while the exchange still hangs").unwrap_err();
+    assert!(matches!(e, UpstreamError::Timeout { .. }), "{e:?}");
+    assert!(started.elapsed() >= Duration::from_secs(3) && started.elapsed() <= Duration::from_secs(3) + TICK);
+    tokio::task::yield_now().await;
+    assert_eq!(up.cancellations()[0]["reason"], "timed out");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_watch_ticks_only_while_a_call_with_a_timeout_is_in_flight() {
+    let sent = Arc::default();
+    let peer = peer(Script::Silent, &sent);
+    // Two calls in flight: one ticker watches both, and goes on while
+    // either is left.
+    let first = in_flight(&peer, &sent).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let second = in_flight(&peer, &sent).await;
+    assert!(peer.is_watching());
+    assert!(matches!(first.await.unwrap(), Err(UpstreamError::Timeout { .. })));
+    assert!(peer.is_watching(), "the second call is still watched");
+    assert!(matches!(second.await.unwrap(), Err(UpstreamError::Timeout { .. })));
+    tokio::time::sleep(TICK * 2).await;
+    assert!(!peer.is_watching(), "no call left: the ticker ended");
+
+    // A call without a timeout (a listen stream) is not watched: an idle
+    // connection does not tick. Dropping it still tells the upstream.
+    let open = {
+        let peer = peer.clone();
+        crate::spawn(async move { peer.call(Call::new("subscriptions/listen", None)).await })
+    };
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert!(!peer.is_watching());
+    open.abort();
+    let _ = open.await;
+    tokio::task::yield_now().await;
+    let reasons: Vec<Value> = sent
+        .lock()
+        .iter()
+        .filter_map(|m| match m {
+            Message::Notification(n) if n.method == "notifications/cancelled" => {
+                n.params.as_ref()?.get("reason").cloned()
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons, [json!("timed out"), json!("timed out"), json!("abandoned by toolgate")]);
+
+    // A new call starts a ticker again.
+    let third = in_flight(&peer, &sent).await;
+    assert!(peer.is_watching());
+    assert!(matches!(third.await.unwrap(), Err(UpstreamError::Timeout { .. })));
+}
+
+/// Starts a call with a 5 s timeout on `peer` and returns once it is sent.
+async fn in_flight(
+    peer: &Arc<Peer>,
+    sent: &Arc<Mutex<Vec<Message>>>,
+) -> tokio::task::JoinHandle<Result<Outcome, UpstreamError>> {
+    let before = sent.lock().len();
+    let peer = peer.clone();
+    let task = crate::spawn(async move { call_on(peer, Duration::from_secs(5), Call::new("tools/call", None)).await });
+    while sent.lock().len() == before {
+        tokio::task::yield_now().await;
+    }
+    task
 }
