@@ -452,7 +452,7 @@ impl Peer {
         if watched {
             self.watch();
         }
-        let guard = Abandon { peer: self, id, reason: &shared.abandoned, modern: modern.is_some() };
+        let guard = Abandon { peer: self, id, reason: &shared.abandoned };
         let request = Request { id: Id::number(id), method, params };
         // The envelope is written as the request is encoded (its params stay
         // the client's, as a retry or the next round wants them).
@@ -751,8 +751,6 @@ struct Abandon<'a> {
     peer: &'a Arc<Peer>,
     id: u64,
     reason: &'a OnceLock<&'static str>,
-    /// A modern request: over HTTP, closing its stream is the cancellation.
-    modern: bool,
 }
 
 impl Abandon<'_> {
@@ -765,11 +763,10 @@ impl Abandon<'_> {
 
 impl Drop for Abandon<'_> {
     fn drop(&mut self) {
-        if self.peer.pending.lock().remove(&self.id).is_none() {
-            return;
-        }
+        // Whether the call was modern is kept with its entry.
+        let Some(pending) = self.peer.pending.lock().remove(&self.id) else { return };
         let reason = self.reason.get().copied().unwrap_or("abandoned by toolgate");
-        self.peer.tell_abandoned(self.id, reason, self.modern);
+        self.peer.tell_abandoned(self.id, reason, pending.modern);
     }
 }
 
