@@ -213,11 +213,11 @@ impl Translator {
                 }
                 _ = held.route.progressed.notified() => deadline.as_mut().reset(tokio::time::Instant::now() + after),
                 _ = &mut deadline => {
-                    let _ = held.shared.abandoned.set("timed out");
+                    let _ = held.shared.abandoned.set(CallShared::TIMED_OUT);
                     return Err(Failure::Upstream(UpstreamError::Timeout { upstream: up.label.clone(), after }));
                 }
                 _ = cx.ctx.cancel.cancelled() => {
-                    let _ = held.shared.abandoned.set("cancelled by the client");
+                    let _ = held.shared.abandoned.set(CallShared::CANCELLED_BY_CLIENT);
                     return Err(Failure::Upstream(UpstreamError::Cancelled));
                 }
             }

@@ -172,6 +172,13 @@ pub(crate) struct Shared {
     pub(crate) returned: Mutex<Option<(String, Option<Value>)>>,
 }
 
+impl Shared {
+    /// Why a call is given up when its deadline passed.
+    pub(crate) const TIMED_OUT: &'static str = "timed out";
+    /// Why a call is given up when its client cancelled it.
+    pub(crate) const CANCELLED_BY_CLIENT: &'static str = "cancelled by the client";
+}
+
 /// Everything of a call but its request: what another attempt or round
 /// needs (see [`Call::resend`]). Cloning it copies no params.
 #[derive(Clone)]

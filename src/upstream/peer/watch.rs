@@ -22,7 +22,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::Peer;
+use super::{Peer, Shared};
 
 /// How often the watched calls of a connection are looked at.
 pub(crate) const TICK: Duration = Duration::from_millis(50);
@@ -49,8 +49,8 @@ impl GivenUp {
     /// What the upstream hears in `notifications/cancelled`.
     pub(super) fn reason(&self) -> &'static str {
         match self {
-            GivenUp::TimedOut(_) => "timed out",
-            GivenUp::Cancelled => "cancelled by the client",
+            GivenUp::TimedOut(_) => Shared::TIMED_OUT,
+            GivenUp::Cancelled => Shared::CANCELLED_BY_CLIENT,
         }
     }
 }
