@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use parking_lot::Mutex;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, watch};
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
@@ -35,6 +35,10 @@ const TERM_GRACE: Duration = Duration::from_secs(2);
 /// queue, and senders then wait (inside their call's deadline) instead of
 /// growing memory.
 const QUEUE: usize = 64;
+/// Queued lines taken at once by the writer, and the most bytes of them
+/// joined into one write (a pipe's default capacity).
+const BURST: usize = QUEUE;
+const JOIN: usize = 64 * 1024;
 
 /// The environment children get unless `inherit_env` is set.
 mod env;
@@ -198,18 +202,43 @@ impl Drop for StdioTransport {
 
 /// Writes queued lines to the child's stdin until the queue closes (then
 /// stdin closes with it) or a write fails (the child stopped reading).
-async fn write_stdin(mut stdin: ChildStdin, mut queue: mpsc::Receiver<Bytes>, label: Arc<str>) {
-    while let Some(line) = queue.recv().await {
-        let written = async {
-            stdin.write_all(&line).await?;
-            // Flush only when nothing else is queued: one syscall per burst.
-            if queue.is_empty() { stdin.flush().await } else { Ok(()) }
-        };
-        if let Err(e) = written.await {
-            tracing::debug!(upstream = %label, error = %e, "writing to stdin failed");
-            return;
-        }
+async fn write_stdin(stdin: ChildStdin, queue: mpsc::Receiver<Bytes>, label: Arc<str>) {
+    if let Err(e) = write_lines(stdin, queue).await {
+        tracing::debug!(upstream = %label, error = %e, "writing to stdin failed");
     }
+}
+
+/// Writes each burst of queued lines with as few writes as it can: the pipe
+/// is unbuffered, so each write is a syscall and a wake-up of the child.
+/// Lines queued together (calls in flight at once) are joined into one write
+/// of up to `JOIN` bytes; a longer line is written on its own, uncopied.
+async fn write_lines<W: AsyncWrite + Unpin>(mut stdin: W, mut queue: mpsc::Receiver<Bytes>) -> std::io::Result<()> {
+    let mut burst = Vec::with_capacity(BURST);
+    let mut joined = Vec::new();
+    while queue.recv_many(&mut burst, BURST).await > 0 {
+        if let [line] = burst.as_slice() {
+            stdin.write_all(line).await?;
+        } else {
+            for line in burst.iter() {
+                if joined.len() + line.len() > JOIN && !joined.is_empty() {
+                    stdin.write_all(&joined).await?;
+                    joined.clear();
+                }
+                if line.len() > JOIN {
+                    stdin.write_all(line).await?;
+                } else {
+                    joined.extend_from_slice(line);
+                }
+            }
+            if !joined.is_empty() {
+                stdin.write_all(&joined).await?;
+                joined.clear();
+            }
+            joined.shrink_to(JOIN);
+        }
+        burst.clear();
+    }
+    Ok(())
 }
 
 async fn read_stdout(
@@ -304,5 +333,72 @@ mod tests {
         assert_eq!(decode_line(r#"{"jsonrpc":"2.0","method":"x"}"#, "t").len(), 1);
         let batch = r#"[{"jsonrpc":"2.0","method":"a"},{"bad":1},{"jsonrpc":"2.0","id":1,"result":{}}]"#;
         assert_eq!(decode_line(batch, "t").len(), 2);
+    }
+
+    /// Records each write it is given, whole.
+    #[derive(Default)]
+    struct Writes(Vec<Vec<u8>>);
+
+    impl AsyncWrite for Writes {
+        fn poll_write(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            self.get_mut().0.push(buf.to_vec());
+            std::task::Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    async fn written(bursts: Vec<Vec<Bytes>>) -> Vec<Vec<u8>> {
+        let mut out = Writes::default();
+        for burst in bursts {
+            let (tx, rx) = mpsc::channel(QUEUE);
+            for line in burst {
+                tx.send(line).await.expect("queued");
+            }
+            drop(tx);
+            write_lines(&mut out, rx).await.expect("written");
+        }
+        out.0
+    }
+
+    #[tokio::test]
+    async fn lines_queued_together_leave_in_one_write_and_a_long_one_alone() {
+        let line = |s: &str| Bytes::from(format!("{s}\n"));
+        let long = Bytes::from(vec![b'x'; JOIN + 1]);
+        let writes = written(vec![
+            vec![line("a")],
+            vec![line("b"), line("c"), long.clone(), line("d")],
+            vec![line("e"), line("f")],
+        ])
+        .await;
+        assert_eq!(
+            writes,
+            vec![b"a\n".to_vec(), b"b\nc\n".to_vec(), long.to_vec(), b"d\n".to_vec(), b"e\nf\n".to_vec()]
+        );
+    }
+
+    #[tokio::test]
+    async fn joined_writes_stay_within_the_join_limit() {
+        let half = Bytes::from(vec![b'y'; JOIN / 2 + 1]);
+        let writes = written(vec![vec![half.clone(), half.clone(), half.clone()]]).await;
+        assert_eq!(writes.len(), 3, "two halves over the limit are not joined");
+        assert!(writes.iter().all(|w| w.len() <= JOIN));
+        assert_eq!(writes.concat(), [half.clone(), half.clone(), half].concat());
     }
 }
