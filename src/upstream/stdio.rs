@@ -212,6 +212,10 @@ async fn write_stdin(stdin: ChildStdin, queue: mpsc::Receiver<Bytes>, label: Arc
 /// is unbuffered, so each write is a syscall and a wake-up of the child.
 /// Lines queued together (calls in flight at once) are joined into one write
 /// of up to `JOIN` bytes; a longer line is written on its own, uncopied.
+/// tokio's `BufWriter` joins the same way, but holds its whole buffer from
+/// the start, for every child (one per session with `sharing =
+/// "per_session"`), and copies even a lone line; this buffer grows only
+/// when lines come together.
 async fn write_lines<W: AsyncWrite + Unpin>(mut stdin: W, mut queue: mpsc::Receiver<Bytes>) -> std::io::Result<()> {
     let mut burst = Vec::with_capacity(BURST);
     let mut joined = Vec::new();
