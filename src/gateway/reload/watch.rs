@@ -46,11 +46,15 @@ impl Trigger {
 /// changes, until the gateway shuts down. `prepare` adjusts each loaded
 /// configuration as the start did (stdio drops `[auth]`).
 pub fn watch(gateway: &Arc<Gateway>, path: PathBuf, prepare: fn(&mut Config)) {
+    // What is in effect, read now rather than when the task first runs: a
+    // change made in between would otherwise be taken for the start's
+    // content and never applied.
+    let last = std::fs::read(&path).ok();
     let (tx, rx) = mpsc::channel(4);
     signals(tx.clone());
     let watcher = file_watcher(&path, tx);
     let gateway = Arc::downgrade(gateway);
-    crate::spawn(run(gateway, path, prepare, rx, watcher));
+    crate::spawn(run(gateway, path, prepare, rx, watcher, last));
 }
 
 /// Reloads on each trigger, one at a time.
@@ -60,10 +64,10 @@ async fn run(
     prepare: fn(&mut Config),
     mut triggers: mpsc::Receiver<Trigger>,
     watcher: Option<Debouncer<RecommendedWatcher>>,
+    mut last: Option<Vec<u8>>,
 ) {
     // The watcher stops when dropped: it lives as long as this task.
     let _watcher = watcher;
-    let mut last = std::fs::read(&path).ok();
     while let Some(trigger) = triggers.recv().await {
         let Some(gw) = gateway.upgrade() else { return };
         if gw.is_shutting_down() {
