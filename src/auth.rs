@@ -33,6 +33,7 @@ mod test_keys;
 mod tests;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 
 pub use api_key::sha256;
@@ -105,7 +106,12 @@ pub struct Authenticator {
     /// `resource_metadata` and `scope` of challenges.
     resource_metadata: Option<String>,
     scopes: Vec<String>,
+    /// Unique to this authenticator (never 0): its policies carry it.
+    generation: u64,
 }
+
+/// Where authenticators' generations come from (0 is no authenticator's).
+static GENERATIONS: AtomicU64 = AtomicU64::new(1);
 
 impl Authenticator {
     /// Builds the authenticator of a validated `[auth]` section. JWT keys
@@ -118,12 +124,13 @@ impl Authenticator {
     /// As [`Authenticator::new`], with fetch settings and an HTTP client.
     pub fn with_options(config: &AuthConfig, options: AuthOptions) -> Result<Self, BuildError> {
         install_crypto_provider();
+        let generation = GENERATIONS.fetch_add(1, Ordering::Relaxed);
         let mut api_keys = ApiKeys::default();
         let mut jwt_policies = HashMap::new();
         for client in &config.clients {
             let policy = ClientPolicy::from_config(client)
                 .map_err(|error| BuildError::Policy { client: client.name.clone(), error })?;
-            let policy = Arc::new(policy);
+            let policy = Arc::new(policy.of_generation(generation));
             if client.has_key() {
                 let digest = key_digest(client).ok_or_else(|| BuildError::BadDigest(client.name.clone()))?;
                 api_keys.insert(digest, &client.name, policy);
@@ -131,8 +138,10 @@ impl Authenticator {
                 jwt_policies.insert(client.name.clone(), policy);
             }
         }
-        let jwt_default =
-            jwt_policies.get(DEFAULT_CLIENT).cloned().unwrap_or_else(|| Arc::new(ClientPolicy::unrestricted()));
+        let jwt_default = jwt_policies
+            .get(DEFAULT_CLIENT)
+            .cloned()
+            .unwrap_or_else(|| Arc::new(ClientPolicy::unrestricted().of_generation(generation)));
 
         let jwt = match &config.jwt {
             None => None,
@@ -158,7 +167,16 @@ impl Authenticator {
         };
         let resource_metadata = config.jwt.as_ref().and_then(|j| j.resource()).and_then(resource_metadata_url);
         let scopes = config.jwt.as_ref().map(|j| j.scopes_supported.clone()).unwrap_or_default();
-        Ok(Self { enabled: config.is_enabled(), api_keys, jwt, jwt_policies, jwt_default, resource_metadata, scopes })
+        Ok(Self {
+            enabled: config.is_enabled(),
+            api_keys,
+            jwt,
+            jwt_policies,
+            jwt_default,
+            resource_metadata,
+            scopes,
+            generation,
+        })
     }
 
     /// An authenticator that lets everyone in as [`Principal::anonymous`].
@@ -171,7 +189,21 @@ impl Authenticator {
             jwt_default: Arc::new(ClientPolicy::unrestricted()),
             resource_metadata: None,
             scopes: Vec::new(),
+            generation: GENERATIONS.fetch_add(1, Ordering::Relaxed),
         }
+    }
+
+    /// What this authenticator's policies carry in
+    /// [`ClientPolicy::generation`].
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Whether `principal` was resolved by this authenticator (else it was
+    /// admitted before a reload replaced the clients: see
+    /// [`Authenticator::refreshed`]).
+    pub fn resolved(&self, principal: &Principal) -> bool {
+        !self.enabled || principal.policy().generation == self.generation
     }
 
     /// Whether requests need credentials.

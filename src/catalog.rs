@@ -50,6 +50,9 @@ pub struct ToolEntry {
     pub original: String,
     /// The name clients see.
     pub exposed: String,
+    /// The name it has unless a collision renamed it (`<prefix>__<tool>`):
+    /// client policies match both (see [`crate::auth::ToolPolicy`]).
+    pub natural: String,
     /// How the tool is presented (and whether calls are gated).
     pub mode: Mode,
     /// The full definition: every upstream field, `name` set to the exposed
@@ -206,6 +209,7 @@ impl Catalog {
             entries.push(Arc::new(ToolEntry {
                 upstream: ids.and_then(|ids| ids.get(f.upstream).copied()).unwrap_or(f.upstream),
                 original: c.original.to_owned(),
+                natural: c.natural.clone(),
                 exposed,
                 mode,
                 fingerprint: forms::fingerprint(&full),

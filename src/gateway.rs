@@ -56,6 +56,7 @@ mod upstreams;
 #[cfg(test)]
 mod tests;
 
+use std::any::Any;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -68,7 +69,7 @@ pub use reload::{Changes, ReloadError, watch as watch_config};
 pub use state::GatewaySession;
 pub use upstreams::{UpstreamHandle, crawl, toolgate_info};
 
-use crate::auth::Principal;
+use crate::auth::{Principal, SessionGuard};
 use crate::catalog::ToolEntry;
 use crate::config::{Config, Target};
 use crate::grants::{GrantStore, Grants, Scope};
@@ -78,8 +79,8 @@ use crate::protocol::method;
 use crate::server::http::Admit;
 use crate::server::http::health::{Readiness, Ready};
 use crate::server::{
-    CacheHints, CacheScope, Discovery, Handler, InitContext, Listen, ModernContext, RequestCtx, ServerOffer, Session,
-    SessionStore, TraceHeaders,
+    CacheHints, CacheScope, Caller, Discovery, Handler, InitContext, Listen, ModernContext, RequestCtx, ServerOffer,
+    Session, SessionStore, TraceHeaders,
 };
 use forward::Forwarder;
 use layer::{Exchange, Layer, Next, Then};
@@ -338,7 +339,8 @@ impl Gateway {
         self.sessions.clear();
         // Held calls end with toolgate: their upstream calls are cancelled.
         self.mrtr.clear();
-        let controls: Vec<_> = self.upstreams().iter().filter_map(|u| u.control()).collect();
+        let controls: Vec<_> =
+            self.upstreams().iter().flat_map(|u| u.control().into_iter().chain(u.take_client_connections())).collect();
         futures::future::join_all(controls.iter().map(|p| p.shutdown())).await;
     }
 
@@ -382,6 +384,23 @@ impl Gateway {
         self.offer_for(version, |_| true)
     }
 
+    /// Gives `session` its client's policy under the clients in effect, or
+    /// ends it when its client is gone (what a reload does to the sessions
+    /// alive when it runs).
+    fn refresh_session(&self, session: &GwSession) -> Result<(), ErrorObject> {
+        match self.clients.current(&session.state.principal()) {
+            Ok(principal) => {
+                session.state.set_principal(principal);
+                session.state.refit(&self.upstreams());
+                Ok(())
+            }
+            Err(e) => {
+                self.sessions.remove(session.id());
+                Err(e)
+            }
+        }
+    }
+
     /// What toolgate offers a client that may use the upstreams `uses`
     /// allows: the forwarder's, as the layers add to it.
     fn offer_for(&self, version: crate::protocol::Version, uses: impl Fn(usize) -> bool) -> ServerOffer {
@@ -395,12 +414,22 @@ impl Gateway {
 impl Handler for Gateway {
     type State = GatewaySession;
 
+    /// A legacy stream takes its client's `max_sessions` place when it
+    /// opens; its `initialize` takes it over.
+    fn hold(self: &Arc<Self>, caller: &Caller) -> Result<Option<Box<dyn Any + Send + Sync>>, ErrorObject> {
+        let principal = self.clients.current(&caller_principal(caller))?;
+        Ok(self.clients.open_session(&principal)?.map(|slot| Box::new(slot) as Box<dyn Any + Send + Sync>))
+    }
+
     async fn initialize(self: &Arc<Self>, ctx: &InitContext) -> Result<(ServerOffer, GatewaySession), ErrorObject> {
         let started = Instant::now();
-        let principal = ctx.caller.principal::<Principal>().cloned().unwrap_or_else(Principal::anonymous);
+        let principal = self.clients.current(&caller_principal(&ctx.caller))?;
         // Counted before waiting for upstreams, so a burst over the limit is
-        // refused at once.
-        let slot = self.clients.open_session(&principal)?;
+        // refused at once (a legacy stream took its place when it opened).
+        let slot = match ctx.held.take::<SessionGuard>() {
+            Some(held) => Some(held),
+            None => self.clients.open_session(&principal)?,
+        };
         // The session's one start-up wait: what it asks later waits no longer.
         let server = self.config().server.clone();
         let deadline = tokio::time::Instant::now() + server.startup_timeout;
@@ -420,7 +449,7 @@ impl Handler for Gateway {
     }
 
     async fn discover(self: &Arc<Self>, ctx: &ModernContext) -> Result<Discovery, ErrorObject> {
-        let principal = ctx.caller.principal::<Principal>().cloned().unwrap_or_else(Principal::anonymous);
+        let principal = self.clients.current(&caller_principal(&ctx.caller))?;
         let deadline = tokio::time::Instant::now() + self.config().server.startup_timeout;
         startup::wait(&self.upstreams(), deadline, &self.config().server).await;
         let upstreams = self.upstreams();
@@ -435,7 +464,7 @@ impl Handler for Gateway {
     /// upstream's shared (control) connection, `per_session` upstreams
     /// included (see `connections::for_call`).
     async fn sessionless(self: &Arc<Self>, ctx: &ModernContext) -> Result<GatewaySession, ErrorObject> {
-        let principal = ctx.caller.principal::<Principal>().cloned().unwrap_or_else(Principal::anonymous);
+        let principal = self.clients.current(&caller_principal(&ctx.caller))?;
         let deadline = tokio::time::Instant::now() + self.config().server.startup_timeout;
         let grants = self.grants_for(&principal);
         let state = GatewaySession::sessionless(&self.upstreams(), principal, grants);
@@ -463,6 +492,13 @@ impl Handler for Gateway {
 
     async fn request(self: &Arc<Self>, session: &Arc<GwSession>, request: Request, ctx: RequestCtx) -> Outcome {
         let started = Instant::now();
+        if !self.clients.is_current(&session.state.principal_ref()) {
+            // A reload replaced the clients and this session was not among
+            // those it refitted (it was being created meanwhile).
+            if let Err(e) = self.refresh_session(session) {
+                return Outcome::error(e);
+            }
+        }
         let method = metrics::Method::of(&request.method);
         let note = RequestNote::default();
         let cx = Exchange { gateway: self, session, ctx: &ctx, note: &note };
@@ -501,4 +537,10 @@ impl Handler for Gateway {
         futures::future::join_all(peers.iter().map(|p| p.shutdown())).await;
         self.forwarder.release_subscriptions(self, &session).await;
     }
+}
+
+/// The principal the admission hook attached to `caller` (anonymous without
+/// `[auth]`).
+fn caller_principal(caller: &Caller) -> Principal {
+    caller.principal::<Principal>().cloned().unwrap_or_else(Principal::anonymous)
 }

@@ -210,9 +210,10 @@ async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
     let server = config.server.clone();
     let (gateway, engine) = start(config)?;
     toolgate::gateway::watch_config(&gateway, path, |_| {});
+    let guard = Guard::new(&server.allowed_hosts, &server.allowed_origins);
     let options = HttpOptions {
         path: server.path.clone(),
-        guard: Guard::new(&server.allowed_hosts, &server.allowed_origins),
+        guard: guard.clone(),
         max_body_bytes: server.max_body_bytes,
         body_read_timeout: server.body_read_timeout,
         keep_alive: server.sse_keep_alive,
@@ -228,7 +229,9 @@ async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
     }
     let metrics = gateway.config().metrics.clone();
     if metrics.enabled && metrics.listen.is_none() {
-        app = app.merge(toolgate::metrics::routes(gateway.metrics().clone()));
+        // Behind the MCP endpoint's own checks (see `metrics::serve`).
+        let access = toolgate::metrics::Access { guard, admit: gateway.admission() };
+        app = app.merge(toolgate::metrics::guarded_routes(gateway.metrics().clone(), access));
     }
     let listener =
         tokio::net::TcpListener::bind(server.listen).await.with_context(|| format!("binding {}", server.listen))?;

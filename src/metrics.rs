@@ -37,7 +37,7 @@ use prometheus_client::registry::{Registry, Unit};
 
 pub use clients::MAX_CLIENTS;
 pub use labels::{Method, Outcome, UpstreamOutcome, Via};
-pub use serve::{CONTENT_TYPE, METRICS_PATH, routes};
+pub use serve::{Access, CONTENT_TYPE, METRICS_PATH, guarded_routes, routes};
 
 use crate::gateway::{CatalogView, Gateway};
 use crate::jsonrpc;

@@ -48,9 +48,13 @@ pub enum TokenError {
     /// `nbf` is in the future (beyond the allowed clock skew).
     #[error("the token is not valid yet")]
     NotYetValid,
-    /// `iss` is not the configured issuer.
+    /// `iss` is not the configured issuer (or not a string: RFC 7519 §4.1.1).
     #[error("wrong issuer")]
     WrongIssuer,
+    /// The header lists `crit` extensions, none of which toolgate
+    /// understands (RFC 7515 §4.1.11: such a token must be rejected).
+    #[error("the token has critical header extensions that are not supported")]
+    UnsupportedCritical,
     /// `aud` names none of the configured audiences.
     #[error("wrong audience")]
     WrongAudience,

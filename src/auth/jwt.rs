@@ -8,6 +8,8 @@
 
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64URL;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation, decode, decode_header};
 use serde_json::{Map, Value};
@@ -52,6 +54,9 @@ impl JwtVerifier {
         if !ALGORITHMS.contains(&header.alg) {
             return Err(invalid(TokenError::UnsupportedAlgorithm));
         }
+        if has_critical_extensions(token) {
+            return Err(invalid(TokenError::UnsupportedCritical));
+        }
         let keys = self.keys.find(header.kid.as_deref(), header.alg).await.map_err(|e| match e {
             KeyLookupError::UnknownKey => invalid(TokenError::UnknownKey),
             KeyLookupError::Unavailable => AuthError::KeysUnavailable,
@@ -74,6 +79,10 @@ impl JwtVerifier {
             }
         }
         let claims = outcome.map_err(invalid)?;
+        // The library also takes an array that contains the issuer.
+        if !claims.get("iss").is_some_and(Value::is_string) {
+            return Err(invalid(TokenError::WrongIssuer));
+        }
         client_name(&claims, &self.client_claim).ok_or(invalid(TokenError::BadClientClaim))
     }
 
@@ -95,6 +104,15 @@ fn client_name(claims: &Map<String, Value>, claim: &str) -> Option<String> {
     let name = claims.get(claim)?.as_str()?;
     let usable = !name.is_empty() && name.len() <= MAX_CLIENT_NAME && !name.chars().any(char::is_control);
     usable.then(|| name.to_owned())
+}
+
+/// Whether the token's header has a `crit` member: toolgate understands no
+/// extension, so any (even an empty list, which RFC 7515 forbids) rejects it.
+/// The header was decoded already; this reads it once more as plain JSON.
+fn has_critical_extensions(token: &str) -> bool {
+    let Some(segment) = token.split('.').next() else { return false };
+    let Ok(bytes) = B64URL.decode(segment) else { return false };
+    serde_json::from_slice::<Map<String, Value>>(&bytes).is_ok_and(|header| header.contains_key("crit"))
 }
 
 /// Errors from parsing the header: an unknown `alg` (`none`, `HS999`) fails

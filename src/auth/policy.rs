@@ -13,6 +13,14 @@
 //! Matching is case-sensitive and anchored: a pattern matches the whole name.
 //! A tool is allowed when its upstream is allowed, some `tools` pattern
 //! matches and no `deny_tools` pattern does.
+//!
+//! A tool has two names a pattern may have been written against: the one it
+//! is exposed under, and its *natural* name (`<prefix>__<tool>`, what it is
+//! exposed as unless a collision renamed it `<natural>_2`). Names are given
+//! out before policy, and a client able to add tools (a per-session toolset)
+//! can push another upstream's tool to a suffixed name. So a `tools` pattern
+//! must allow both names, and a `deny_tools` pattern that matches either
+//! hides the tool: a rename never reveals what the policy meant to hide.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -91,9 +99,10 @@ impl ToolPolicy {
     }
 
     /// Whether the client may see and call the tool exposed as `exposed_name`,
-    /// which belongs to upstream `upstream_name`.
-    pub fn allows_tool(&self, exposed_name: &str, upstream_name: &str) -> bool {
-        self.allows_upstream(upstream_name) && self.allows_name(exposed_name)
+    /// whose natural name is `natural_name`, of upstream `upstream_name` (see
+    /// the [module](self) documentation: both names must be allowed).
+    pub fn allows_tool(&self, exposed_name: &str, natural_name: &str, upstream_name: &str) -> bool {
+        self.allows_upstream(upstream_name) && self.allows_name(exposed_name) && self.allows_name(natural_name)
     }
 
     /// Whether the tool globs alone allow `exposed_name` (for a tool that

@@ -77,12 +77,17 @@ pub struct ClientPolicy {
     pub max_sessions: Option<NonZeroU32>,
     /// Token bucket over calls and description fetches; `None`: no limit.
     pub calls_per_minute: Option<NonZeroU32>,
+    /// The [`Authenticator`](super::Authenticator) that made it (0: none).
+    /// A principal whose policy is of an older one than the gateway's
+    /// current one is resolved again before it is used (a reload changed
+    /// the clients after the request was admitted).
+    pub generation: u64,
 }
 
 impl ClientPolicy {
     /// Everything allowed, no limits.
     pub fn unrestricted() -> Self {
-        Self { entry: None, tools: ToolPolicy::allow_all(), max_sessions: None, calls_per_minute: None }
+        Self { entry: None, tools: ToolPolicy::allow_all(), max_sessions: None, calls_per_minute: None, generation: 0 }
     }
 
     /// The policy of one `[[auth.clients]]` entry. Zero limits (refused by
@@ -93,7 +98,14 @@ impl ClientPolicy {
             tools: ToolPolicy::new(client.upstreams.as_deref(), &client.tools, &client.deny_tools)?,
             max_sessions: client.max_sessions.and_then(NonZeroU32::new),
             calls_per_minute: client.calls_per_minute.and_then(NonZeroU32::new),
+            generation: 0,
         })
+    }
+
+    /// This policy, as made by the authenticator of `generation`.
+    pub fn of_generation(mut self, generation: u64) -> Self {
+        self.generation = generation;
+        self
     }
 }
 
@@ -136,6 +148,12 @@ impl Principal {
 
     /// The policy that applies to it.
     pub fn policy(&self) -> &ClientPolicy {
+        &self.policy
+    }
+
+    /// The policy, shared: its address identifies it (a reload makes new
+    /// ones).
+    pub fn policy_arc(&self) -> &Arc<ClientPolicy> {
         &self.policy
     }
 

@@ -122,9 +122,9 @@ async fn api_keys_name_their_client_and_carry_its_policy() {
     let alice = check(&auth, ALICE_KEY).await.expect("alice");
     assert_eq!(alice.id(), &PrincipalId::new(PrincipalKind::ApiKey, "alice"));
     assert_eq!(alice.policy().entry.as_deref(), Some("alice"));
-    assert!(alice.tools().allows_tool("github__get_issue", "github"));
-    assert!(!alice.tools().allows_tool("github__create_issue", "github"));
-    assert!(!alice.tools().allows_tool("time__delete_timer", "time"));
+    assert!(alice.tools().allows_tool("github__get_issue", "github__get_issue", "github"));
+    assert!(!alice.tools().allows_tool("github__create_issue", "github__create_issue", "github"));
+    assert!(!alice.tools().allows_tool("time__delete_timer", "time__delete_timer", "time"));
     assert!(!alice.tools().allows_upstream("files"));
     assert_eq!(alice.policy().max_sessions.map(|n| n.get()), Some(20));
     assert_eq!(alice.policy().calls_per_minute.map(|n| n.get()), Some(600));
@@ -259,6 +259,8 @@ async fn issuer_and_audience_must_match() {
         check(&auth, &with("iss", json!("https://idp.example.com/"))).await.map(drop),
         invalid(TokenError::WrongIssuer)
     );
+    // RFC 7519: `iss` is a string; an array that holds the issuer is not it.
+    assert_eq!(check(&auth, &with("iss", json!([ISSUER]))).await.map(drop), invalid(TokenError::WrongIssuer));
     assert_eq!(
         check(&auth, &with("aud", json!("https://other.example.com/mcp"))).await.map(drop),
         invalid(TokenError::WrongAudience)
@@ -294,6 +296,19 @@ async fn alg_none_hmac_and_other_algorithms_are_refused() {
         let token = keys().rsa.sign(&json!({"alg": alg, "kid": "rsa-1"}), &good_claims("bob"));
         assert_eq!(check(&auth, &token).await.map(drop), invalid(TokenError::UnsupportedAlgorithm), "{alg}");
     }
+}
+
+#[tokio::test]
+async fn critical_header_extensions_are_refused() {
+    let (auth, _dir) = jwt_auth();
+    let ed = &keys().ed;
+    for crit in [json!(["exp"]), json!(["urn:example:unknown"]), json!([])] {
+        let mut header = ed.header();
+        header["crit"] = crit.clone();
+        let token = ed.sign(&header, &good_claims("bob"));
+        assert_eq!(check(&auth, &token).await.map(drop), invalid(TokenError::UnsupportedCritical), "{crit}");
+    }
+    check(&auth, &ed.token(&good_claims("bob"))).await.expect("the same token without crit");
 }
 
 #[tokio::test]

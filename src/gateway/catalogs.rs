@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::upstreams::{UpstreamHandle, crawl};
 use super::{Gateway, GwSession};
-use crate::auth::Principal;
+use crate::auth::{ClientPolicy, Principal};
 use crate::catalog::{Catalog, UpstreamTools};
 use crate::config::DisclosureConfig;
 use crate::jsonrpc::{Message, Notification};
@@ -43,8 +43,8 @@ pub struct Catalogs {
     epochs: AtomicU64,
     disclosure: DisclosureConfig,
     /// The views of restricted client policies of the current catalog, by
-    /// `[[auth.clients]]` entry, and the gateway-wide epoch they were made from.
-    visible: Mutex<(u64, HashMap<String, Arc<CatalogView>>)>,
+    /// policy ([`PolicyKey`]), and the gateway-wide epoch they were made from.
+    visible: Mutex<(u64, HashMap<PolicyKey, PolicyView>)>,
 }
 
 impl Catalogs {
@@ -91,8 +91,8 @@ impl Catalogs {
     /// hears nothing.
     fn notify_changed(&self, gateway: &Gateway, old: &CatalogView) {
         let new = self.current();
-        // Whether a policy's view changed, by `[[auth.clients]]` entry.
-        let mut changed_for: HashMap<String, bool> = HashMap::new();
+        // Whether a policy's view changed, by policy.
+        let mut changed_for: HashMap<PolicyKey, bool> = HashMap::new();
         let upstreams = gateway.upstreams();
         for session in gateway.audience() {
             let principal = &session.state.principal();
@@ -126,8 +126,10 @@ impl Catalogs {
             .entry(policy_key(principal))
             .or_insert_with(|| {
                 let catalog = visible_to(&global.catalog, upstreams, principal);
-                Arc::new(CatalogView { catalog, epoch: self.epochs.fetch_add(1, Ordering::Relaxed) })
+                let view = Arc::new(CatalogView { catalog, epoch: self.epochs.fetch_add(1, Ordering::Relaxed) });
+                (principal.policy_arc().clone(), view)
             })
+            .1
             .clone()
     }
 
@@ -218,12 +220,23 @@ impl Catalogs {
 fn visible_to(catalog: &Catalog, upstreams: &[Arc<UpstreamHandle>], principal: &Principal) -> Catalog {
     let policy = principal.tools();
     catalog.visible(|entry| {
-        upstreams.get(entry.upstream).is_some_and(|up| policy.allows_tool(&entry.exposed, &up.config.name))
+        upstreams
+            .get(entry.upstream)
+            .is_some_and(|up| policy.allows_tool(&entry.exposed, &entry.natural, &up.config.name))
     })
 }
 
-/// What identifies a client's policy: its `[[auth.clients]]` entry (names
-/// are unique; JWT subjects without an entry of their own share `default`).
-fn policy_key(principal: &Principal) -> String {
-    principal.policy().entry.clone().unwrap_or_default()
+/// What identifies a client's policy: the policy itself (its address).
+/// Clients of one `[[auth.clients]]` entry share it (JWT subjects without an
+/// entry of their own share `default`'s), and a reload that changes the
+/// clients makes new ones. Keying by the entry's *name* would let a request
+/// admitted before a reload cache its old view under the new catalog.
+type PolicyKey = usize;
+
+/// A policy's view, and the policy itself, kept alive so that no other one
+/// takes its address (its key) while the view is cached.
+type PolicyView = (Arc<ClientPolicy>, Arc<CatalogView>);
+
+fn policy_key(principal: &Principal) -> PolicyKey {
+    Arc::as_ptr(principal.policy_arc()) as PolicyKey
 }

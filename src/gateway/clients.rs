@@ -53,6 +53,26 @@ impl Clients {
         self.authenticator.as_ref().map(|a| a.load_full())
     }
 
+    /// `principal` as the clients in effect have it: itself when the current
+    /// authenticator resolved it, else resolved again (a reload replaced the
+    /// clients after its request was admitted, e.g. while its body was
+    /// still arriving, or a legacy stream opened before the reload). `Err`
+    /// when its client is gone.
+    pub fn current(&self, principal: &Principal) -> Result<Principal, ErrorObject> {
+        let Some(authenticator) = &self.authenticator else { return Ok(principal.clone()) };
+        let authenticator = authenticator.load();
+        if authenticator.resolved(principal) {
+            return Ok(principal.clone());
+        }
+        authenticator.refreshed(principal).ok_or_else(|| revoked(principal))
+    }
+
+    /// Whether `principal` was resolved by the authenticator in effect (no
+    /// need for [`Clients::current`]).
+    pub fn is_current(&self, principal: &Principal) -> bool {
+        self.authenticator.as_ref().is_none_or(|a| a.load().resolved(principal))
+    }
+
     /// Puts `authenticator` in effect for the requests that follow (a reload
     /// changed `[[auth.clients]]`). Without credentials configured at start
     /// there is none to replace (the reload keeps `[auth]` then).
@@ -95,4 +115,14 @@ impl Clients {
             .with_data(json!({"maxSessions": refused.limit}))
         })
     }
+}
+
+/// The refusal of a request whose client a reload removed after the request
+/// was admitted (its credentials are no longer accepted).
+pub(super) fn revoked(principal: &Principal) -> ErrorObject {
+    tracing::info!(client = %principal.id(), "request refused: its client was removed from [auth] by a reload");
+    ErrorObject::new(
+        codes::SERVER_ERROR,
+        "Unauthorized: these credentials are no longer accepted (toolgate's clients were reconfigured)",
+    )
 }

@@ -2,14 +2,16 @@
 //! session (`sharing = "per_session"`, opened on first use), or the
 //! upstream's shared connection.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use serde_json::{Value, json};
 use tracing::Instrument as _;
 
 use super::events::SessionEvents;
+use super::instances::stop_when_idle;
 use super::upstreams::{UpstreamHandle, toolgate_info};
 use super::{Gateway, GwSession};
+use crate::auth::{PrincipalId, PrincipalKind};
 use crate::protocol::method;
 use crate::upstream::modern::ClientContext;
 use crate::upstream::{self, Call, ClientHello, ConnectOptions, Connections, Peer, UpstreamError};
@@ -17,11 +19,13 @@ use crate::upstream::{self, Call, ClientHello, ConnectOptions, Connections, Peer
 /// The connections a call of `session` to upstream `index` uses.
 ///
 /// A sessionless (2026-07-28) request has no session to own an upstream
-/// session: it uses the upstream's shared connection whatever its `sharing`
-/// (a `per_session` upstream's control connection, toolgate's own session
-/// with it). No child is spawned per request, and what such an upstream
-/// keeps per session is shared by every sessionless client of this replica;
-/// the handshake-era clients keep their own sessions.
+/// session. Where the upstream is `per_session`, each authenticated client
+/// gets one of its own for all its sessionless calls ([`ClientConnection`]),
+/// so clients with different credentials never share an upstream session's
+/// state; it counts against `max_instances` like a session's child, and is
+/// stopped after `instance_idle_timeout` without calls. Without `[auth]`
+/// there is one client (anonymous): its sessionless calls use the
+/// upstream's control connection, toolgate's own session with it.
 pub(crate) fn for_call<'a>(
     gateway: &'a Arc<Gateway>,
     session: &'a Arc<GwSession>,
@@ -29,9 +33,28 @@ pub(crate) fn for_call<'a>(
 ) -> CallConnections<'a> {
     let up = gateway.upstreams()[index].clone();
     if up.is_shared() || session.is_sessionless() {
-        CallConnections::Shared(up)
-    } else {
-        CallConnections::PerSession { gateway, session, index }
+        return unowned(gateway, session, up);
+    }
+    CallConnections::PerSession { gateway, session, index }
+}
+
+/// The connections of a call that no session's own upstream session
+/// carries: a shared upstream's, or a sessionless client's (see
+/// [`for_call`]). Owned, so a held call's task can take them along.
+pub(crate) fn unowned(
+    gateway: &Arc<Gateway>,
+    session: &GwSession,
+    up: Arc<UpstreamHandle>,
+) -> CallConnections<'static> {
+    if up.is_shared() {
+        return CallConnections::Shared(up);
+    }
+    let client = session.state.principal_ref().id().clone();
+    match client.kind() {
+        PrincipalKind::Anonymous => CallConnections::Shared(up),
+        PrincipalKind::ApiKey | PrincipalKind::Jwt => {
+            CallConnections::PerClient(ClientConnection { gateway: gateway.clone(), up, client })
+        }
     }
 }
 
@@ -41,6 +64,16 @@ pub(crate) enum CallConnections<'a> {
     Shared(Arc<UpstreamHandle>),
     /// A downstream session's own upstream session.
     PerSession { gateway: &'a Arc<Gateway>, session: &'a Arc<GwSession>, index: usize },
+    /// A client's own upstream session for its sessionless calls.
+    PerClient(ClientConnection),
+}
+
+/// One authenticated client's upstream session for its sessionless calls
+/// (owned, so a held multi-round-trip call can take it along).
+pub(crate) struct ClientConnection {
+    gateway: Arc<Gateway>,
+    up: Arc<UpstreamHandle>,
+    client: PrincipalId,
 }
 
 impl Connections for CallConnections<'_> {
@@ -55,22 +88,65 @@ impl Connections for CallConnections<'_> {
             CallConnections::PerSession { gateway, session, index } => {
                 session_connection(gateway, session, *index).await
             }
+            CallConnections::PerClient(client) => client.connection().await,
         }
     }
 
     fn modern(&self) -> bool {
-        let up: &UpstreamHandle = match self {
-            CallConnections::Shared(up) => up,
-            CallConnections::PerSession { gateway, index, .. } => &gateway.upstreams()[*index],
-        };
-        up.hello().is_some_and(|h| h.modern.is_some())
+        self.upstream().hello().is_some_and(|h| h.modern.is_some())
     }
 
     fn sessions_expire(&self) -> bool {
+        self.upstream().target.sessions_expire()
+    }
+}
+
+impl CallConnections<'_> {
+    fn upstream(&self) -> Arc<UpstreamHandle> {
         match self {
-            CallConnections::Shared(up) => up.target.sessions_expire(),
-            CallConnections::PerSession { gateway, index, .. } => gateway.upstreams()[*index].target.sessions_expire(),
+            CallConnections::Shared(up) | CallConnections::PerClient(ClientConnection { up, .. }) => up.clone(),
+            CallConnections::PerSession { gateway, index, .. } => gateway.upstreams()[*index].clone(),
         }
+    }
+}
+
+impl ClientConnection {
+    /// The client's connection, opened (or reopened, after it closed) on use.
+    async fn connection(&self) -> Result<Arc<Peer>, UpstreamError> {
+        let up = &self.up;
+        if up.control().is_none() {
+            return Err(up.unavailable());
+        }
+        let slot = up.client_slot(&self.client);
+        let mut slot = slot.lock().await;
+        if let Some(peer) = slot.as_ref().filter(|p| !p.is_closed()) {
+            return Ok(peer.clone());
+        }
+        let peer = Box::pin(self.open()).await?;
+        *slot = Some(peer.clone());
+        Ok(peer)
+    }
+
+    async fn open(&self) -> Result<Arc<Peer>, UpstreamError> {
+        let up = &self.up;
+        // What toolgate's control connection declares for these calls (a
+        // sessionless client states its capabilities per request). No
+        // session owns it: what the upstream sends outside a call reaches
+        // no one (requests are refused).
+        let events = SessionEvents::new(Arc::downgrade(&self.gateway), Weak::new(), up.index);
+        let span = tracing::info_span!(parent: None, "upstream", upstream = %up.label, client = %self.client);
+        let peer = open_own(&self.gateway, up, up.control_hello(), events, span).await?;
+        tracing::debug!(upstream = %up.label, client = %self.client, "opened a client's upstream session for its sessionless calls");
+        if up.instances.is_none() {
+            // Nothing else ends it (no session does): stopped when idle.
+            stop_when_idle(peer.clone(), up.config.instance_idle_timeout);
+        }
+        let (up, client, closing) = (self.up.clone(), self.client.clone(), peer.clone());
+        crate::spawn(async move {
+            closing.closed().cancelled().await;
+            up.forget_client(&client, &closing);
+        });
+        Ok(peer)
     }
 }
 
@@ -115,18 +191,41 @@ async fn open_session_connection(
     if session.closed().is_cancelled() {
         return Err(UpstreamError::Cancelled);
     }
-    // A place for the child, if the upstream's children are capped: taken
-    // (or refused) before anything starts.
+    let events = SessionEvents::new(Arc::downgrade(gateway), Arc::downgrade(session), index);
+    // The connection's tasks outlive this request: they get a span of their own.
+    let span = tracing::info_span!(parent: None, "upstream", upstream = %up.label, session = session.id());
+    let peer = open_own(gateway, up, session_hello(session, up.config.forward_roots), events, span).await?;
+    tracing::debug!(upstream = %up.label, "opened a per-session upstream session");
+    // A modern upstream takes the level on each request instead.
+    let takes_level = peer.hello().is_some_and(|h| h.has("logging") && h.modern.is_none());
+    if let Some(level) = session.state.log_level().filter(|_| takes_level) {
+        let set = Call::new(method::LOGGING_SET_LEVEL, Some(json!({"level": level})));
+        let _ = upstream::service::call_on(peer.clone(), up.config.timeout, set).await;
+    }
+    Ok(peer)
+}
+
+/// Opens an upstream session of `up` for one session or client (not the
+/// control connection): a place among the upstream's capped children first
+/// (taken or refused before anything starts), held while it runs; the
+/// upstream's traffic outside calls goes to `events`.
+async fn open_own(
+    gateway: &Gateway,
+    up: &Arc<UpstreamHandle>,
+    hello: ClientHello,
+    events: SessionEvents,
+    span: tracing::Span,
+) -> Result<Arc<Peer>, UpstreamError> {
     let place = match &up.instances {
         Some(instances) => Some(instances.acquire(&up.label).await?),
         None => None,
     };
     let options = ConnectOptions {
         label: up.label.clone(),
-        hello: session_hello(session, up.config.forward_roots),
-        events: Arc::new(SessionEvents::new(Arc::downgrade(gateway), Arc::downgrade(session), index)),
-        // Without per-call streams, whatever the upstream sends belongs
-        // to this session's newest call.
+        hello,
+        events: Arc::new(events),
+        // Without per-call streams, whatever the upstream sends belongs to
+        // the newest call on the connection.
         attribute_to_latest_call: !up.target.attributes_calls(),
         timeout: up.config.timeout,
         cancel_timeout: up.config.cancel_timeout,
@@ -134,23 +233,14 @@ async fn open_session_connection(
         era: Some(up.era.clone()),
         control: false,
     };
-    // The connection's tasks outlive this request: they get a span of their own.
-    let span = tracing::info_span!(parent: None, "upstream", upstream = %up.label, session = session.id());
     let peer = upstream::connect(&up.target, gateway.http(), options).instrument(span).await?;
     if up.is_retired() {
         // A reload removed or replaced the upstream while this connected.
         peer.shutdown().await;
         return Err(up.unavailable());
     }
-    tracing::debug!(upstream = %up.label, "opened a per-session upstream session");
     if let (Some(instances), Some(place)) = (&up.instances, place) {
         instances.hold(peer.clone(), place);
-    }
-    // A modern upstream takes the level on each request instead.
-    let takes_level = peer.hello().is_some_and(|h| h.has("logging") && h.modern.is_none());
-    if let Some(level) = session.state.log_level().filter(|_| takes_level) {
-        let set = Call::new(method::LOGGING_SET_LEVEL, Some(json!({"level": level})));
-        let _ = upstream::service::call_on(peer.clone(), up.config.timeout, set).await;
     }
     Ok(peer)
 }

@@ -123,6 +123,9 @@ impl Disclosure {
             view = cx.gateway.catalog_for(cx.session);
         }
         if view.catalog.describe_tool_name() == Some(name) {
+            // What it describes may still be loading (as for the resource).
+            cx.gateway.wait_ready(cx.session).await;
+            let view = cx.gateway.catalog_for(cx.session);
             let arguments = request.params.as_ref().and_then(|p| p.get("arguments"));
             return describe_tool(cx.gateway, cx.session, &view, arguments).await;
         }

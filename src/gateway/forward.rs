@@ -286,7 +286,7 @@ impl Forwarder {
         };
         cx.ctx.span.record("tool", name);
         let Some(entry) = cx.gateway.tool(cx.session, name).await else {
-            if let Some(upstream) = cx.gateway.removed_tool(name) {
+            if let Some(upstream) = cx.gateway.removed_tool(name, &cx.session.state.principal()) {
                 return invalid(format!(
                     "Unknown tool: {name} (its upstream `{upstream}` was removed from toolgate's configuration)"
                 ));

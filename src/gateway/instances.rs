@@ -59,25 +59,36 @@ impl Instances {
     pub(crate) fn hold(&self, peer: Arc<Peer>, place: OwnedSemaphorePermit) {
         let idle = self.idle;
         crate::spawn(async move {
-            let (mut sent, _) = peer.activity();
-            let mut idle_since = Instant::now();
-            loop {
-                tokio::select! {
-                    () = peer.closed().cancelled() => break,
-                    () = tokio::time::sleep_until(idle_since + idle) => {
-                        let (now_sent, in_flight) = peer.activity();
-                        if now_sent != sent || in_flight > 0 {
-                            // Used meanwhile: the idle clock starts again.
-                            (sent, idle_since) = (now_sent, Instant::now());
-                            continue;
-                        }
-                        tracing::info!(upstream = %peer.label(), ?idle, "stopping an idle per-session instance");
-                        peer.shutdown().await;
-                        break;
-                    }
-                }
-            }
+            idle_then_stop(&peer, idle).await;
             drop(place);
         });
+    }
+}
+
+/// Stops `peer` once it has sent no request for `idle` and has none in
+/// flight (a connection no cap holds, e.g. an HTTP upstream's).
+pub(crate) fn stop_when_idle(peer: Arc<Peer>, idle: Duration) {
+    crate::spawn(async move { idle_then_stop(&peer, idle).await });
+}
+
+/// Returns when `peer` closed, or once it was idle for `idle` (then stopped).
+async fn idle_then_stop(peer: &Arc<Peer>, idle: Duration) {
+    let (mut sent, _) = peer.activity();
+    let mut idle_since = Instant::now();
+    loop {
+        tokio::select! {
+            () = peer.closed().cancelled() => return,
+            () = tokio::time::sleep_until(idle_since + idle) => {
+                let (now_sent, in_flight) = peer.activity();
+                if now_sent != sent || in_flight > 0 {
+                    // Used meanwhile: the idle clock starts again.
+                    (sent, idle_since) = (now_sent, Instant::now());
+                    continue;
+                }
+                tracing::info!(upstream = %peer.label(), ?idle, "stopping an idle per-session instance");
+                peer.shutdown().await;
+                return;
+            }
+        }
     }
 }

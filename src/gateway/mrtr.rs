@@ -25,9 +25,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::connections::CallConnections;
 use super::layer::Exchange;
 use super::upstreams::UpstreamHandle;
+use crate::auth::Principal;
 use crate::config::MrtrConfig;
 use crate::grants::Scope;
 use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request, codes};
@@ -79,6 +79,18 @@ impl Translator {
         params.and_then(|p| p.get(result::REQUEST_STATE)).and_then(Value::as_str).is_some_and(|s| self.codec.is_own(s))
     }
 
+    /// Whether the request `method` with `params` (in the upstream's terms:
+    /// its own tool name) to upstream `upstream` from `principal` is the
+    /// retry of a call held now for that very client and request: its
+    /// `requestState` verifies in full (signature, replica, expiry, client,
+    /// request) and names a held call. Only such a retry is the same call
+    /// as its first round; a state that is merely authentic proves nothing.
+    pub fn resumes(&self, principal: &Principal, upstream: &str, method: &str, params: &Value) -> bool {
+        let Some(token) = params.get(result::REQUEST_STATE).and_then(Value::as_str) else { return false };
+        let binding = Binding::of(upstream, method, Some(params), Scope::of(principal).as_str());
+        self.codec.verify(token, &binding, SystemTime::now()).is_ok_and(|hold| self.holds.contains(&hold))
+    }
+
     /// Serves a sessionless request to the handshake-era upstream `index`:
     /// a first round starts the call; a retry carrying a `requestState`
     /// resumes the held call it names. Errors of the translation itself
@@ -127,7 +139,9 @@ impl Translator {
         call.downstream_modern = true;
         let shared = call.shared.clone();
         let (tx, result) = oneshot::channel();
-        let connections = CallConnections::Shared(up.clone());
+        // The client's own upstream session where it has one (a
+        // `per_session` upstream), else the shared one.
+        let connections = super::connections::unowned(cx.gateway, cx.session, up.clone());
         crate::spawn(async move {
             let _ = tx.send(upstream::service::call(connections, NO_DEADLINE, call).await);
         });

@@ -24,6 +24,7 @@ use crate::auth::{CallLimiter, Principal, RetryAfter};
 use crate::disclosure;
 use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
 use crate::protocol::method;
+use crate::protocol::modern::result;
 
 /// The policy layer.
 #[derive(Default)]
@@ -39,9 +40,7 @@ impl Policy {
 
 impl Layer for Policy {
     async fn serve<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
-        // The retry of a held call is the same call, counted in its first round.
-        let retry = cx.session.is_sessionless() && cx.gateway.mrtr().is_own_state(request.params.as_ref());
-        if counts(&request) && !retry {
+        if counts(&request) && !resumes_held_call(&cx, &request).await {
             let principal = &cx.session.state.principal();
             if let Err(wait) = self.calls.check(principal) {
                 tracing::info!(client = %principal.id(), retry_after = ?wait.0, "request refused: calls_per_minute");
@@ -50,6 +49,25 @@ impl Layer for Policy {
         }
         next.run(cx, request).await
     }
+}
+
+/// Whether `request` is the retry of a call held for this very client and
+/// request (a sessionless client answering a handshake-era upstream's
+/// question): the same call, counted in its first round. Only a tool call
+/// can be one; the describe tool and the descriptions resource never are,
+/// whatever `requestState` they carry.
+async fn resumes_held_call(cx: &Exchange<'_>, request: &Request) -> bool {
+    let Some(params) = request.params.as_ref().filter(|_| request.method == method::TOOLS_CALL) else { return false };
+    if !cx.session.is_sessionless() || params.get(result::REQUEST_STATE).is_none() {
+        return false;
+    }
+    let Some(name) = params.get("name").and_then(Value::as_str) else { return false };
+    let Some(entry) = cx.gateway.tool(cx.session, name).await else { return false };
+    let Some(up) = cx.gateway.upstreams().get(entry.upstream).cloned() else { return false };
+    // The held call was bound to the request as it went upstream.
+    let mut upstream_params = params.clone();
+    upstream_params["name"] = Value::from(entry.original.as_str());
+    cx.gateway.mrtr().resumes(&cx.session.state.principal(), &up.label, method::TOOLS_CALL, &upstream_params)
 }
 
 /// Whether `request` takes from the client's `calls_per_minute`: a tool

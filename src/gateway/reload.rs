@@ -39,7 +39,7 @@ pub use watch::watch;
 
 use super::upstreams::{UpstreamHandle, supervise_one};
 use super::{Gateway, GwSession};
-use crate::auth::Authenticator;
+use crate::auth::{Authenticator, Principal};
 use crate::config::{Config, TargetError};
 use crate::jsonrpc::{Message, Notification};
 use crate::protocol::method;
@@ -64,9 +64,9 @@ pub enum ReloadError {
 pub(super) struct ReloadState {
     /// One reload at a time.
     lock: tokio::sync::Mutex<()>,
-    /// Exposed tool name → the removed upstream it belonged to, for the
-    /// error of a call to it.
-    removed_tools: Mutex<HashMap<String, Arc<str>>>,
+    /// Exposed tool name → the removed upstream it belonged to and its
+    /// natural name, for the error of a call to it.
+    removed_tools: Mutex<HashMap<String, (Arc<str>, String)>>,
 }
 
 /// A slot whose upstream this reload stops.
@@ -223,9 +223,13 @@ impl Gateway {
         Ok(changes)
     }
 
-    /// The upstream a tool `name` belonged to, if a reload removed it.
-    pub(crate) fn removed_tool(&self, name: &str) -> Option<Arc<str>> {
-        self.reload.removed_tools.lock().get(name).cloned()
+    /// The upstream a tool `name` belonged to, if a reload removed it and
+    /// `principal` was allowed that tool (to any other client it was never
+    /// there: the hint would tell of a tool and upstream it may not know).
+    pub(crate) fn removed_tool(&self, name: &str, principal: &Principal) -> Option<Arc<str>> {
+        let removed = self.reload.removed_tools.lock();
+        let (upstream, natural) = removed.get(name)?;
+        principal.tools().allows_tool(name, natural, upstream).then(|| upstream.clone())
     }
 
     /// Notes the exposed tools of removed upstreams; forgets those of
@@ -233,10 +237,10 @@ impl Gateway {
     fn remember_removed_tools(&self, retired: &[Retired], changes: &Changes) {
         let catalog = self.catalog();
         let mut removed = self.reload.removed_tools.lock();
-        removed.retain(|_, up| !changes.starts(up));
+        removed.retain(|_, (up, _)| !changes.starts(up));
         for r in retired.iter().filter(|r| r.removed) {
             for entry in catalog.catalog.tools().filter(|e| e.upstream == r.index) {
-                removed.insert(entry.exposed.clone(), r.handle.label.clone());
+                removed.insert(entry.exposed.clone(), (r.handle.label.clone(), entry.natural.clone()));
             }
         }
     }

@@ -115,6 +115,12 @@ impl GatewaySession {
         self.principal.read().clone()
     }
 
+    /// The client this session belongs to, without a copy (held briefly:
+    /// a reload waits for it).
+    pub fn principal_ref(&self) -> parking_lot::RwLockReadGuard<'_, Principal> {
+        self.principal.read()
+    }
+
     /// The client's name, for logs and metrics labels: the `[[auth.clients]]`
     /// name, the JWT's client claim, or `anonymous` without authentication.
     pub fn client_name(&self) -> &str {

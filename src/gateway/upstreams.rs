@@ -24,6 +24,8 @@ use tracing::Instrument as _;
 
 use super::Gateway;
 use super::events::ControlEvents;
+use super::state::ConnectionSlot;
+use crate::auth::PrincipalId;
 use crate::catalog::{Extras, load_extras_dir};
 use crate::config::{Sharing, Target, UpstreamConfig};
 use crate::jsonrpc::Outcome;
@@ -72,6 +74,10 @@ pub struct UpstreamHandle {
     /// Its era as last probed, and its tools' `x-mcp-header`s, shared by
     /// all its connections.
     pub era: Arc<UpstreamEra>,
+    /// Each authenticated client's own upstream session for its sessionless
+    /// (2026-07-28) calls, when the upstream is `per_session` (see
+    /// `connections::for_call`); forgotten when it closes.
+    client_connections: Mutex<HashMap<PrincipalId, ConnectionSlot>>,
 }
 
 impl UpstreamHandle {
@@ -95,6 +101,7 @@ impl UpstreamHandle {
             reconnect: Notify::new(),
             retired: CancellationToken::new(),
             era: UpstreamEra::shared(),
+            client_connections: Mutex::new(HashMap::new()),
         }
     }
 
@@ -123,14 +130,37 @@ impl UpstreamHandle {
     /// supervisor ends, calls get `why` as the cause of their error, and
     /// its tools and capabilities leave every list. The caller shuts its
     /// connections down, starting with the control connection returned.
-    pub(crate) fn retire(&self, why: &str) -> Option<Arc<Peer>> {
+    pub(crate) fn retire(&self, why: &str) -> Vec<Arc<Peer>> {
         self.retired.cancel();
         let control = self.control.swap(None);
         self.set_down(Cause::msg(why.to_owned()));
         self.hello.store(None);
         self.set_tools(Vec::new());
         self.mark_ready();
-        control
+        control.into_iter().chain(self.take_client_connections()).collect()
+    }
+
+    /// The place of `client`'s own connection for its sessionless calls.
+    pub(crate) fn client_slot(&self, client: &PrincipalId) -> ConnectionSlot {
+        self.client_connections.lock().entry(client.clone()).or_default().clone()
+    }
+
+    /// Forgets `client`'s connection if it is still `peer` (which closed).
+    pub(crate) fn forget_client(&self, client: &PrincipalId, peer: &Arc<Peer>) {
+        let mut connections = self.client_connections.lock();
+        let stale = connections
+            .get(client)
+            .is_some_and(|slot| slot.try_lock().is_ok_and(|held| held.as_ref().is_none_or(|p| Arc::ptr_eq(p, peer))));
+        if stale {
+            connections.remove(client);
+        }
+    }
+
+    /// Every client's sessionless connection, taken out (the upstream stops).
+    /// One being opened right now sees the upstream retired and stops itself.
+    pub(crate) fn take_client_connections(&self) -> Vec<Arc<Peer>> {
+        let slots: Vec<ConnectionSlot> = self.client_connections.lock().drain().map(|(_, slot)| slot).collect();
+        slots.iter().filter_map(|slot| slot.try_lock().ok().and_then(|mut held| held.take())).collect()
     }
 
     /// Starts from what `old` (the handle this one replaces) last knew: its

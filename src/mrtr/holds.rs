@@ -92,6 +92,11 @@ impl<T: Send + 'static> Holds<T> {
         Ok(id)
     }
 
+    /// Whether a value is held under `id` now.
+    pub fn contains(&self, id: &str) -> bool {
+        self.inner.lock().entries.contains_key(id)
+    }
+
     /// Takes the value held under `id` out (once: a second take finds nothing).
     pub fn take(&self, id: &str) -> Option<T> {
         let entry = {

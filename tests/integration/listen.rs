@@ -234,7 +234,10 @@ async fn listen_streams_follow_the_client_policy_and_end_when_a_reload_removes_t
     const BOB: &str = "listen-bob-0123456789abcdefgh";
     let alice_entry = format!("[[auth.clients]]\nname = \"alice\"\napi_key = \"{ALICE}\"\ntools = [\"echo\"]\n\n");
     let bob_entry = format!("[[auth.clients]]\nname = \"bob\"\napi_key = \"{BOB}\"\n\n");
-    let fx = fixture("");
+    // Shared, so that bob's call changes the upstream's tools for everyone
+    // (with `per_session` his sessionless calls have an upstream session of
+    // their own, whose tools are his alone).
+    let fx = fixture("sharing = \"shared\"");
     let gw = Toolgate::start_raw(&format!("{SERVER}{alice_entry}{bob_entry}{fx}")).await?;
     let alice = Client::with_bearer(&gw.url, ALICE)?;
     let bob = Client::with_bearer(&gw.url, BOB)?;

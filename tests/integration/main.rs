@@ -31,6 +31,7 @@ mod mrtr;
 mod outage;
 mod reload;
 mod security;
+mod security_review;
 mod sessions;
 mod traces;
 mod transport;

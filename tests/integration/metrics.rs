@@ -199,24 +199,32 @@ async fn series_move_with_real_traffic() -> Result<()> {
 }
 
 #[tokio::test]
-async fn metrics_answer_a_scraper_addressing_the_pod_by_ip() -> Result<()> {
-    let gw = Toolgate::start(&fixture_upstream("fx", &[], "")).await?;
-    let pod_ip = format!("10.1.2.3:{}", gw.port());
-    let s = scrape(&metrics_url(&gw), Some(&pod_ip)).await?;
+async fn a_scraper_addressing_the_pod_by_ip_uses_the_metrics_listener() -> Result<()> {
+    let gw = Toolgate::start_with(&fixture_upstream("fx", &[], ""), "[metrics]\nlisten = \"127.0.0.1:0\"\n").await?;
+    let url = own_metrics_url(&gw).await?;
+    let port = url::Url::parse(&url)?.port().context("a port")?;
+    let s = scrape(&url, Some(&format!("10.1.2.3:{port}"))).await?;
     assert!(s.families.contains("toolgate_sessions_active"), "{:?}", s.families);
-    // The MCP endpoint itself still refuses that Host.
+    // The main listener refuses that Host, for the MCP endpoint and (when it
+    // serves them) the metrics alike (tests/integration/security_review.rs).
+    let pod_ip = format!("10.1.2.3:{}", gw.port());
     let mcp = reqwest::Client::new().post(&gw.url).header("host", &pod_ip).body("{}").send().await?;
     assert_eq!(mcp.status(), StatusCode::FORBIDDEN);
     Ok(())
 }
 
-#[tokio::test]
-async fn metrics_on_their_own_listener() -> Result<()> {
-    let gw = Toolgate::start_with(&fixture_upstream("fx", &[], ""), "[metrics]\nlisten = \"127.0.0.1:0\"\n").await?;
+/// The address of the metrics listener of its own, from the log.
+async fn own_metrics_url(gw: &Toolgate) -> Result<String> {
     gw.wait_log("serving metrics on", Duration::from_secs(10)).await?;
     let logs = gw.logs();
     let line = logs.lines().find(|l| l.contains("serving metrics on")).ok_or_else(|| anyhow!("no line"))?;
-    let url = line[line.find("http://").context("no URL")?..].trim().to_owned();
+    Ok(line[line.find("http://").context("no URL")?..].trim().to_owned())
+}
+
+#[tokio::test]
+async fn metrics_on_their_own_listener() -> Result<()> {
+    let gw = Toolgate::start_with(&fixture_upstream("fx", &[], ""), "[metrics]\nlisten = \"127.0.0.1:0\"\n").await?;
+    let url = own_metrics_url(&gw).await?;
     let c = Client::connected(&gw.url, json!({})).await?;
     c.result("tools/list", json!({})).await?;
     let s = scrape(&url, None).await?;

@@ -21,10 +21,10 @@ mod store;
 
 pub use caller::Caller;
 pub use engine::{
-    Accepted, Engine, Listen, ListenSink, ModernAccepted, Refusal, RoutingHeaders, SessionRef, Subscriptions,
+    Accepted, Engine, Hold, Listen, ListenSink, ModernAccepted, Refusal, RoutingHeaders, SessionRef, Subscriptions,
 };
 pub use handler::{
-    CacheHints, CacheScope, Discovery, Handler, InitContext, ModernContext, RequestCtx, ServerOffer, TraceHeaders,
+    CacheHints, CacheScope, Discovery, Handler, Held, InitContext, ModernContext, RequestCtx, ServerOffer, TraceHeaders,
 };
 pub use limits::{Limits, shutting_down, too_many_requests, too_many_sessions};
 pub use session::{ClientRequestError, Downlink, Frame, Frames, Session};

@@ -14,18 +14,39 @@ fn policy(upstreams: Option<&[&str]>, tools: &[&str], deny: &[&str]) -> ToolPoli
 #[test]
 fn the_issue_example() {
     let alice = policy(Some(&["github", "time"]), &["github__get_*", "time__*"], &["*__delete_*"]);
-    assert!(alice.allows_tool("github__get_issue", "github"));
-    assert!(alice.allows_tool("github__get_pull_request_files", "github"));
-    assert!(!alice.allows_tool("github__create_issue", "github"), "not in the allowlist");
-    assert!(alice.allows_tool("time__now", "time"));
-    assert!(!alice.allows_tool("time__delete_timer", "time"), "denied after the allowlist");
-    assert!(!alice.allows_tool("github__get_x__delete_y", "github"), "`*` on both sides of the deny pattern");
-    assert!(alice.allows_tool("github__get_delete_me", "github"), "`_delete_` is not `__delete_`");
+    assert!(alice.allows_tool("github__get_issue", "github__get_issue", "github"));
+    assert!(alice.allows_tool("github__get_pull_request_files", "github__get_pull_request_files", "github"));
+    assert!(!alice.allows_tool("github__create_issue", "github__create_issue", "github"), "not in the allowlist");
+    assert!(alice.allows_tool("time__now", "time__now", "time"));
+    assert!(!alice.allows_tool("time__delete_timer", "time__delete_timer", "time"), "denied after the allowlist");
+    assert!(
+        !alice.allows_tool("github__get_x__delete_y", "github__get_x__delete_y", "github"),
+        "`*` on both sides of the deny pattern"
+    );
+    assert!(
+        alice.allows_tool("github__get_delete_me", "github__get_delete_me", "github"),
+        "`_delete_` is not `__delete_`"
+    );
     assert!(alice.allows_upstream("github") && alice.allows_upstream("time"));
     assert!(!alice.allows_upstream("files"));
     // A name the globs allow, on an upstream the client may not use.
-    assert!(!alice.allows_tool("time__now", "files"));
+    assert!(!alice.allows_tool("time__now", "time__now", "files"));
     assert!(!alice.is_unrestricted());
+}
+
+#[test]
+fn a_rename_never_moves_a_tool_past_the_policy() {
+    // `b`'s tool `added` was pushed to `added_2` by a collision.
+    let deny = policy(None, &["*"], &["added"]);
+    assert!(!deny.allows_tool("added_2", "added", "b"), "a deny pattern matching the natural name hides it");
+    assert!(!deny.allows_tool("added", "added", "a"));
+    assert!(deny.allows_tool("other", "other", "a"));
+    let allow = policy(None, &["added"], &[]);
+    assert!(allow.allows_tool("added", "added", "a"), "the tool the operator saw under that name");
+    assert!(!allow.allows_tool("added_2", "added", "b"), "the allowlist must allow the exposed name too");
+    assert!(!allow.allows_tool("added", "other", "a"), "and the natural one");
+    let prefixed = policy(None, &["b__*"], &[]);
+    assert!(prefixed.allows_tool("b__added_2", "b__added", "b"));
 }
 
 #[test]
@@ -64,18 +85,18 @@ fn question_marks_classes_alternatives_and_escapes() {
 fn defaults_allow_everything_and_an_empty_allowlist_nothing() {
     let default = policy(None, &["*"], &[]);
     assert!(default.is_unrestricted());
-    assert!(default.allows_tool("anything__at_all", "any"));
-    assert!(ToolPolicy::allow_all().allows_tool("x", "y"));
+    assert!(default.allows_tool("anything__at_all", "anything__at_all", "any"));
+    assert!(ToolPolicy::allow_all().allows_tool("x", "x", "y"));
     assert!(ToolPolicy::allow_all().is_unrestricted());
 
     let nothing = policy(None, &[], &[]);
     assert!(!nothing.allows_name("x"));
-    assert!(!nothing.allows_tool("x", "y"));
+    assert!(!nothing.allows_tool("x", "x", "y"));
     assert!(nothing.allows_upstream("y"), "the upstream itself is still allowed");
 
     let no_upstreams = policy(Some(&[]), &["*"], &[]);
     assert!(!no_upstreams.allows_upstream("github"));
-    assert!(!no_upstreams.allows_tool("github__x", "github"));
+    assert!(!no_upstreams.allows_tool("github__x", "github__x", "github"));
     assert!(!no_upstreams.is_unrestricted());
 
     let deny_all = policy(None, &["*"], &["*"]);
@@ -131,7 +152,7 @@ proptest! {
     ) {
         let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
         let p = policy(Some(&allowed), &["*"], &[]);
-        prop_assert_eq!(p.allows_tool(&tool, &upstream), allowed.contains(&upstream.as_str()));
+        prop_assert_eq!(p.allows_tool(&tool, &tool, &upstream), allowed.contains(&upstream.as_str()));
     }
 
     #[test]

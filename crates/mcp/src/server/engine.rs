@@ -28,10 +28,10 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
 use super::caller::Caller;
-use super::handler::{Handler, InitContext, RequestCtx, ServerOffer, TraceHeaders};
+use super::handler::{Handler, Held, InitContext, RequestCtx, ServerOffer, TraceHeaders};
 use super::limits;
 use super::session::{Downlink, Session};
-use super::store::SessionStore;
+use super::store::{Reservation, SessionStore};
 use crate::jsonrpc::{Body, DecodeError, ErrorObject, Id, Message, Notification, Request, Response, codes};
 use crate::protocol::{Version, method};
 
@@ -89,6 +89,15 @@ pub enum Accepted<S: Send + Sync + 'static> {
     /// notifications and responses have been taken; `answered` holds the
     /// answers the engine gave itself (`ping`, bad batch elements), in order.
     Run { session: Arc<Session<S>>, requests: Vec<Request>, answered: Vec<Response>, batch: bool },
+}
+
+/// The place a connection holds, from its opening, for the session it has
+/// yet to initialize (legacy HTTP+SSE): one of the store's and what the
+/// application's [`Handler::hold`] took. The connection's `initialize` uses
+/// it ([`Engine::accept_unbound`]); dropped unused, it is given back.
+pub struct Hold {
+    place: Reservation,
+    held: Held,
 }
 
 /// The engine: a handler plus its live sessions.
@@ -268,6 +277,39 @@ impl<H: Handler> Engine<H> {
         }
     }
 
+    /// Takes a place for the session of a connection `caller` opens before
+    /// initializing it ([`Hold`]), or refuses the connection: too many
+    /// sessions (with the application's answer if it refused), or shutting
+    /// down.
+    pub fn hold(&self, caller: &Caller) -> Result<Hold, (Refusal, Response)> {
+        if self.is_shutting_down() {
+            return Err((Refusal::ShuttingDown, Response::error(None, limits::shutting_down())));
+        }
+        let Some(place) = self.store.reserve() else {
+            let max = self.store.limits().max_sessions;
+            return Err((Refusal::TooManySessions, Response::error(None, limits::too_many_sessions(max))));
+        };
+        match self.handler.hold(caller) {
+            Ok(held) => Ok(Hold { place, held: held.map(Held::new).unwrap_or_default() }),
+            Err(e) => Err((Refusal::TooManySessions, Response::error(None, e))),
+        }
+    }
+
+    /// [`Engine::accept_as`] for a connection without a session yet
+    /// ([`SessionRef::Unbound`]): an `initialize` uses the connection's
+    /// `hold`, if it has one (taken then, whatever the outcome).
+    pub async fn accept_unbound(
+        &self,
+        hold: &mut Option<Hold>,
+        body: Result<Body, DecodeError>,
+        caller: &Caller,
+    ) -> Accepted<H::State> {
+        match body {
+            Ok(body) => self.unbound(SessionRef::Unbound, body, caller, hold).await,
+            Err(e) => refused(Refusal::Malformed, e.to_response()),
+        }
+    }
+
     /// Takes one decoded body (or the reason it did not decode) from an
     /// anonymous client (see [`Engine::accept_as`]).
     pub async fn accept(&self, session: SessionRef<H::State>, body: Result<Body, DecodeError>) -> Accepted<H::State> {
@@ -290,7 +332,7 @@ impl<H: Handler> Engine<H> {
         };
         let session = match session {
             SessionRef::Live(session) => session,
-            other => return self.sessionless(other, body, caller).await,
+            other => return self.unbound(other, body, caller, &mut None).await,
         };
         let (items, batch) = match body {
             Body::Single(Message::Request(r)) if r.method == method::INITIALIZE => {
@@ -332,8 +374,15 @@ impl<H: Handler> Engine<H> {
         Accepted::Run { session, requests, answered, batch }
     }
 
-    /// A body without a live session: `initialize`, `ping`, or a refusal.
-    async fn sessionless(&self, session: SessionRef<H::State>, body: Body, caller: &Caller) -> Accepted<H::State> {
+    /// A body without a live session: `initialize` (with the connection's
+    /// `hold`, if any), `ping`, or a refusal.
+    async fn unbound(
+        &self,
+        session: SessionRef<H::State>,
+        body: Body,
+        caller: &Caller,
+        hold: &mut Option<Hold>,
+    ) -> Accepted<H::State> {
         let request = match body {
             Body::Single(Message::Request(r)) => r,
             // Notifications and responses before a session are dropped; a
@@ -350,7 +399,7 @@ impl<H: Handler> Engine<H> {
             }
         };
         match request.method.as_str() {
-            method::INITIALIZE => self.initialize(request, caller).await,
+            method::INITIALIZE => self.initialize(request, caller, hold.take()).await,
             // `ping` is answered before initialization too; over HTTP it
             // still needs the session it would belong to.
             method::PING if matches!(session, SessionRef::Unbound) => answer(Response::result(request.id, json!({}))),
@@ -362,18 +411,25 @@ impl<H: Handler> Engine<H> {
     }
 
     /// Answers `initialize`, creating a session on success (if there is
-    /// room for one, and the server is not shutting down).
-    async fn initialize(&self, request: Request, caller: &Caller) -> Accepted<H::State> {
+    /// room for one, or its connection `hold`s one, and the server is not
+    /// shutting down).
+    async fn initialize(&self, request: Request, caller: &Caller, hold: Option<Hold>) -> Accepted<H::State> {
         if self.is_shutting_down() {
             return refused(Refusal::ShuttingDown, Response::error(Some(request.id), limits::shutting_down()));
         }
-        let Some(place) = self.store.reserve() else {
-            let max = self.store.limits().max_sessions;
-            tracing::warn!(max_sessions = max, "initialize refused: too many sessions");
-            return refused(
-                Refusal::TooManySessions,
-                Response::error(Some(request.id), limits::too_many_sessions(max)),
-            );
+        let (place, held) = match hold {
+            Some(Hold { place, held }) => (place, held),
+            None => match self.store.reserve() {
+                Some(place) => (place, Held::default()),
+                None => {
+                    let max = self.store.limits().max_sessions;
+                    tracing::warn!(max_sessions = max, "initialize refused: too many sessions");
+                    return refused(
+                        Refusal::TooManySessions,
+                        Response::error(Some(request.id), limits::too_many_sessions(max)),
+                    );
+                }
+            },
         };
         let params = request.params.unwrap_or_else(|| json!({}));
         if !params.is_object() {
@@ -381,7 +437,7 @@ impl<H: Handler> Engine<H> {
             return answer(Response::error(Some(request.id), e));
         }
         let requested = params.get("protocolVersion").and_then(Value::as_str);
-        let ctx = InitContext { version: Version::negotiate(requested), params, caller: caller.clone() };
+        let ctx = InitContext { version: Version::negotiate(requested), params, caller: caller.clone(), held };
         match self.handler.initialize(&ctx).await {
             Ok((offer, state)) => {
                 let id = SessionStore::<H::State>::new_id();

@@ -1,7 +1,10 @@
 //! The contract between the server engine and the application behind it.
 
+use std::any::Any;
 use std::future::Future;
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use http::{HeaderMap, HeaderValue};
 use serde_json::Value;
@@ -22,6 +25,37 @@ pub struct InitContext {
     pub params: Value,
     /// Who is initializing: the session will belong to this caller.
     pub caller: Caller,
+    /// What [`Handler::hold`] took for this session when its connection
+    /// opened (legacy HTTP+SSE), if anything: the application takes it over
+    /// instead of taking a place again.
+    pub held: Held,
+}
+
+/// What an application's [`Handler::hold`] took, type-erased (the engine
+/// never looks inside), until the connection's `initialize` takes it back.
+#[derive(Clone, Default)]
+pub struct Held(Arc<Mutex<Option<Box<dyn Any + Send + Sync>>>>);
+
+impl Held {
+    /// Something held for the application.
+    pub fn new(value: Box<dyn Any + Send + Sync>) -> Self {
+        Self(Arc::new(Mutex::new(Some(value))))
+    }
+
+    /// Takes what is held, if it is a `T` (once).
+    pub fn take<T: Any>(&self) -> Option<T> {
+        let mut slot = self.0.lock();
+        if !slot.as_ref().is_some_and(|v| v.is::<T>()) {
+            return None;
+        }
+        slot.take().and_then(|v| v.downcast::<T>().ok()).map(|v| *v)
+    }
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.lock().is_some() { "Held(..)" } else { "Held(empty)" })
+    }
 }
 
 /// What a server offers a client in its `initialize` result (the engine
@@ -148,6 +182,19 @@ pub trait Handler: Send + Sync + 'static {
         self: &Arc<Self>,
         ctx: &InitContext,
     ) -> impl Future<Output = Result<(ServerOffer, Self::State), ErrorObject>> + Send;
+
+    /// Takes what a session of `caller` will need (a per-caller session
+    /// place), for a connection that is open before its session exists
+    /// (legacy HTTP+SSE, from `GET /sse` to its `initialize`), so that the
+    /// application's per-caller limits apply to open connections and not
+    /// only to sessions. What it returns comes back in
+    /// [`InitContext::held`] at that connection's `initialize`, and is
+    /// dropped if the connection ends first. `Err` refuses the connection.
+    /// Nothing by default.
+    fn hold(self: &Arc<Self>, caller: &Caller) -> Result<Option<Box<dyn Any + Send + Sync>>, ErrorObject> {
+        let _ = caller;
+        Ok(None)
+    }
 
     /// Answers `server/discover` for a modern client: what the server offers
     /// `ctx`'s caller. Must not create per-client state. By default the

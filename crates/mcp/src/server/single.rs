@@ -40,7 +40,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::caller::Caller;
-use super::engine::{Accepted, Engine, SessionRef};
+use super::engine::{Accepted, Engine, Hold, SessionRef};
 use super::handler::Handler;
 use super::replay::{self, Event};
 use super::session::{Downlink, Frame, Session};
@@ -63,6 +63,18 @@ pub enum Lifetime {
     /// idle timeout, whichever is first; any traffic, either way, counts as
     /// activity. An expired session ends its connection (legacy HTTP+SSE).
     Idle,
+}
+
+/// A connection open before its session exists (legacy HTTP+SSE): the place
+/// it holds for that session ([`Engine::hold`]), and until when its
+/// `initialize` may come. A connection that has not initialized by then, or
+/// whose `initialize` failed (its place is gone), ends: an open connection
+/// always stands for a session, counted like one.
+pub struct Unopened {
+    /// The session's place.
+    pub hold: Hold,
+    /// When the connection ends if it has not initialized.
+    pub deadline: Instant,
 }
 
 /// The answers one body's requests produce: one response, or a batch's.
@@ -88,17 +100,19 @@ where
     H: Handler,
     I: Stream<Item = Result<Body, DecodeError>>,
 {
-    drive_as(engine, inbound, outbox, lifetime, Caller::anonymous()).await
+    drive_as(engine, inbound, outbox, lifetime, Caller::anonymous(), None).await
 }
 
 /// [`drive`] for a connection opened by `caller` (legacy HTTP+SSE with
-/// authentication): the session it initializes belongs to `caller`.
+/// authentication): the session it initializes belongs to `caller`. An
+/// [`Unopened`] connection holds its session's place from the start.
 pub async fn drive_as<H, I>(
     engine: &Arc<Engine<H>>,
     inbound: I,
     outbox: &Outbox,
     lifetime: Lifetime,
     caller: Caller,
+    unopened: Option<Unopened>,
 ) -> Option<Arc<Session<H::State>>>
 where
     H: Handler,
@@ -115,6 +129,8 @@ where
     // The connection's era (stdio only) and its modern requests running.
     let mut pinned = if engine.handler().serves_modern() { era::Pinned::default() } else { era::Pinned::Legacy };
     let mut modern: HashMap<Id, Arc<Session<H::State>>> = HashMap::new();
+    let initialize_by = unopened.as_ref().map(|u| u.deadline);
+    let mut hold = unopened.map(|u| u.hold);
     loop {
         let closed = out.closed.clone();
         tokio::select! {
@@ -152,6 +168,12 @@ where
                 }
             }
             () = tokio::time::sleep_until(ending.unwrap_or_else(Instant::now)), if ending.is_some() => break,
+            () = tokio::time::sleep_until(initialize_by.unwrap_or_else(Instant::now)),
+                if initialize_by.is_some() && out.session.is_none() =>
+            {
+                tracing::debug!("closing a connection that sent no initialize in time");
+                break;
+            }
             () = outbox.closed(), if ending.is_some() => break,
             body = inbound.next(), if ending.is_none() => {
                 let Some(body) = body else {
@@ -194,15 +216,15 @@ where
                     },
                     Lifetime::Idle => body,
                 };
-                let reference = match &out.session {
+                let accepted = match &out.session {
                     Some(s) => {
                         // Any traffic keeps the session alive.
                         engine.store().touch(s.id());
-                        SessionRef::Live(s.clone())
+                        engine.accept_as(SessionRef::Live(s.clone()), body, &caller).await
                     }
-                    None => SessionRef::Unbound,
+                    None => engine.accept_unbound(&mut hold, body, &caller).await,
                 };
-                match engine.accept_as(reference, body, &caller).await {
+                match accepted {
                     Accepted::Answered { responses, batch: true, .. } if !responses.is_empty() => {
                         out.batch(responses).await
                     }
@@ -234,6 +256,10 @@ where
                         };
                         running.push(work);
                     }
+                }
+                // Its `initialize` failed and took its place with it.
+                if initialize_by.is_some() && hold.is_none() && out.session.is_none() {
+                    break;
                 }
             }
         }

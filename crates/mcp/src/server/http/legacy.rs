@@ -6,6 +6,10 @@
 //! session ends; when the session ends (idle for the session idle timeout:
 //! POSTs and messages sent both count as activity), the stream closes.
 //!
+//! A connection counts as a session from `GET /sse` on (`max_sessions`, the
+//! server's and its caller's), and ends unless it sends `initialize` within
+//! the body read timeout.
+//!
 //! Both endpoints admit each request (authentication, see
 //! [`Admit`](super::Admit)); the connection belongs to the caller that opened
 //! its stream, and a POST from another caller is answered as if the
@@ -92,19 +96,17 @@ pub async fn open<H: Handler>(State(state): State<Arc<HttpState<H>>>, mut reques
             "Not Acceptable: use Accept: text/event-stream",
         );
     }
-    // The session is created by the connection's `initialize`; a
-    // connection that could not get one is refused now, as `initialize`
-    // would be (the answer to that goes down the stream, too late for a 429).
-    if !state.engine.store().has_room() {
-        let max = state.engine.store().limits().max_sessions;
-        let error = crate::server::limits::too_many_sessions(max);
-        let body = Message::Response(crate::jsonrpc::Response::error(None, error));
-        return reply::json(StatusCode::TOO_MANY_REQUESTS, &body);
-    }
-    if state.engine.is_shutting_down() {
-        let body = Message::Response(crate::jsonrpc::Response::error(None, crate::server::limits::shutting_down()));
-        return reply::json(StatusCode::SERVICE_UNAVAILABLE, &body);
-    }
+    // The connection stands for the session its `initialize` will create:
+    // it takes that session's place now (the server's `max_sessions` and
+    // the caller's own), and must initialize within the body read timeout.
+    // Otherwise idle streams that never initialize could pile up for ever.
+    let hold = match state.engine.hold(&caller) {
+        Ok(hold) => hold,
+        Err((refusal, response)) => {
+            return reply::json(super::post::refusal_status(Some(refusal)), &Message::Response(response));
+        }
+    };
+    let unopened = single::Unopened { hold, deadline: tokio::time::Instant::now() + state.options.body_read_timeout };
     let id = SessionStore::<H::State>::new_id().to_string();
     let (outbox, lines) = mpsc::channel(state.engine.store().limits().stream_buffer.max(1));
     let (inbound, bodies) = mpsc::channel(INBOUND_QUEUE);
@@ -113,7 +115,8 @@ pub async fn open<H: Handler>(State(state): State<Arc<HttpState<H>>>, mut reques
     let engine = state.engine.clone();
     crate::spawn(async move {
         let bodies = tokio_stream::wrappers::ReceiverStream::new(bodies);
-        if let Some(session) = single::drive_as(&engine, bodies, &outbox, single::Lifetime::Idle, caller).await {
+        let lifetime = single::Lifetime::Idle;
+        if let Some(session) = single::drive_as(&engine, bodies, &outbox, lifetime, caller, Some(unopened)).await {
             tracing::debug!(session = session.id(), "legacy SSE stream closed; ending its session");
             engine.store().remove(session.id());
         }
