@@ -81,17 +81,25 @@ pub async fn connect(
     }
     let peer = if probing {
         match discover(&peer, &hello, timeout, protocol).await {
-            Ok(Some(found)) => {
+            Ok(Probed::Modern(found)) => {
                 adopt(&peer, &hello, found, era.as_ref(), control);
                 return Ok(peer);
             }
-            Ok(None) if peer.is_closed() => {
+            Ok(Probed::Legacy) if peer.is_closed() => {
                 // The child ended on a request before `initialize` (some
                 // servers do): a fresh one for the handshake.
                 tracing::debug!(upstream = %label, "the upstream exited on the probe; restarting it for initialize");
                 open().await?
             }
-            Ok(None) => peer,
+            Ok(Probed::Silent) => {
+                // The child did not answer the probe in time: one slow to
+                // start may still answer it, and pin its connection to the
+                // era the probe spoke. A fresh one for the handshake.
+                tracing::debug!(upstream = %label, "no answer to the probe; restarting the upstream for initialize");
+                peer.shutdown().await;
+                open().await?
+            }
+            Ok(Probed::Legacy) => peer,
             Err(e) => {
                 peer.shutdown().await;
                 return Err(e);
@@ -150,16 +158,26 @@ async fn open(
     Ok(peer)
 }
 
-/// The era probe: `Some` with what a modern upstream said of itself, `None`
-/// for a handshake-era one (the caller initializes; a peer that closed
-/// under the probe needs a fresh start first). `protocol = "2026-07-28"`
-/// turns a legacy verdict into an error.
+/// What the era probe found.
+enum Probed {
+    /// A modern upstream, with what it said of itself.
+    Modern(ServerHello),
+    /// A handshake-era one: the caller initializes (a peer that closed under
+    /// the probe needs a fresh start first).
+    Legacy,
+    /// A stdio child that did not answer in time: handshake-era, or slow;
+    /// the caller initializes a fresh one.
+    Silent,
+}
+
+/// The era probe. `protocol = "2026-07-28"` turns a legacy verdict into an
+/// error.
 async fn discover(
     peer: &Arc<Peer>,
     hello: &ClientHello,
     timeout: Duration,
     protocol: UpstreamProtocol,
-) -> Result<Option<ServerHello>, UpstreamError> {
+) -> Result<Probed, UpstreamError> {
     let label = peer.label().clone();
     let start_error = |why: String| UpstreamError::Start { upstream: label.clone(), source: Cause::msg(why) };
     let stdio = !peer.transport().carries_headers();
@@ -172,6 +190,7 @@ async fn discover(
         let mut call = Call::new(method::SERVER_DISCOVER, params);
         call.probe = Some(version);
         let answer = super::service::call_on(peer.clone(), wait, call).await;
+        let silent = matches!(answer, Err(UpstreamError::Timeout { .. })) && stdio;
         let verdict = match answer {
             // Over stdio, silence or an exit is a handshake-era server.
             Err(UpstreamError::Timeout { .. } | UpstreamError::Closed { .. }) if stdio => {
@@ -181,7 +200,7 @@ async fn discover(
         };
         match verdict? {
             Verdict::Modern(d) => {
-                return Ok(Some(ServerHello {
+                return Ok(Probed::Modern(ServerHello {
                     version: Version::LATEST,
                     modern: Some(d.version),
                     capabilities: d.capabilities,
@@ -200,7 +219,7 @@ async fn discover(
             }
             Verdict::Legacy(why) => {
                 tracing::debug!(upstream = %label, %why, "not a 2026-07-28 upstream; initializing");
-                return Ok(None);
+                return Ok(if silent { Probed::Silent } else { Probed::Legacy });
             }
         }
     }
