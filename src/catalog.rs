@@ -13,7 +13,8 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::config::{DisclosureConfig, Mode, UpstreamConfig};
+use crate::concerns::{Declared, Mapping};
+use crate::config::{ConcernValues, DisclosureConfig, Mode, UpstreamConfig};
 use crate::disclosure::{self, FetchLimits};
 
 mod extras;
@@ -63,6 +64,9 @@ pub struct ToolEntry {
     pub minimal: Value,
     /// Hash of `full`; stable within a process, changes with the definition.
     pub fingerprint: u64,
+    /// Its concern values (see [`crate::concerns`]), also in `full`'s
+    /// `_meta.concerns`.
+    pub concerns: Mapping,
 }
 
 /// An immutable snapshot of every exposed tool.
@@ -131,16 +135,18 @@ impl Catalog {
     /// (even one that lists no tools yet), so the resource and describe tool
     /// do not flicker while an upstream starts.
     pub fn build(upstreams: &[UpstreamTools<'_>], disclosure: &DisclosureConfig) -> Catalog {
-        Self::build_with_ids(upstreams, None, disclosure)
+        Self::build_with_ids(upstreams, None, disclosure, &Declared::default())
     }
 
     /// As [`Catalog::build`], where each entry's `upstream` is `ids[i]` for
     /// the tools of `upstreams[i]` rather than `i` (the gateway's upstream
-    /// slots, which a reload keeps stable while it removes upstreams).
+    /// slots, which a reload keeps stable while it removes upstreams), and
+    /// each tool has its values of the `concerns` declared.
     pub fn build_with_ids(
         upstreams: &[UpstreamTools<'_>],
         ids: Option<&[usize]>,
         disclosure: &DisclosureConfig,
+        concerns: &Declared,
     ) -> Catalog {
         let mut problems = Vec::new();
         let has_progressive = upstreams.iter().any(|u| u.config.mode == Mode::Progressive);
@@ -192,7 +198,10 @@ impl Catalog {
             }
             let up = &upstreams[f.upstream];
             let mode = up.config.mode;
-            let (full, minimal) = match mode {
+            let tool_concerns = up.config.tools.get(c.original).map(|o| &o.concerns);
+            let layers: Vec<&ConcernValues> = tool_concerns.into_iter().chain([&up.config.concerns]).collect();
+            let mapping = concerns.resolve(&layers, f.tool.get("_meta"));
+            let (mut full, minimal) = match mode {
                 Mode::Progressive => {
                     let config = up.config.tools.get(c.original);
                     let full = forms::full_form(f.tool, &exposed, config, up.extras.get(c.original));
@@ -206,6 +215,14 @@ impl Catalog {
                     (full.clone(), full)
                 }
             };
+            if let Some(values) = concerns.values_of(&mapping) {
+                forms::set_meta(&mut full, crate::concerns::META_KEY, Value::Object(values));
+            }
+            let minimal = match mode {
+                // A passthrough tool is listed as its full form.
+                Mode::Passthrough => full.clone(),
+                Mode::Progressive => minimal,
+            };
             entries.push(Arc::new(ToolEntry {
                 upstream: ids.and_then(|ids| ids.get(f.upstream).copied()).unwrap_or(f.upstream),
                 original: c.original.to_owned(),
@@ -215,6 +232,7 @@ impl Catalog {
                 fingerprint: forms::fingerprint(&full),
                 full,
                 minimal,
+                concerns: mapping,
             }));
         }
         Catalog::assemble(entries, problems, has_progressive, describe_tool, FetchLimits::from(disclosure))

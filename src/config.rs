@@ -2,6 +2,7 @@
 //! environment overrides, then `${VAR}` expansion) and validation.
 
 mod auth;
+mod concerns;
 mod expand;
 mod load;
 mod model;
@@ -14,6 +15,7 @@ mod validate;
 
 pub(crate) use auth::decode_sha256_hex;
 pub use auth::{AuthConfig, ClientConfig, DEFAULT_CLIENT, JwtConfig, Secret};
+pub use concerns::{ConcernConfig, ConcernValues};
 pub use load::{ConfigError, load, load_str, load_str_in};
 #[cfg(test)]
 pub(crate) use load::{in_jail, load_str_jailed};

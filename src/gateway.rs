@@ -34,6 +34,7 @@
 mod admission;
 mod catalogs;
 mod clients;
+mod concerns;
 mod connections;
 mod disclosure;
 mod events;
@@ -50,6 +51,7 @@ mod policy;
 mod reload;
 mod startup;
 mod state;
+mod tasks;
 mod translate;
 mod upstreams;
 
@@ -132,6 +134,8 @@ pub struct Gateway {
     clients: clients::Clients,
     /// The policy layer, when `[auth]` configures credentials (outermost).
     policy: Option<policy::Policy>,
+    /// The concerns layer, when `[[concerns]]` declares some.
+    concerns: Option<concerns::Concerns>,
     /// The disclosure layer (it steps aside while no upstream is progressive).
     disclosure: Option<disclosure::Disclosure>,
     /// Sessionless clients' grants (`[state]`): in memory, or in Redis.
@@ -191,8 +195,10 @@ impl Gateway {
         // steps aside), so a reload may make one progressive.
         let disclosure = Some(disclosure::Disclosure::new(config.disclosure.cache_bytes));
         let grant_store = GrantStore::from_config(&config.disclosure, &config.state).map_err(StartError::GrantStore)?;
+        let declared = Arc::new(crate::concerns::Declared::new(&config.concerns));
         let gateway = Arc::new(Self {
-            catalogs: Catalogs::new(config.disclosure.clone()),
+            concerns: concerns::Concerns::new(&declared),
+            catalogs: Catalogs::new(config.disclosure.clone(), declared),
             forwarder: Forwarder::new(config.server.page_size),
             mrtr: mrtr::Translator::new(&config.mrtr),
             config: ArcSwap::from_pointee(config),
@@ -261,6 +267,17 @@ impl Gateway {
     /// The catalog as `session` sees it.
     pub(crate) fn catalog_for(&self, session: &GwSession) -> Arc<CatalogView> {
         self.catalogs.for_session(&self.upstreams(), session)
+    }
+
+    /// What `session`'s `tools/list` shows: its catalog, without the tools
+    /// its concern configuration filters out (they stay callable: see
+    /// [`crate::concerns`]).
+    pub(crate) fn listing_for(&self, session: &GwSession) -> Arc<CatalogView> {
+        let view = self.catalog_for(session);
+        match session.state.concerns() {
+            Some(configured) => self.catalogs.listing(&view, configured.filter()),
+            None => view,
+        }
     }
 
     /// The grants of `principal`'s sessionless requests: its scope in the
@@ -406,6 +423,7 @@ impl Gateway {
     fn offer_for(&self, version: crate::protocol::Version, uses: impl Fn(usize) -> bool) -> ServerOffer {
         let mut offer = self.forwarder.offer(self, version, uses);
         self.policy.offer(self, &mut offer);
+        self.concerns.offer(self, &mut offer);
         self.disclosure.offer(self, &mut offer);
         offer
     }
@@ -434,7 +452,10 @@ impl Handler for Gateway {
         let server = self.config().server.clone();
         let deadline = tokio::time::Instant::now() + server.startup_timeout;
         startup::wait(&self.upstreams(), deadline, &server).await;
-        let state = GatewaySession::for_client(&self.upstreams(), principal, slot).with_startup_deadline(deadline);
+        let concerns = self.initial_concerns(&principal, crate::concerns::sent_in(Some(&ctx.params)))?;
+        let state = GatewaySession::for_client(&self.upstreams(), principal, slot)
+            .with_startup_deadline(deadline)
+            .with_concerns(concerns);
         self.metrics.session_started();
         let (method, outcome) = (metrics::Method::Initialize, metrics::Outcome::Ok);
         self.metrics.request(method, None, outcome, started.elapsed(), state.client_name());
@@ -467,8 +488,9 @@ impl Handler for Gateway {
         let principal = self.clients.current(&caller_principal(&ctx.caller))?;
         let deadline = tokio::time::Instant::now() + self.config().server.startup_timeout;
         let grants = self.grants_for(&principal);
+        let concerns = concerns::stored(self.catalogs.concerns(), &principal);
         let state = GatewaySession::sessionless(&self.upstreams(), principal, grants);
-        Ok(state.with_startup_deadline(deadline))
+        Ok(state.with_startup_deadline(deadline).with_concerns(concerns))
     }
 
     /// `subscriptions/listen`: toolgate serves it itself (see [`listeners`]).
@@ -503,6 +525,7 @@ impl Handler for Gateway {
         let note = RequestNote::default();
         let cx = Exchange { gateway: self, session, ctx: &ctx, note: &note };
         let chain = Then { layer: &self.disclosure, next: &self.forwarder };
+        let chain = Then { layer: &self.concerns, next: chain };
         let outcome = Then { layer: &self.policy, next: chain }.run(cx, request).await;
         let counted = metrics::Outcome::of(method, &outcome, note.was_refused(), ctx.cancel.is_cancelled());
         self.metrics.request(method, note.upstream(), counted, started.elapsed(), session.state.client_name());
@@ -514,6 +537,11 @@ impl Handler for Gateway {
     }
 
     async fn notification(self: &Arc<Self>, session: &Arc<GwSession>, notification: Notification) {
+        // The client's own: what it may carry is toolgate's (concerns);
+        // each upstream session had its own.
+        if notification.method == method::INITIALIZED {
+            return self.concerns_notified(session, notification.params.as_ref());
+        }
         // Client notifications (roots changes, vendor ones) concern the
         // session's own upstream sessions; one named like a request is a
         // request without its id, which no upstream should act on.

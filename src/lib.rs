@@ -9,6 +9,8 @@
 //! - [`auth`]: client authentication (API keys, JWT), per-client tool policy
 //!   and limits.
 //! - [`catalog`]: the merged tool catalog (naming, minimal forms, extras).
+//! - [`concerns`]: concern-based filtering (declarations, primitives'
+//!   values, clients' configurations).
 //! - [`disclosure`]: the `tool_descriptions` resource, the gate's refusals,
 //!   the `describe_tools` fallback tool.
 //! - [`tokens`]: token measurement of catalogs (`toolgate tokens`).
@@ -22,6 +24,7 @@
 
 pub mod auth;
 pub mod catalog;
+pub mod concerns;
 pub mod config;
 pub mod disclosure;
 pub mod gateway;

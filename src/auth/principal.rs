@@ -9,7 +9,7 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use super::policy::{PolicyError, ToolPolicy};
-use crate::config::ClientConfig;
+use crate::config::{ClientConfig, ConcernValues};
 
 /// How a principal proved who it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,6 +77,8 @@ pub struct ClientPolicy {
     pub max_sessions: Option<NonZeroU32>,
     /// Token bucket over calls and description fetches; `None`: no limit.
     pub calls_per_minute: Option<NonZeroU32>,
+    /// The client's stored concern configuration (until it sends its own).
+    pub concerns: ConcernValues,
     /// The [`Authenticator`](super::Authenticator) that made it (0: none).
     /// A principal whose policy is of an older one than the gateway's
     /// current one is resolved again before it is used (a reload changed
@@ -87,7 +89,14 @@ pub struct ClientPolicy {
 impl ClientPolicy {
     /// Everything allowed, no limits.
     pub fn unrestricted() -> Self {
-        Self { entry: None, tools: ToolPolicy::allow_all(), max_sessions: None, calls_per_minute: None, generation: 0 }
+        Self {
+            entry: None,
+            tools: ToolPolicy::allow_all(),
+            max_sessions: None,
+            calls_per_minute: None,
+            concerns: ConcernValues::new(),
+            generation: 0,
+        }
     }
 
     /// The policy of one `[[auth.clients]]` entry. Zero limits (refused by
@@ -98,6 +107,7 @@ impl ClientPolicy {
             tools: ToolPolicy::new(client.upstreams.as_deref(), &client.tools, &client.deny_tools)?,
             max_sessions: client.max_sessions.and_then(NonZeroU32::new),
             calls_per_minute: client.calls_per_minute.and_then(NonZeroU32::new),
+            concerns: client.concerns.clone(),
             generation: 0,
         })
     }

@@ -43,6 +43,7 @@ fn client_entry(name: &str) -> ClientConfig {
         deny_tools: Vec::new(),
         max_sessions: None,
         calls_per_minute: None,
+        concerns: Default::default(),
     }
 }
 

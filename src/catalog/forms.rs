@@ -69,6 +69,20 @@ pub(crate) fn minimal_form(
     Value::Object(out)
 }
 
+/// Sets `_meta.<key>` of a definition to `value` (creating `_meta`, keeping
+/// what else it holds).
+pub(crate) fn set_meta(definition: &mut Value, key: &str, value: Value) {
+    let Some(object) = definition.as_object_mut() else { return };
+    let meta = object.entry("_meta").or_insert_with(|| json!({}));
+    match meta.as_object_mut() {
+        Some(meta) => {
+            meta.insert(key.to_owned(), value);
+        }
+        // An upstream's `_meta` that is not an object is left as sent.
+        None => tracing::debug!("a tool's _meta is not an object; its concern values are not added"),
+    }
+}
+
 /// A hash of a definition, stable within a process.
 pub(crate) fn fingerprint(value: &Value) -> u64 {
     let mut hasher = DefaultHasher::new();

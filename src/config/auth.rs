@@ -83,6 +83,11 @@ pub struct ClientConfig {
     /// this many, refilled evenly over a minute. Unset: no rate limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calls_per_minute: Option<u32>,
+    /// The client's concern configuration (declared `[[concerns]]` name →
+    /// value), in effect until the client sends its own. Default none: the
+    /// client sees everything until it configures concerns.
+    #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
+    pub concerns: super::ConcernValues,
 }
 
 fn all_tools() -> Vec<String> {

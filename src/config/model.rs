@@ -43,6 +43,9 @@ pub struct Config {
     /// translation in front of handshake-era upstreams).
     #[serde(default)]
     pub mrtr: super::MrtrConfig,
+    /// The concerns toolgate declares to clients (concern-based filtering).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub concerns: Vec<super::ConcernConfig>,
 }
 
 /// `[server]`: the downstream listener.
@@ -290,6 +293,12 @@ pub struct UpstreamConfig {
     /// Default `5s`; > 0.
     #[serde(default = "default_cancel_timeout", with = "humantime_serde")]
     pub cancel_timeout: Duration,
+    /// Concern values of every tool, prompt and resource of this upstream
+    /// (declared `[[concerns]]` name → value); a tool's own entry wins, and
+    /// the upstream's `_meta.concerns` on a primitive fills what neither
+    /// sets. Default none.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub concerns: super::ConcernValues,
 }
 
 fn default_timeout() -> Duration {
@@ -386,4 +395,8 @@ pub struct ToolOverride {
     /// Error documentation added to the full description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_guidance: Option<Value>,
+    /// This tool's concern values (declared `[[concerns]]` name → value),
+    /// over its upstream's. Default none.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub concerns: super::ConcernValues,
 }

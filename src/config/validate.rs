@@ -82,6 +82,7 @@ pub(crate) fn check(config: &Config, written: &dyn Fn(usize, &str) -> bool) -> V
     out.0.extend(super::observability::check(&config.metrics, &config.tracing, config.server.listen));
     out.0.extend(super::state::check(&config.state));
     out.0.extend(super::mrtr::check(&config.mrtr));
+    out.0.extend(super::concerns::check(&config.concerns, &config.upstreams, &config.auth.clients));
     out.0
 }
 

@@ -21,6 +21,7 @@ use super::upstreams::{UpstreamHandle, crawl};
 use super::{Gateway, GwSession};
 use crate::auth::{ClientPolicy, Principal};
 use crate::catalog::{Catalog, UpstreamTools};
+use crate::concerns::{Declared, Filter};
 use crate::config::DisclosureConfig;
 use crate::jsonrpc::{Message, Notification};
 use crate::protocol::method;
@@ -42,21 +43,47 @@ pub struct Catalogs {
     /// Source of epochs, gateway-wide, per client policy and per session alike.
     epochs: AtomicU64,
     disclosure: DisclosureConfig,
+    /// The concerns declared (`[[concerns]]`, fixed until a restart).
+    concerns: Arc<Declared>,
+    /// Listings of views filtered by a client's concerns, by the view's
+    /// epoch and the filter, for the gateway-wide epoch they were made in.
+    listings: EpochCache<(u64, Filter), Arc<CatalogView>>,
     /// The views of restricted client policies of the current catalog, by
     /// policy ([`PolicyKey`]), and the gateway-wide epoch they were made from.
-    visible: Mutex<(u64, HashMap<PolicyKey, PolicyView>)>,
+    visible: EpochCache<PolicyKey, PolicyView>,
 }
 
 impl Catalogs {
     /// An empty catalog (before any upstream has listed its tools).
-    pub fn new(disclosure: DisclosureConfig) -> Self {
+    pub fn new(disclosure: DisclosureConfig, concerns: Arc<Declared>) -> Self {
         Self {
             current: ArcSwap::from_pointee(CatalogView { catalog: Catalog::empty(), epoch: 0 }),
             rebuilding: Mutex::new(()),
             epochs: AtomicU64::new(1),
             disclosure,
-            visible: Mutex::new((0, HashMap::new())),
+            concerns,
+            listings: EpochCache::default(),
+            visible: EpochCache::default(),
         }
+    }
+
+    /// The concerns declared.
+    pub fn concerns(&self) -> &Arc<Declared> {
+        &self.concerns
+    }
+
+    /// What a client with `filter` is shown of `view` (its listing): the
+    /// tools whose concern values match. Cached per view and filter until
+    /// the gateway-wide catalog changes.
+    pub(crate) fn listing(&self, view: &Arc<CatalogView>, filter: &Filter) -> Arc<CatalogView> {
+        if filter.is_open() {
+            return view.clone();
+        }
+        let global = self.current.load().epoch;
+        self.listings.get_or_insert_with(global, (view.epoch, filter.clone()), || {
+            let catalog = view.catalog.visible(|e| filter.shows(&e.concerns));
+            Arc::new(CatalogView { catalog, epoch: self.epochs.fetch_add(1, Ordering::Relaxed) })
+        })
     }
 
     /// The gateway-wide catalog.
@@ -88,25 +115,57 @@ impl Catalogs {
 
     /// Tells each session whose list differs from what it saw in `old` that
     /// its tools changed: a client that cannot see the tools that changed
-    /// hears nothing.
-    fn notify_changed(&self, gateway: &Gateway, old: &CatalogView) {
+    /// (its policy hides them, or its concerns filter them out) hears
+    /// nothing. Sessions with a toolset of their own compare their own
+    /// catalog as it was with what it is now.
+    fn notify_changed(&self, gateway: &Gateway, old: &Arc<CatalogView>) {
         let new = self.current();
-        // Whether a policy's view changed, by policy.
-        let mut changed_for: HashMap<PolicyKey, bool> = HashMap::new();
+        // Whether what a client sees changed, by policy and concern filter.
+        let mut changed_for: HashMap<(PolicyKey, Option<Filter>), bool> = HashMap::new();
         let upstreams = gateway.upstreams();
         for session in gateway.audience() {
-            let principal = &session.state.principal();
-            let restricted = !principal.tools().is_unrestricted() && session.state.tools.lock().overrides.is_empty();
-            let sees = !restricted
-                || *changed_for.entry(policy_key(principal)).or_insert_with(|| {
-                    let before = visible_to(&old.catalog, &upstreams, principal);
-                    let after = self.visible_view(&new, &upstreams, principal);
-                    before.list_result_raw().get() != after.catalog.list_result_raw().get()
-                });
+            let principal = session.state.principal();
+            let filter = session.state.concerns().map(|c| c.filter().clone());
+            let own = {
+                let tools = session.state.tools.lock();
+                (!tools.overrides.is_empty()).then(|| tools.view.clone())
+            };
+            let sees = match own {
+                Some(before) => {
+                    let after = self.for_session(&upstreams, &session);
+                    // Never listed on the old catalog: nothing to compare with.
+                    before.is_none_or(|(_, before)| {
+                        self.shown(&before, filter.as_ref()) != self.shown(&after, filter.as_ref())
+                    })
+                }
+                None => *changed_for.entry((policy_key(&principal), filter.clone())).or_insert_with(|| {
+                    let (before, after) = match principal.tools().is_unrestricted() {
+                        true => (old.clone(), new.clone()),
+                        false => {
+                            let epoch = self.epochs.fetch_add(1, Ordering::Relaxed);
+                            let before = visible_to(&old.catalog, &upstreams, &principal);
+                            (
+                                Arc::new(CatalogView { catalog: before, epoch }),
+                                self.visible_view(&new, &upstreams, &principal),
+                            )
+                        }
+                    };
+                    self.shown(&before, filter.as_ref()) != self.shown(&after, filter.as_ref())
+                }),
+            };
             if sees {
                 session.notify(Message::Notification(Notification::new(method::TOOLS_LIST_CHANGED, None)));
             }
         }
+    }
+
+    /// The `tools/list` a client with `filter` is shown of `view`.
+    fn shown(&self, view: &Arc<CatalogView>, filter: Option<&Filter>) -> Arc<str> {
+        let listed = match filter {
+            Some(filter) => self.listing(view, filter),
+            None => view.clone(),
+        };
+        Arc::from(listed.catalog.list_result_raw().get())
     }
 
     /// `view` as a client with a restricted policy sees it (cached per
@@ -117,20 +176,12 @@ impl Catalogs {
         upstreams: &[Arc<UpstreamHandle>],
         principal: &Principal,
     ) -> Arc<CatalogView> {
-        let mut visible = self.visible.lock();
-        if visible.0 != global.epoch {
-            *visible = (global.epoch, HashMap::new());
-        }
-        visible
-            .1
-            .entry(policy_key(principal))
-            .or_insert_with(|| {
-                let catalog = visible_to(&global.catalog, upstreams, principal);
-                let view = Arc::new(CatalogView { catalog, epoch: self.epochs.fetch_add(1, Ordering::Relaxed) });
-                (principal.policy_arc().clone(), view)
-            })
-            .1
-            .clone()
+        let (_, view) = self.visible.get_or_insert_with(global.epoch, policy_key(principal), || {
+            let catalog = visible_to(&global.catalog, upstreams, principal);
+            let view = Arc::new(CatalogView { catalog, epoch: self.epochs.fetch_add(1, Ordering::Relaxed) });
+            (principal.policy_arc().clone(), view)
+        });
+        view
     }
 
     /// Builds a catalog from every upstream's tools, or `replaced(i)` where
@@ -149,7 +200,7 @@ impl Catalogs {
             .map(|(u, t)| UpstreamTools { config: &u.config, tools: t, extras: &u.extras })
             .collect();
         let ids: Vec<usize> = live.iter().map(|u| u.index).collect();
-        let catalog = Catalog::build_with_ids(&inputs, Some(&ids), &self.disclosure);
+        let catalog = Catalog::build_with_ids(&inputs, Some(&ids), &self.disclosure, &self.concerns);
         CatalogView { catalog, epoch: self.epochs.fetch_add(1, Ordering::Relaxed) }
     }
 
@@ -239,4 +290,26 @@ type PolicyView = (Arc<ClientPolicy>, Arc<CatalogView>);
 
 fn policy_key(principal: &Principal) -> PolicyKey {
     Arc::as_ptr(principal.policy_arc()) as PolicyKey
+}
+
+/// Values made from one gateway-wide catalog, by key: all forgotten when
+/// the catalog changes.
+struct EpochCache<K, V>(Mutex<(u64, HashMap<K, V>)>);
+
+impl<K, V> Default for EpochCache<K, V> {
+    fn default() -> Self {
+        Self(Mutex::new((0, HashMap::new())))
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V: Clone> EpochCache<K, V> {
+    /// The value of `key` made from the catalog of `epoch`, made now by
+    /// `make` if there is none.
+    fn get_or_insert_with(&self, epoch: u64, key: K, make: impl FnOnce() -> V) -> V {
+        let mut cache = self.0.lock();
+        if cache.0 != epoch {
+            *cache = (epoch, HashMap::new());
+        }
+        cache.1.entry(key).or_insert_with(make).clone()
+    }
 }

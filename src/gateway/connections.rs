@@ -261,7 +261,8 @@ pub(crate) fn client_context(session: &GwSession, forward_roots: bool) -> Client
 
 /// What a per-session upstream session declares: the client's own
 /// reverse-routing capabilities (each request from that upstream session
-/// belongs to this client), nothing toolgate cannot carry (tasks, experimental).
+/// belongs to this client), its client-side `tasks` among them, and nothing
+/// toolgate cannot carry (experimental).
 /// `roots` only with `forward_roots`: some servers let the client's roots
 /// replace the directories their operator configured.
 fn session_hello(session: &GwSession, forward_roots: bool) -> ClientHello {
@@ -277,7 +278,7 @@ fn session_hello(session: &GwSession, forward_roots: bool) -> ClientHello {
 fn declared_capabilities(session: &GwSession, forward_roots: bool) -> Value {
     let caps = session.client_capabilities();
     let mut declared = serde_json::Map::new();
-    for key in ["sampling", "elicitation", "roots"] {
+    for key in ["sampling", "elicitation", "roots", "tasks"] {
         if key == "roots" && !forward_roots {
             continue;
         }

@@ -67,7 +67,7 @@ impl Disclosure {
         match request.method.as_str() {
             method::TOOLS_LIST => {
                 cx.gateway.wait_ready(cx.session).await;
-                let view = cx.gateway.catalog_for(cx.session);
+                let view = cx.gateway.listing_for(cx.session);
                 cx.gateway.forwarder().pager().tools_page(view.catalog.list_result_raw(), request.params.as_ref())
             }
             method::TOOLS_CALL => self.call_tool(cx, request, next).await,

@@ -22,7 +22,7 @@ use super::layer::Exchange;
 use super::lists::{ListKind, RouteMaps, crawl_all};
 use super::pages::Pager;
 use super::upstreams::UpstreamHandle;
-use super::{Gateway, GwSession, connections, events, translate};
+use super::{Gateway, GwSession, connections, events, tasks, translate};
 use crate::catalog::ToolEntry;
 use crate::config::Mode;
 use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
@@ -115,7 +115,7 @@ impl Forwarder {
         match method.as_str() {
             method::TOOLS_LIST => {
                 cx.gateway.wait_ready(cx.session).await;
-                let view = cx.gateway.catalog_for(cx.session);
+                let view = cx.gateway.listing_for(cx.session);
                 self.pager.tools_page(view.catalog.forwarded_list_raw(), params.as_ref())
             }
             method::TOOLS_CALL => self.call_tool(cx, params).await,
@@ -140,6 +140,7 @@ impl Forwarder {
             method::PROMPTS_GET => self.get_prompt(cx, params).await,
             method::COMPLETION_COMPLETE => self.complete(cx, params).await,
             method::LOGGING_SET_LEVEL => self.set_level(cx, params).await,
+            task if tasks::routes(task) => tasks::serve(cx, task, params).await,
             // Anything else (vendor methods) belongs to the upstream when
             // there is only one; with several there is no owner to pick.
             other => match only_upstream(cx.gateway) {
@@ -175,6 +176,9 @@ impl Forwarder {
         }
         if any("completions") {
             caps.insert("completions".into(), json!({}));
+        }
+        if let Some(tasks) = tasks::capability(upstreams.iter().map(|u| &***u)) {
+            caps.insert("tasks".into(), tasks);
         }
 
         let info = server_info(version);
@@ -215,6 +219,7 @@ impl Forwarder {
         // upstream session, where a dual-era server refuses it.
         let sessionless = cx.session.is_sessionless();
         let modern_upstream = up.hello().is_some_and(|h| h.modern.is_some());
+        let task_augmented = params.as_ref().is_some_and(|p| p.get("task").is_some());
         let params = if sessionless && !modern_upstream { strip_envelope(params) } else { params };
         // A traced call carries its span's context to the upstream (`_meta`,
         // and the `traceparent` header over HTTP).
@@ -256,7 +261,14 @@ impl Forwarder {
                 Outcome::Error(error)
             }
             // Content the client's revision predates is translated.
-            Ok(outcome) => translate::outcome(method, outcome, cx.session.version()),
+            Ok(outcome) => {
+                // A task-augmented call created a task there: its tasks/*
+                // requests go to this upstream.
+                if task_augmented && let Some(task) = outcome.result_value().as_ref().and_then(tasks::created) {
+                    cx.session.state.tasks.note(task, index);
+                }
+                translate::outcome(method, outcome, cx.session.version())
+            }
             Err(e) => Outcome::error(e.to_error_object()),
         }
     }
@@ -310,11 +322,30 @@ impl Forwarder {
         }
         let upstreams = cx.gateway.upstreams();
         let pages = crawl_all(&upstreams, cx.session, kind).await;
-        let items = self.routes.merge(&upstreams, kind, pages);
+        // What the session's concern configuration filters out is not listed
+        // (its route is still learned: filtering is not access control).
+        let declared = cx.gateway.catalogs().concerns();
+        let configured = cx.session.state.concerns();
+        let shown = |i: usize, item: &Value| match &configured {
+            None => true,
+            Some(c) => {
+                let meta = item.get("_meta");
+                let mapping = declared.resolve(&[&upstreams[i].config.concerns], meta);
+                c.filter().shows(&mapping)
+            }
+        };
+        let items = self.routes.merge(&upstreams, kind, pages, shown);
         match self.pager.page(kind.key(), kind.key(), &items, params) {
             Ok(page) => Outcome::Result(page),
             Err(e) => Outcome::error(e),
         }
+    }
+
+    /// Whether upstream `up`'s prompts and resources may be filtered by
+    /// concerns: it maps them itself, or one of its items carried
+    /// `_meta.concerns`.
+    pub(crate) fn maps_concerns(&self, up: &UpstreamHandle) -> bool {
+        !up.config.concerns.is_empty() || self.routes.carries_concerns(up.index)
     }
 
     /// The upstreams `session` may use that may own resource `uri`.

@@ -25,6 +25,8 @@ pub enum ListKind {
     Resources,
     Templates,
     Prompts,
+    /// `tasks/list` (see [`super::tasks`]): crawled, never merged here.
+    Tasks,
 }
 
 impl ListKind {
@@ -43,6 +45,7 @@ impl ListKind {
             ListKind::Resources => crate::protocol::method::RESOURCES_LIST,
             ListKind::Templates => crate::protocol::method::RESOURCES_TEMPLATES_LIST,
             ListKind::Prompts => crate::protocol::method::PROMPTS_LIST,
+            ListKind::Tasks => super::tasks::LIST,
         }
     }
 
@@ -52,6 +55,7 @@ impl ListKind {
             ListKind::Resources => "resources",
             ListKind::Templates => "resourceTemplates",
             ListKind::Prompts => "prompts",
+            ListKind::Tasks => "tasks",
         }
     }
 
@@ -60,6 +64,7 @@ impl ListKind {
         match self {
             ListKind::Resources | ListKind::Templates => "resources",
             ListKind::Prompts => "prompts",
+            ListKind::Tasks => "tasks",
         }
     }
 }
@@ -73,6 +78,9 @@ pub struct RouteMaps {
     templates: RwLock<Vec<(usize, String)>>,
     /// Exposed prompt name → (upstream index, upstream's name).
     prompts: RwLock<HashMap<String, (usize, String)>>,
+    /// Upstreams an item of whose lists carried `_meta.concerns` (an update
+    /// of a session's concerns may change those lists).
+    concerned: RwLock<std::collections::HashSet<usize>>,
 }
 
 /// One upstream's page of a list, as crawled.
@@ -114,11 +122,20 @@ fn list_peer(up: &UpstreamHandle, session: &GwSession) -> Option<Arc<Peer>> {
 impl RouteMaps {
     /// Merges crawled pages into one list, in upstream order, learning who
     /// owns what and exposing prompt names under the gateway's naming rule.
-    pub fn merge(&self, upstreams: &[Arc<UpstreamHandle>], kind: ListKind, pages: Vec<Crawled>) -> Vec<Value> {
+    pub fn merge(
+        &self,
+        upstreams: &[Arc<UpstreamHandle>],
+        kind: ListKind,
+        pages: Vec<Crawled>,
+        shown: impl Fn(usize, &Value) -> bool,
+    ) -> Vec<Value> {
         let count = upstreams.len();
         let mut items = Vec::new();
         for Crawled { upstream: i, items: page } in pages {
             for mut item in page {
+                if item.pointer("/_meta/concerns").is_some() {
+                    self.concerned.write().insert(i);
+                }
                 match kind {
                     ListKind::Resources => {
                         if let Some(uri) = item.get("uri").and_then(Value::as_str) {
@@ -139,11 +156,19 @@ impl RouteMaps {
                         self.prompts.write().insert(exposed.clone(), (i, name));
                         item["name"] = json!(exposed);
                     }
+                    ListKind::Tasks => {}
                 }
-                items.push(item);
+                if shown(i, &item) {
+                    items.push(item);
+                }
             }
         }
         items
+    }
+
+    /// Whether an item upstream `index` listed carried `_meta.concerns`.
+    pub fn carries_concerns(&self, index: usize) -> bool {
+        self.concerned.read().contains(&index)
     }
 
     /// The upstreams among those `allowed` that may own resource `uri`,

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::CatalogView;
 use super::upstreams::UpstreamHandle;
 use crate::auth::{Principal, SessionGuard};
+use crate::concerns::Configured;
 pub use crate::grants::Grants;
 use crate::upstream::Peer;
 
@@ -57,6 +58,11 @@ pub struct GatewaySession {
     /// Until when the session's requests may wait for upstreams still
     /// starting (set from `initialize`'s wait).
     startup_deadline: tokio::time::Instant,
+    /// The client's concern configuration, if it has one (see
+    /// [`crate::concerns`]): what its lists show.
+    concerns: RwLock<Option<Configured>>,
+    /// The tasks its upstreams created for it, and where they live.
+    pub tasks: super::tasks::SessionTasks,
 }
 
 impl GatewaySession {
@@ -95,6 +101,8 @@ impl GatewaySession {
             log_level: Mutex::new(None),
             tools: Mutex::new(SessionTools::default()),
             startup_deadline: tokio::time::Instant::now(),
+            concerns: RwLock::new(None),
+            tasks: Default::default(),
         }
     }
 
@@ -209,6 +217,22 @@ impl GatewaySession {
     /// Every subscription (the session is ending).
     pub fn subscriptions(&self) -> Vec<String> {
         self.subscriptions.lock().iter().cloned().collect()
+    }
+
+    /// The client's concern configuration.
+    pub fn concerns(&self) -> Option<Configured> {
+        self.concerns.read().clone()
+    }
+
+    /// Puts a concern configuration in effect; returns the one it replaces.
+    pub fn set_concerns(&self, configured: Option<Configured>) -> Option<Configured> {
+        std::mem::replace(&mut *self.concerns.write(), configured)
+    }
+
+    /// This state, with a concern configuration.
+    pub fn with_concerns(self, configured: Option<Configured>) -> Self {
+        *self.concerns.write() = configured;
+        self
     }
 
     /// Remembers the client's logging level.

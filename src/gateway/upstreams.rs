@@ -230,10 +230,19 @@ impl UpstreamHandle {
     pub fn control_hello(&self) -> ClientHello {
         let capabilities = if self.is_shared() && !self.target.attributes_calls() {
             json!({})
-        } else if self.config.forward_roots {
-            json!({"sampling": {}, "elicitation": {}, "roots": {}})
         } else {
-            json!({"sampling": {}, "elicitation": {}})
+            // Everything toolgate carries to a client end to end, so that
+            // the catalog lists every tool a capable client may use.
+            let mut caps = json!({
+                "sampling": {},
+                "elicitation": {"form": {}, "url": {}},
+                "tasks": {"list": {}, "cancel": {},
+                          "requests": {"sampling": {"createMessage": {}}, "elicitation": {"create": {}}}},
+            });
+            if self.config.forward_roots {
+                caps["roots"] = json!({});
+            }
+            caps
         };
         ClientHello { capabilities, client_info: toolgate_info() }
     }

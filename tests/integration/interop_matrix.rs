@@ -9,7 +9,7 @@
 
 mod clients;
 mod era2026;
-mod peers;
+pub(crate) mod peers;
 mod workflow;
 
 use std::path::Path;
@@ -21,11 +21,17 @@ use clients::{Endpoint, Gateway, Outcome, Stack, Transport, inspector_cli};
 use peers::Upstream;
 use workflow::Scenario;
 
+/// Concerns toolgate declares in every row, so every client stack meets
+/// `capabilities.concerns` in the `initialize` result (an extension key the
+/// SDKs must tolerate) and the workflow runs with them declared.
+const CONCERNS: &str = "[[concerns]]\nname = \"security\"\ndescription = \"Security level required\"\n\
+                        values = [\"high\", \"medium\", \"low\"]\ndefault = \"medium\"\n\n";
+
 /// Runs `scenario` with `stack` over `transport`.
 async fn run(stack: Stack, transport: Transport, scenario: Scenario) -> Result<()> {
     let (first, _first_server) = scenario.progressive.start("progressive").await?;
     let (second, _second_server) = scenario.passthrough.start("passthrough").await?;
-    let gateway = Gateway::start(transport, &format!("{first}{second}")).await?;
+    let gateway = Gateway::start(transport, &format!("{CONCERNS}{first}{second}")).await?;
     let endpoint = gateway.endpoint(transport);
     let report = stack.run(&endpoint, transport, &scenario.script()).await;
     let tail = || {

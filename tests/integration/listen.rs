@@ -319,3 +319,79 @@ async fn a_tool_change_before_the_upstream_acknowledges_toolgates_listen_is_not_
     assert!(listener.next_within(Duration::from_secs(1)).await.is_none(), "one change, one notification");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_client_limited_to_some_upstreams_hears_nothing_of_the_others_tools() -> Result<()> {
+    const SERVER: &str = "[server]\nlisten = \"127.0.0.1:0\"\n";
+    const ALICE: &str = "listen-alice-0123456789abcdef";
+    const BOB: &str = "listen-bob-0123456789abcdefgh";
+    let clients = format!(
+        "[[auth.clients]]\nname = \"alice\"\napi_key = \"{ALICE}\"\nupstreams = [\"fx\"]\n\n\
+         [[auth.clients]]\nname = \"bob\"\napi_key = \"{BOB}\"\n\n"
+    );
+    for mode in ["passthrough", "progressive"] {
+        let shared = format!("mode = \"{mode}\"\nsharing = \"shared\"");
+        let upstreams = format!("{}{}", fixture_upstream("fx", &[], &shared), fixture_upstream("fy", &[], &shared));
+        let gw = Toolgate::start_raw(&format!("{SERVER}{clients}{upstreams}")).await?;
+        let (alice, bob) = (Client::with_bearer(&gw.url, ALICE)?, Client::with_bearer(&gw.url, BOB)?);
+        let mut alice_listen = Listening::open(&alice, json!(1), json!({"toolsListChanged": true})).await?;
+        let mut bob_listen = Listening::open(&bob, json!(1), json!({"toolsListChanged": true})).await?;
+        alice_listen.expect("notifications/subscriptions/acknowledged").await?;
+        bob_listen.expect("notifications/subscriptions/acknowledged").await?;
+        let mut alice_session = Client::with_bearer(&gw.url, ALICE)?;
+        alice_session.initialize(json!({})).await?;
+        let mut alice_stream = alice_session.listen().await?;
+        let trigger = |upstream: &str| format!("{upstream}__test_trigger_tool_change");
+        if mode == "progressive" {
+            let tools = json!([trigger("fx"), trigger("fy")]);
+            call(&bob, 10, "describe_tools", json!({"tools": tools})).await?;
+        }
+
+        // fy (which alice may not use) changes its tools: bob hears of it.
+        call(&bob, 2, &trigger("fy"), json!({})).await?;
+        bob_listen.expect("notifications/tools/list_changed").await?;
+        let heard = alice_listen.next_within(Duration::from_secs(2)).await;
+        assert!(heard.is_none(), "{mode}: alice's listen stream heard of fy: {heard:?}");
+        let heard = alice_stream.next_within(Duration::from_millis(500)).await;
+        assert!(heard.is_none(), "{mode}: alice's session heard of fy: {heard:?}");
+
+        // fx (hers) changes: she hears of it on both.
+        call(&bob, 3, &trigger("fx"), json!({})).await?;
+        alice_listen.expect("notifications/tools/list_changed").await?;
+        let heard = alice_stream.next_within(WITHIN).await.ok_or_else(|| anyhow!("no list_changed on the session"))?;
+        assert_eq!(heard["method"], "notifications/tools/list_changed");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_session_with_its_own_toolset_hears_nothing_of_upstreams_it_cannot_use() -> Result<()> {
+    const SERVER: &str = "[server]\nlisten = \"127.0.0.1:0\"\n";
+    const ALICE: &str = "listen-alice-0123456789abcdef";
+    const BOB: &str = "listen-bob-0123456789abcdefgh";
+    let clients = format!(
+        "[[auth.clients]]\nname = \"alice\"\napi_key = \"{ALICE}\"\nupstreams = [\"fx\"]\n\n\
+         [[auth.clients]]\nname = \"bob\"\napi_key = \"{BOB}\"\n\n"
+    );
+    // fx runs a child per session: alice's own changes only her toolset.
+    let fx = fixture_upstream("fx", &[], "mode = \"passthrough\"\nprotocol = \"2025-11-25\"");
+    let fy = fixture_upstream("fy", &[], "mode = \"passthrough\"\nsharing = \"shared\"");
+    let gw = Toolgate::start_raw(&format!("{SERVER}{clients}{fx}{fy}")).await?;
+    let mut alice = Client::with_bearer(&gw.url, ALICE)?;
+    alice.initialize(json!({})).await?;
+    let mut alice_stream = alice.listen().await?;
+    alice.call_tool("fx__test_trigger_tool_change", json!({})).await?;
+    let own = alice_stream.next_within(WITHIN).await.ok_or_else(|| anyhow!("no list_changed for her own change"))?;
+    assert_eq!(own["method"], "notifications/tools/list_changed");
+    let before = alice.result("tools/list", json!({})).await?;
+
+    let bob = Client::with_bearer(&gw.url, BOB)?;
+    let mut bob_listen = Listening::open(&bob, json!(1), json!({"toolsListChanged": true})).await?;
+    bob_listen.expect("notifications/subscriptions/acknowledged").await?;
+    call(&bob, 2, "fy__test_trigger_tool_change", json!({})).await?;
+    bob_listen.expect("notifications/tools/list_changed").await?;
+    let heard = alice_stream.next_within(Duration::from_secs(2)).await;
+    assert!(heard.is_none(), "alice heard of fy: {heard:?}");
+    assert_eq!(alice.result("tools/list", json!({})).await?, before, "and her list is what it was");
+    Ok(())
+}

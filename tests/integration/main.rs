@@ -11,7 +11,9 @@
 #![allow(clippy::disallowed_methods)]
 
 mod auth;
+mod client_capabilities;
 mod common;
+mod concerns;
 mod conformance;
 mod connections;
 mod disclosure;

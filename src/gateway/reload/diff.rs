@@ -64,8 +64,10 @@ impl fmt::Display for Changes {
 /// credential is configured at all, which decides the routes), the metrics
 /// listener (`[metrics]`), the trace exporter (`[tracing]`),
 /// `[disclosure]` (the shape of every served catalog and the answer cache),
-/// `[state]`, and `[mrtr]` (the held-call table's limits).
-pub const RESTART_ONLY: [&str; 7] = ["server", "auth", "metrics", "tracing", "disclosure", "state", "mrtr"];
+/// `[state]`, `[mrtr]` (the held-call table's limits) and `[[concerns]]`
+/// (what sessions were told at `initialize`; the upstreams' and clients'
+/// concern values reload with them).
+pub const RESTART_ONLY: [&str; 8] = ["server", "auth", "metrics", "tracing", "disclosure", "state", "mrtr", "concerns"];
 
 /// What changes from `old` to `new`.
 pub fn diff(old: &Config, new: &Config) -> Changes {
@@ -90,6 +92,7 @@ pub fn diff(old: &Config, new: &Config) -> Changes {
         old.disclosure != new.disclosure,
         old.state != new.state,
         old.mrtr != new.mrtr,
+        old.concerns != new.concerns,
     ];
     changes.needs_restart =
         RESTART_ONLY.iter().zip(sections).filter(|(_, changed)| *changed).map(|(s, _)| *s).collect();
@@ -111,5 +114,6 @@ pub fn effective(old: &Config, new: Config) -> Config {
         disclosure: old.disclosure.clone(),
         state: old.state.clone(),
         mrtr: old.mrtr.clone(),
+        concerns: old.concerns.clone(),
     }
 }

@@ -45,7 +45,7 @@ fn server_v2_js() -> String {
     repo_path("tests/node/server_v2.mjs").display().to_string()
 }
 
-fn everything_js() -> String {
+pub fn everything_js() -> String {
     node_modules().join("@modelcontextprotocol/server-everything/dist/index.js").display().to_string()
 }
 

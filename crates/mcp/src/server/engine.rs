@@ -461,7 +461,11 @@ impl<H: Handler> Engine<H> {
     /// A client notification: the lifecycle's own, or the application's.
     async fn notification(&self, session: &Arc<Session<H::State>>, n: Notification) {
         match n.method.as_str() {
-            method::INITIALIZED => session.mark_initialized(),
+            method::INITIALIZED => {
+                session.mark_initialized();
+                // The application may read what it carries (extensions).
+                self.handler.notification(session, n).await;
+            }
             method::CANCELLED => {
                 let id = n.params.as_ref().and_then(|p| p.get("requestId")).and_then(Id::from_value);
                 // Unknown or finished: the spec lets the receiver ignore it.

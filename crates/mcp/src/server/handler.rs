@@ -291,7 +291,9 @@ pub trait Handler: Send + Sync + 'static {
         let _ = (span, request, remote);
     }
 
-    /// Takes a client notification the engine does not handle itself.
+    /// Takes a client notification the engine does not handle itself, and
+    /// `notifications/initialized` after the engine marked the session
+    /// initialized (its params may carry extensions).
     fn notification(
         self: &Arc<Self>,
         session: &Arc<Session<Self::State>>,
