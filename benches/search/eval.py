@@ -72,9 +72,20 @@ DESIGN = {
         "stem": True,
     },
     # Static embeddings: distilled table, dims after PCA, token weighting.
-    "static": {"pool": "mean", "dims": 256, "weighting": "sif", "sif_a": 1e-3, "text": "rich"},
-    # Fusion: weighted reciprocal-rank fusion, or min-max normalized linear.
-    "fuse": {"kind": "rrf", "k": 60, "weights": {"bm25f": 1.0, "static": 1.0, "dense": 1.0}},
+    "static": {"pool": "token", "dims": 256, "weighting": "sif", "sif_a": 3e-6, "text": "rich"},
+    # Dense prototype used in fusions: "rich" (one vector) or "maxp" (best passage).
+    "dense": "rich",
+    # Fusions (kind rrf: sum of w / (k + rank); minmax: sum of w * min-max normalized score;
+    # zscore: sum of w * standardized score), weights in the order of the parts.
+    "fuse": {
+        "bm25f+static": {"kind": "rrf", "k": 60, "weights": (1.0, 1.0)},
+        "bm25f+dense": {"kind": "rrf", "k": 60, "weights": (1.0, 1.0)},
+        "bm25f+static+dense": {"kind": "rrf", "k": 60, "weights": (1.0, 1.0, 1.0)},
+    },
+    # The recommendation: which fusion, and whether a query that spells out a
+    # multi-word tool name puts that tool first.
+    "recommended": "bm25f+static",
+    "name_boost": True,
 }
 
 # --- Catalog -------------------------------------------------------------------
@@ -573,6 +584,20 @@ class StaticMaxSim:
         return (w @ best) / max(w.sum(), 1e-12)
 
 
+def named_tools(query: str, catalog: list[Tool]) -> np.ndarray:
+    """1 for each tool whose name the query spells out as one identifier
+    (case-insensitive; the upstream name or the gateway's ``server__tool``),
+    when that name has at least two words (``jira_get_issue``, ``get-sum``,
+    ``API-post-search``), so that plain words like "fetch" or "click" in a
+    request don't count as naming a tool."""
+    said = {w.lower() for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9_\-]*[A-Za-z0-9]", query)}
+    out = np.zeros(len(catalog))
+    for i, t in enumerate(catalog):
+        if len(words(t.name)) >= 2 and (t.name.lower() in said or t.id.lower() in said):
+            out[i] = 1
+    return out
+
+
 # --- Fusion -------------------------------------------------------------------------------
 
 
@@ -691,7 +716,8 @@ def build_all(catalog, tasks, threads: int) -> tuple[list[Result], dict]:
 
     # dense prototypes
     drich = Dense(emb, [[rich_text(t)] for t in catalog])
-    results.append(run_method("dense-rich", drich.score, queries, "one vector: split name, server, title, description, params", "dense"))
+    dense_rich = run_method("dense-rich", drich.score, queries, "one vector: split name, server, title, description, params", "dense")
+    results.append(dense_rich)
     dmaxp = Dense(emb, [passages(t) for t in catalog])
     dense = run_method("dense-maxp", dmaxp.score, queries, "best passage: head, 60-word windows, each parameter", "dense")
     results.append(dense)
@@ -705,20 +731,45 @@ def build_all(catalog, tasks, threads: int) -> tuple[list[Result], dict]:
         ("static", dict(st), "chosen static table (DESIGN)"),
         ("static-uniform", {**st, "weighting": "uniform"}, "unweighted mean of token vectors"),
         ("static-384", {**st, "dims": 384}, "no PCA"),
+        ("static-meanpool", {**st, "pool": "mean"}, "table from the 3-position mean pool instead of the token's own output"),
     ]:
-        m = Static(table, catalog, kw["dims"], kw["weighting"], kw["sif_a"], kw["text"])
-        r = run_method(label, m.score, queries, note + f" ({kw['dims']} dims, {kw['weighting']}, text {kw['text']})", "static")
+        tb = table if kw["pool"] == st["pool"] else StaticTable(emb, kw["pool"])
+        m = Static(tb, catalog, kw["dims"], kw["weighting"], kw["sif_a"], kw["text"])
+        r = run_method(label, m.score, queries, note + f" ({kw['pool']} pool, {kw['dims']} dims, {kw['weighting']}"
+                       + (f" a={kw['sif_a']:g}" if kw["weighting"] == "sif" else "") + f", text {kw['text']})", "static")
         results.append(r)
         if label == "static":
             static = r
+    results.append(run_method("static-fields", StaticFields(table, catalog, st["dims"], st["weighting"], st["sif_a"], (1, 1, 0.3)).score,
+                              queries, "separate head/description/params vectors, cosines weighted 1/1/0.3", "static"))
+    results.append(run_method("static-maxsim", StaticMaxSim(table, catalog, st["dims"], "rich", 3).score, queries,
+                              "soft term match: each query token's best cosine to a tool token, cubed, IDF-weighted", "static"))
     emb.save()
 
     # fusions
-    fz = d["fuse"]
-    w = fz["weights"]
-    results.append(fused_result("fuse-bm25f+static", [lex, static], [w["bm25f"], w["static"]], names, fz["kind"], fz["k"], "", "fusion"))
-    results.append(fused_result("fuse-bm25f+dense", [lex, dense], [w["bm25f"], w["dense"]], names, fz["kind"], fz["k"], "", "fusion"))
-    results.append(fused_result("fuse-all3", [lex, static, dense], [w["bm25f"], w["static"], w["dense"]], names, fz["kind"], fz["k"], "", "fusion"))
+    dense_pick = {"rich": dense_rich, "maxp": dense}[d["dense"]]
+    combos = {
+        "bm25f+static": [lex, static],
+        "bm25f+dense": [lex, dense_pick],
+        "bm25f+static+dense": [lex, static, dense_pick],
+    }
+    fused = {}
+    for label, parts in combos.items():
+        cfg = d["fuse"][label]
+        note = f"{cfg['kind']}" + (f" k {cfg['k']}" if cfg["kind"] == "rrf" else "") + f", weights {tuple(cfg['weights'])}"
+        if "dense" in label:
+            note += f", dense-{d['dense']}"
+        fused[label] = fused_result(f"fuse-{label}", parts, list(cfg["weights"]), names, cfg["kind"], cfg["k"], note, "fusion")
+        results.append(fused[label])
+    # the recommendation, with the exact-name rule
+    rec = fused[d["recommended"]]
+    if d["name_boost"]:
+        started = time.perf_counter()
+        boost = np.stack([named_tools(q, catalog) for q in queries])
+        per = (time.perf_counter() - started) / len(queries)
+        top = rec.scores.max(axis=1, keepdims=True) - rec.scores.min(axis=1, keepdims=True) + 1
+        results.append(Result(f"design ({d['recommended']}+names)", rec.scores + boost * top, rec.seconds_per_query + per,
+                              "the recommended fusion, plus: a tool whose multi-word name the query spells out goes first", "design"))
     return results, {"emb": emb, "table": table}
 
 
@@ -847,6 +898,7 @@ def tune(catalog, tasks, threads: int, parts: set[str]) -> None:
         ("bm25f+dense-maxp", [lex, den]),
         ("bm25f+dense-rich", [lex, denr]),
         ("bm25f+static+dense-maxp", [lex, sta, den]),
+        ("bm25f+static+dense-rich", [lex, sta, denr]),
     ):
         rows = []
         grid = [0, 0.25, 0.5, 0.75, 1, 1.5, 2] if len(parts) == 3 else [0.25, 0.5, 0.75, 1, 1.5, 2, 3]
@@ -905,7 +957,7 @@ def main() -> None:
     for r in results:
         print(f"- {r.name} [{r.group}]: {r.note}")
     print()
-    which = ["bm25-plain", "dense-minilm", "rrf-plain", "bm25f", "static", "dense-maxp", "fuse-bm25f+static", "fuse-all3"]
+    which = ["bm25-plain", "dense-minilm", "rrf-plain", "bm25f", "static", "dense-rich", "dense-maxp"] + [r.name for r in results if r.group in ("fusion", "design")]
     print(kinds_markdown(results, tasks, names, which, "test"))
     print(f"\n({time.monotonic() - started:.0f} s)")
 
