@@ -62,11 +62,11 @@ DESIGN = {
         "k1": 1.2,
         "fields": {
             # field: (weight, b)
-            "name": (3.0, 0.3),
-            "server": (1.0, 0.3),
-            "title": (1.0, 0.3),
-            "description": (1.0, 0.75),
-            "params": (0.3, 0.75),
+            "name": (5.0, 0.75),
+            "server": (1.0, 0.75),
+            "title": (2.0, 0.75),
+            "description": (1.0, 0.5),
+            "params": (0.5, 0.5),
         },
         "stopwords": "lucene",
         "stem": True,
@@ -74,13 +74,13 @@ DESIGN = {
     # Static embeddings: distilled table, dims after PCA, token weighting.
     "static": {"pool": "token", "dims": 256, "weighting": "sif", "sif_a": 3e-6, "text": "rich"},
     # Dense prototype used in fusions: "rich" (one vector) or "maxp" (best passage).
-    "dense": "rich",
+    "dense": "maxp",
     # Fusions (kind rrf: sum of w / (k + rank); minmax: sum of w * min-max normalized score;
     # zscore: sum of w * standardized score), weights in the order of the parts.
     "fuse": {
-        "bm25f+static": {"kind": "rrf", "k": 60, "weights": (1.0, 1.0)},
-        "bm25f+dense": {"kind": "rrf", "k": 60, "weights": (1.0, 1.0)},
-        "bm25f+static+dense": {"kind": "rrf", "k": 60, "weights": (1.0, 1.0, 1.0)},
+        "bm25f+static": {"kind": "minmax", "k": 0, "weights": (1.0, 2.5)},
+        "bm25f+dense": {"kind": "minmax", "k": 0, "weights": (1.0, 3.5)},
+        "bm25f+static+dense": {"kind": "minmax", "k": 0, "weights": (1.0, 1.5, 4.0)},
     },
     # The recommendation: which fusion, and whether a query that spells out a
     # multi-word tool name puts that tool first.
@@ -761,15 +761,18 @@ def build_all(catalog, tasks, threads: int) -> tuple[list[Result], dict]:
             note += f", dense-{d['dense']}"
         fused[label] = fused_result(f"fuse-{label}", parts, list(cfg["weights"]), names, cfg["kind"], cfg["k"], note, "fusion")
         results.append(fused[label])
-    # the recommendation, with the exact-name rule
-    rec = fused[d["recommended"]]
+    # with the exact-name rule: the recommendation first, then the other fusions
     if d["name_boost"]:
         started = time.perf_counter()
         boost = np.stack([named_tools(q, catalog) for q in queries])
         per = (time.perf_counter() - started) / len(queries)
-        top = rec.scores.max(axis=1, keepdims=True) - rec.scores.min(axis=1, keepdims=True) + 1
-        results.append(Result(f"design ({d['recommended']}+names)", rec.scores + boost * top, rec.seconds_per_query + per,
-                              "the recommended fusion, plus: a tool whose multi-word name the query spells out goes first", "design"))
+        order = [d["recommended"]] + [c for c in combos if c != d["recommended"]]
+        for label in order:
+            rec = fused[label]
+            top = rec.scores.max(axis=1, keepdims=True) - rec.scores.min(axis=1, keepdims=True) + 1
+            name = f"design: {label}+names" if label == d["recommended"] else f"{label}+names"
+            results.append(Result(name, rec.scores + boost * top, rec.seconds_per_query + per,
+                                  "fuse-" + label + ", and a tool whose multi-word name the query spells out goes first", "design"))
     return results, {"emb": emb, "table": table}
 
 
