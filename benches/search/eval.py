@@ -584,16 +584,26 @@ class StaticMaxSim:
         return (w @ best) / max(w.sum(), 1e-12)
 
 
+_NAMED: dict[int, dict[str, list[int]]] = {}
+
+
 def named_tools(query: str, catalog: list[Tool]) -> np.ndarray:
     """1 for each tool whose name the query spells out as one identifier
     (case-insensitive; the upstream name or the gateway's ``server__tool``),
     when that name has at least two words (``jira_get_issue``, ``get-sum``,
     ``API-post-search``), so that plain words like "fetch" or "click" in a
     request don't count as naming a tool."""
-    said = {w.lower() for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9_\-]*[A-Za-z0-9]", query)}
+    key = id(catalog)
+    if key not in _NAMED:
+        table: dict[str, list[int]] = collections.defaultdict(list)
+        for i, t in enumerate(catalog):
+            if len(words(t.name)) >= 2:
+                table[t.name.lower()].append(i)
+                table[t.id.lower()].append(i)
+        _NAMED[key] = table
     out = np.zeros(len(catalog))
-    for i, t in enumerate(catalog):
-        if len(words(t.name)) >= 2 and (t.name.lower() in said or t.id.lower() in said):
+    for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9_\-]*[A-Za-z0-9]", query):
+        for i in _NAMED[key].get(w.lower(), ()):
             out[i] = 1
     return out
 
@@ -863,6 +873,45 @@ def tune(catalog, tasks, threads: int, parts: set[str]) -> None:
     else:
         best_bm = {"stop": DESIGN["bm25f"]["stopwords"], "stem": DESIGN["bm25f"]["stem"], "k1": DESIGN["bm25f"]["k1"], "fields": DESIGN["bm25f"]["fields"]}
 
+    if "refine" in parts:
+        # second, narrower searches around the first searches' best (edges of their grids)
+        bm = BM25F(catalog, "lucene", True)
+        rows = []
+        for k1, wn, bn, wt in itertools.product((0.9, 1.2, 1.5), (4, 5, 7, 10), (0.5, 0.75, 0.9), (1, 2, 3)):
+            fields = {"name": (wn, bn), "server": (1, bn), "title": (wt, bn), "description": (1.0, 0.5), "params": (0.5, 0.5)}
+            bm.configure(k1, fields)
+            rows.append(({"k1": k1, "fields": fields}, m(np.stack([bm.score(q) for q in dq]))))
+        show("BM25F refined (lucene, stemmed)", rows, 10)
+        emb = Embeddings(threads)
+        table = StaticTable(emb, "token")
+        rows = []
+        for dims, a in itertools.product((192, 256, 320), (3e-5, 1e-5, 3e-6, 1e-6)):
+            s = Static(table, catalog, dims, "sif", a, "rich")
+            rows.append(({"pool": "token", "dims": dims, "weighting": "sif", "sif_a": a, "text": "rich"}, m(np.stack([s.score(q) for q in dq]))))
+        show("static refined (token pool, SIF, rich text)", rows, 6)
+        bf, st = DESIGN["bm25f"], DESIGN["static"]
+        bm = BM25F(catalog, bf["stopwords"], bf["stem"]).configure(bf["k1"], bf["fields"])
+        lex = np.stack([bm.score(q) for q in dq])
+        s = Static(StaticTable(emb, st["pool"]), catalog, st["dims"], st["weighting"], st["sif_a"], st["text"])
+        sta = np.stack([s.score(q) for q in dq])
+        dm = Dense(emb, [passages(t) for t in catalog])
+        den = np.stack([dm.score_vec(v) for v in emb.embed(dq)])
+        emb.save()
+        boost = np.stack([named_tools(q, catalog) for q in dq])
+        for label, comps, grid in (
+            ("bm25f+static", [lex, sta], [(1, w) for w in (1.5, 2, 2.5, 3, 3.5, 4, 5, 7)]),
+            ("bm25f+dense-maxp", [lex, den], [(1, w) for w in (2, 2.5, 3, 3.5, 4, 5, 7)]),
+            ("bm25f+static+dense-maxp", [lex, sta, den], [(1, a, b) for a in (0.5, 0.75, 1, 1.5) for b in (1.5, 2, 2.5, 3, 4)]),
+        ):
+            rows = []
+            for kind, ws in itertools.product(("minmax", "zscore"), grid):
+                sc = np.stack([fuse([c[i] for c in comps], list(ws), names, kind) for i in range(len(dq))])
+                mm = m(sc)
+                mb = m(sc + boost * 1e6)
+                rows.append(({"kind": kind, "weights": ws, "with exact-name rule": f"MRR {mb['mrr']:.3f} R@1 {100 * mb['r@1']:.1f}"}, mm))
+            show(f"fusion {label} refined", rows, 6)
+        return
+
     emb = Embeddings(threads)
     if "static" in parts:
         # static: pool x dims x weighting x text
@@ -919,7 +968,8 @@ def main() -> None:
     parser.add_argument("--tasks", type=Path, default=HERE / "tasks.jsonl")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--tune", nargs="?", const="bm25f,static,fusion", metavar="PARTS",
-                        help="search the prototypes' settings on dev and print the best (PARTS: any of bm25f,static,fusion)")
+                        help="search the prototypes' settings on dev and print the best (PARTS: any of "
+                             "bm25f,static,fusion, or refine: the narrower second searches)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--dev-only", action="store_true", help="print dev figures only (while choosing designs)")
     parser.add_argument("--misses", metavar="METHOD", help="list the dev tasks METHOD misses at rank 1 (dev only)")
