@@ -140,11 +140,12 @@ impl Index {
 
 /// The smallest and largest of `values` (0, 0 when empty).
 fn bounds(values: impl Iterator<Item = f32>) -> (f32, f32) {
-    values.fold(None, |acc, v| match acc {
-        None => Some((v, v)),
-        Some((lo, hi)) => Some((v.min(lo), v.max(hi))),
-    })
-    .unwrap_or((0.0, 0.0))
+    values
+        .fold(None, |acc, v| match acc {
+            None => Some((v, v)),
+            Some((lo, hi)) => Some((v.min(lo), v.max(hi))),
+        })
+        .unwrap_or((0.0, 0.0))
 }
 
 /// `(s − min) / (max − min)` for each score, or all 0 when max = min.

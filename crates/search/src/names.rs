@@ -77,7 +77,8 @@ mod tests {
 
     #[test]
     fn multi_word_names_only() {
-        let docs = [doc("fetch__fetch", "fetch"), doc("jira__jira_get_issue", "jira_get_issue"), doc("b__getSum", "getSum")];
+        let docs =
+            [doc("fetch__fetch", "fetch"), doc("jira__jira_get_issue", "jira_get_issue"), doc("b__getSum", "getSum")];
         let names = Names::build(&docs);
         let named = |q| {
             let mut v: Vec<u32> = names.named(q).collect();
