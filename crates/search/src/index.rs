@@ -7,6 +7,7 @@ use crate::bm25f::Bm25f;
 use crate::embed::{DIMS, dot, model};
 use crate::names::Names;
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::mem::size_of;
 
 /// The weight of the static cosine against BM25F, both min-max normalized.
@@ -46,9 +47,11 @@ impl Index {
         let bm25f = Bm25f::build(&fields);
         drop(fields);
         let mut vectors = Vec::with_capacity(docs.len() * DIMS);
+        let mut pieces = HashMap::new();
         for doc in &docs {
-            vectors.extend_from_slice(&model.embed(&doc.rich_text()));
+            vectors.extend_from_slice(&model.embed_ids(&model.ids_cached(&doc.rich_text(), &mut pieces)));
         }
+        drop(pieces);
         let names = Names::build(&docs);
         let exposed: Vec<Box<str>> = docs.into_iter().map(|d| d.exposed.into_boxed_str()).collect();
         let mut order: Vec<u32> = (0..exposed.len() as u32).collect();

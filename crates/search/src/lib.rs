@@ -54,6 +54,8 @@
 //! speed`: about 2 ms over 10,000 tools is the budget). An index holds about
 //! 1.5 KiB a tool ([`Index::heap_bytes`]).
 
+#![forbid(unsafe_code)]
+
 pub mod analysis;
 pub mod bm25f;
 mod document;
