@@ -67,6 +67,7 @@ impl Index {
     /// which `visible(doc)` holds; the min-max normalizations are taken over
     /// the visible tools. Equal scores are ordered by exposed name. Any text is
     /// a valid query; one without a known word or token scores every tool 0.
+    /// `visible` is called once for each tool, in order.
     pub fn search(&self, query: &str, limit: usize, visible: impl Fn(usize) -> bool) -> Vec<Hit> {
         let shown: Vec<u32> = (0..self.len()).filter(|&d| visible(d)).map(|d| d as u32).collect();
         if limit == 0 || shown.is_empty() {
