@@ -4,6 +4,7 @@
 //! how they were made and from what.
 
 use crate::analysis::words;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 use tokenizers::Tokenizer;
 
@@ -56,19 +57,46 @@ impl Model {
     /// The WordPiece ids of `text`'s identifier-split words joined by spaces,
     /// without special tokens, the first [`MAX_TOKENS`] only.
     pub(crate) fn ids(&self, text: &str) -> Vec<u32> {
-        let joined = words(text).join(" ");
-        let mut ids = match self.tokenizer.encode_fast(joined.as_str(), false) {
-            Ok(encoding) => encoding.get_ids().to_vec(),
-            Err(_) => Vec::new(),
-        };
+        let mut ids = self.encode(&words(text).join(" "));
         ids.truncate(MAX_TOKENS);
         ids
     }
 
+    /// [`ids`](Self::ids), each word's pieces looked up in `cache` (or encoded
+    /// and kept there). The same ids: the tokenizer splits at whitespace before
+    /// WordPiece, and a word of letters and digits has nothing else to split.
+    pub(crate) fn ids_cached(&self, text: &str, cache: &mut HashMap<String, Vec<u32>>) -> Vec<u32> {
+        let mut ids = Vec::new();
+        for word in words(text) {
+            if ids.len() >= MAX_TOKENS {
+                break;
+            }
+            let pieces = match cache.get(&word) {
+                Some(pieces) => pieces,
+                None => cache.entry(word).or_insert_with_key(|w| self.encode(w)),
+            };
+            ids.extend_from_slice(pieces);
+        }
+        ids.truncate(MAX_TOKENS);
+        ids
+    }
+
+    fn encode(&self, text: &str) -> Vec<u32> {
+        match self.tokenizer.encode_fast(text, false) {
+            Ok(encoding) => encoding.get_ids().to_vec(),
+            Err(_) => Vec::new(),
+        }
+    }
+
     /// The unit vector of `text` (all zeros when it has no tokens).
     pub(crate) fn embed(&self, text: &str) -> [f32; DIMS] {
+        self.embed_ids(&self.ids(text))
+    }
+
+    /// The unit vector of the tokens `ids` (all zeros when there are none).
+    pub(crate) fn embed_ids(&self, ids: &[u32]) -> [f32; DIMS] {
         let mut v = [0f32; DIMS];
-        for id in self.ids(text) {
+        for &id in ids {
             let id = id as usize;
             let (Some(&scale), Some(row)) = (self.scales.get(id), self.values.get(id * DIMS..(id + 1) * DIMS)) else {
                 continue;
@@ -109,6 +137,20 @@ mod tests {
         assert_eq!(ids, want);
         assert_eq!(m.ids(&"word ".repeat(400)).len(), MAX_TOKENS);
         assert!(m.ids("!!! ---").is_empty());
+    }
+
+    #[test]
+    fn cached_ids_are_the_same() {
+        let m = model();
+        let mut cache = HashMap::new();
+        for text in [
+            "getUserData, please! unaffable tokenization",
+            "Ünïcödé 東京都 naïve café, Ǆemal ＡＢＣ",
+            &"repeat words ".repeat(200),
+            "",
+        ] {
+            assert_eq!(m.ids_cached(text, &mut cache), m.ids(text), "{text}");
+        }
     }
 
     #[test]

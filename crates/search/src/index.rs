@@ -7,6 +7,7 @@ use crate::bm25f::Bm25f;
 use crate::embed::{DIMS, dot, model};
 use crate::names::Names;
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::mem::size_of;
 
 /// The weight of the static cosine against BM25F, both min-max normalized.
@@ -46,9 +47,11 @@ impl Index {
         let bm25f = Bm25f::build(&fields);
         drop(fields);
         let mut vectors = Vec::with_capacity(docs.len() * DIMS);
+        let mut pieces = HashMap::new();
         for doc in &docs {
-            vectors.extend_from_slice(&model.embed(&doc.rich_text()));
+            vectors.extend_from_slice(&model.embed_ids(&model.ids_cached(&doc.rich_text(), &mut pieces)));
         }
+        drop(pieces);
         let names = Names::build(&docs);
         let exposed: Vec<Box<str>> = docs.into_iter().map(|d| d.exposed.into_boxed_str()).collect();
         let mut order: Vec<u32> = (0..exposed.len() as u32).collect();
@@ -64,6 +67,7 @@ impl Index {
     /// which `visible(doc)` holds; the min-max normalizations are taken over
     /// the visible tools. Equal scores are ordered by exposed name. Any text is
     /// a valid query; one without a known word or token scores every tool 0.
+    /// `visible` is called once for each tool, in order.
     pub fn search(&self, query: &str, limit: usize, visible: impl Fn(usize) -> bool) -> Vec<Hit> {
         let shown: Vec<u32> = (0..self.len()).filter(|&d| visible(d)).map(|d| d as u32).collect();
         if limit == 0 || shown.is_empty() {
