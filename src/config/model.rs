@@ -180,6 +180,35 @@ pub struct DisclosureConfig {
     /// Default `1h`; must be > 0.
     #[serde(with = "humantime_serde")]
     pub grant_ttl: Duration,
+    /// What `tools/list` shows: `all` (default) every tool a client may see;
+    /// `search` only the `pinned` tools, the search tool and the describe
+    /// tool (for catalogs of hundreds of tools); `auto` searches when the
+    /// client's visible catalog has more than `search_above` tools.
+    pub listing: Listing,
+    /// With `search` (or `auto` when it searches): globs over exposed tool
+    /// names of the tools still listed, in their usual form. Default none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pinned: Vec<String>,
+    /// With `auto`: search when a client may see more than this many tools.
+    /// Default 40 (the tool cap of common hosts); at least 1.
+    pub search_above: usize,
+    /// Name of the synthesized search tool, `^[A-Za-z0-9_-]{1,64}$`, not the
+    /// describe tool's. Default `search_tools`.
+    pub search_tool_name: String,
+}
+
+/// `[disclosure] listing`: what `tools/list` shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Listing {
+    /// Every tool the client may see.
+    #[default]
+    All,
+    /// The pinned tools, the search tool and the describe tool.
+    Search,
+    /// `search` when the client's catalog has more than `search_above`
+    /// tools, else `all`.
+    Auto,
 }
 
 impl Default for DisclosureConfig {
@@ -192,7 +221,18 @@ impl Default for DisclosureConfig {
             max_answer_bytes: 1024 * 1024,
             cache_bytes: 16 * 1024 * 1024,
             grant_ttl: Duration::from_secs(3600),
+            listing: Listing::All,
+            pinned: Vec::new(),
+            search_above: 40,
+            search_tool_name: "search_tools".into(),
         }
+    }
+}
+
+impl DisclosureConfig {
+    /// Whether a client may be shown the search listing.
+    pub fn may_search(&self) -> bool {
+        self.listing != Listing::All
     }
 }
 
