@@ -18,7 +18,7 @@ use toolgate::server::{Engine, Limits, SessionStore};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser)]
-#[command(name = "toolgate", version, about = "A transparent MCP gateway with progressive disclosure")]
+#[command(name = "toolgate", version = env!("TOOLGATE_VERSION"), about = "A transparent MCP gateway with progressive disclosure")]
 struct Cli {
     /// Log format on stderr.
     #[arg(long, global = true, env = "TOOLGATE_LOG_FORMAT", default_value = "text")]
