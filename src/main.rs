@@ -55,6 +55,10 @@ enum Command {
         #[arg(short, long, env = "TOOLGATE_CONFIG")]
         config: PathBuf,
     },
+    /// Print the JSON Schema of the configuration file (every key's type,
+    /// default and meaning), for editors and CI; config/toolgate.schema.json
+    /// is this output.
+    ConfigSchema,
     /// Run the demo MCP server over stdio (used by config/demo.toml).
     DemoUpstream {
         /// Serve Streamable HTTP on this address instead of stdio.
@@ -149,6 +153,12 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command, gateway_config: Opti
             let text = normalized(&config)?;
             // `check-config | head` closes the pipe early; that is not an error.
             match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+                _ => Ok(()),
+            }
+        }
+        Command::ConfigSchema => {
+            match std::io::Write::write_all(&mut std::io::stdout(), toolgate::config::schema_json().as_bytes()) {
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
                 _ => Ok(()),
             }
