@@ -355,6 +355,40 @@ fn every_page_is_in_the_summary() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Every `{{#include FILE:ANCHOR}}` names a file and an anchor in it (mdBook
+/// would include nothing for a missing anchor, without a warning).
+#[test]
+fn every_include_resolves() -> anyhow::Result<()> {
+    let mut problems = Vec::new();
+    let mut found = 0;
+    for page in pages(&book())? {
+        let text = std::fs::read_to_string(&page)?;
+        for part in text.split("{{#include ").skip(1) {
+            let Some(target) = part.split("}}").next() else { continue };
+            found += 1;
+            let (file, anchor) = match target.trim().split_once(':') {
+                Some((file, anchor)) => (file, Some(anchor)),
+                None => (target.trim(), None),
+            };
+            let path = page.parent().map(|dir| dir.join(file)).unwrap_or_default();
+            match std::fs::read_to_string(&path) {
+                Err(e) => problems.push(format!("{}: {file}: {e}", page.display())),
+                Ok(included) => {
+                    if let Some(anchor) = anchor
+                        && !(included.contains(&format!("ANCHOR: {anchor}"))
+                            && included.contains(&format!("ANCHOR_END: {anchor}")))
+                    {
+                        problems.push(format!("{}: {file} has no anchor `{anchor}`", page.display()));
+                    }
+                }
+            }
+        }
+    }
+    ensure!(found > 0, "no includes found: is the search broken?");
+    ensure!(problems.is_empty(), "{}", problems.join("\n"));
+    Ok(())
+}
+
 /// The ```toml blocks of a Markdown text.
 fn toml_blocks(text: &str) -> Vec<String> {
     let mut blocks = Vec::new();
