@@ -56,7 +56,10 @@ pub fn schema() -> Schema {
 }
 
 /// Schema of a `humantime` duration string (`"30s"`, `"1h 30m"`), the form
-/// of every duration in the file (`humantime_serde` reads them).
+/// of every duration in the file (`humantime_serde` reads them). A
+/// `Duration` field takes `#[schemars(with = "super::schema::DurationText")]`
+/// beside `#[serde(with = "humantime_serde")]`; without it the derive fails
+/// with "expected type, found crate `humantime_serde`".
 pub(crate) struct DurationText;
 
 impl JsonSchema for DurationText {
