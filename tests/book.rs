@@ -156,8 +156,7 @@ fn cell(text: &str) -> String {
 fn keys(schema: &Value, definition: &str) -> anyhow::Result<String> {
     let def = &schema["definitions"][definition];
     let properties = def["properties"].as_object().with_context(|| format!("no table `{definition}` in the schema"))?;
-    let required: BTreeSet<&str> =
-        def["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let required: BTreeSet<&str> = def["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
     let mut out = String::new();
     if let Some(description) = def["description"].as_str() {
         out.push_str(description.trim());
@@ -313,10 +312,7 @@ fn every_table_of_the_configuration_has_a_page() -> anyhow::Result<()> {
             let definition = section_definition(&schema, name).unwrap_or("MISSING");
             std::fs::write(
                 &page,
-                format!(
-                    "# `{}`\n\n{BEGIN}keys {definition} -->\n{END}\n",
-                    section_header(&schema, name)
-                ),
+                format!("# `{}`\n\n{BEGIN}keys {definition} -->\n{END}\n", section_header(&schema, name)),
             )?;
             documented.insert(definition.to_owned());
             problems.push(format!("created docs/src/configuration/{name}.md for the new section: fill it in"));
