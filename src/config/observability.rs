@@ -18,9 +18,10 @@ pub struct MetricsConfig {
     /// only loaded then).
     pub enabled: bool,
     /// Serve `/metrics` on this address of its own instead of the main listener (then the main
-    /// listener has no `/metrics`), e.g. a port that only the scraper reaches. Must differ from
-    /// `server.listen`. Also works with `toolgate stdio`, which has no listener otherwise. Unset:
-    /// `/metrics` on the main listener.
+    /// listener has no `/metrics`), open to whoever reaches it: for a port only the scraper
+    /// reaches. Unset: `/metrics` on the main listener, where it gets the `Host`/`Origin` check
+    /// and, with `[auth]`, needs a client credential. Must differ from `server.listen`. Also works
+    /// with `toolgate stdio`, which has no listener otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub listen: Option<SocketAddr>,
 }
