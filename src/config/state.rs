@@ -1,6 +1,7 @@
 //! `[state]`: where toolgate keeps state that replicas share (today: the
 //! disclosure grants of sessionless clients), and the checks of that section.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Secret;
@@ -10,20 +11,21 @@ use super::validate::Problem;
 /// The Redis key prefix of grants unless `[state] key_prefix` says otherwise.
 pub const DEFAULT_KEY_PREFIX: &str = "toolgate:grant:";
 
-/// `[state]`: shared state. Without `redis_url`, grants are kept in memory,
-/// per process.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `[state]`: where sessionless clients' description grants are kept. Without `redis_url`: in
+/// toolgate's memory, per process (a restart forgets them, and replicas do not share them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct StateConfig {
-    /// The Redis server that keeps sessionless clients' description grants,
-    /// so that every replica pointed at it honours them, e.g.
-    /// `redis://127.0.0.1:6379/0` (a password as `redis://:${PASS}@host/0`).
-    /// Default: unset, grants are kept in this process's memory.
-    /// Overridable as `TOOLGATE_STATE__REDIS_URL`.
+    /// A Redis server (6.2 or newer) that keeps the grants, so that every replica pointed at it
+    /// honours them, e.g. `"redis://127.0.0.1:6379/0"`, or
+    /// `"redis://:${REDIS_PASSWORD}@redis:6379/0"`; `redis+unix:///run/redis.sock` for a socket.
+    /// TLS (`rediss://`) is not supported. `check-config` prints it redacted, and validation errors
+    /// never echo it. toolgate starts without Redis reachable; requests that need a grant fail with
+    /// `-32019` until it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redis_url: Option<Secret>,
-    /// Prefix of the Redis keys (one key per client and tool). Replicas that
-    /// must share grants use the same prefix. Default `toolgate:grant:`.
+    /// Prefix of the keys (one per client and tool). Replicas that share grants use the same one;
+    /// no spaces.
     pub key_prefix: String,
 }
 

@@ -29,17 +29,17 @@ impl fmt::Display for Problem {
 
 /// Smallest accepted `server.max_body_bytes`: anything lower cannot hold an
 /// `initialize` request.
-const MIN_BODY_BYTES: usize = 1024;
+pub(super) const MIN_BODY_BYTES: usize = 1024;
 /// Most runtime threads `[server] worker_threads` may ask for (a typo guard:
 /// each thread reserves a stack).
-const MAX_WORKER_THREADS: usize = 1024;
+pub(super) const MAX_WORKER_THREADS: usize = 1024;
 /// Smallest accepted `disclosure.max_answer_bytes`: room for a few large
 /// tool definitions.
-const MIN_ANSWER_BYTES: usize = 64 * 1024;
+pub(super) const MIN_ANSWER_BYTES: usize = 64 * 1024;
 /// Smallest accepted `upstream[].max_message_bytes`.
-const MIN_MESSAGE_BYTES: usize = 1024;
+pub(super) const MIN_MESSAGE_BYTES: usize = 1024;
 /// Smallest accepted `disclosure.description_max_chars`.
-const MIN_DESCRIPTION_CHARS: usize = 20;
+pub(super) const MIN_DESCRIPTION_CHARS: usize = 20;
 
 /// Keys that only make sense for stdio (`command`) upstreams.
 const STDIO_KEYS: [&str; 4] = ["args", "env", "cwd", "inherit_env"];
