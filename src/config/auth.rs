@@ -23,7 +23,7 @@ use super::validate::Problem;
 /// ignores it). Authentication is on when at least one `[[auth.clients]]` entry has a key or
 /// `[auth.jwt]` is set; then every HTTP request needs a credential. Without either, toolgate serves
 /// anyone who can reach it, and on a listen address that is not loopback it refuses to start unless
-/// `allow_anonymous = true`.
+/// `allow_anonymous = true` (the message names both ways out: credentials, or that key).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuthConfig {
