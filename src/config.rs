@@ -22,6 +22,6 @@ pub(crate) use load::{in_jail, load_str_jailed};
 pub use model::*;
 pub use mrtr::MrtrConfig;
 pub use observability::{MetricsConfig, OTEL_BUILT, TracingConfig};
-pub use state::{DEFAULT_KEY_PREFIX, StateConfig};
+pub use state::{DEFAULT_KEY_PREFIX, DEFAULT_SESSION_PREFIX, SessionSharing, StateConfig};
 pub use target::{HttpTarget, StdioTarget, Target, TargetError};
 pub use validate::Problem;

@@ -1,5 +1,8 @@
-//! `[state]`: where toolgate keeps state that replicas share (today: the
-//! disclosure grants of sessionless clients), and the checks of that section.
+//! `[state]`: where toolgate keeps state that replicas share (the
+//! disclosure grants of sessionless clients, and client sessions), how it
+//! reaches that Redis, and the checks of that section.
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -10,49 +13,132 @@ use super::validate::Problem;
 /// The Redis key prefix of grants unless `[state] key_prefix` says otherwise.
 pub const DEFAULT_KEY_PREFIX: &str = "toolgate:grant:";
 
-/// `[state]`: shared state. Without `redis_url`, grants are kept in memory,
-/// per process.
+/// The Redis key prefix of shared sessions (and the prefix of the pub/sub
+/// channels replicas talk on) unless `[state] session_prefix` says otherwise.
+pub const DEFAULT_SESSION_PREFIX: &str = "toolgate:session:";
+
+/// `[state]`: shared state. Without `redis_url`, grants and sessions are
+/// kept in memory, per process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StateConfig {
-    /// The Redis server that keeps sessionless clients' description grants,
-    /// so that every replica pointed at it honours them, e.g.
-    /// `redis://127.0.0.1:6379/0` (a password as `redis://:${PASS}@host/0`).
-    /// Default: unset, grants are kept in this process's memory.
-    /// Overridable as `TOOLGATE_STATE__REDIS_URL`.
+    /// The Redis server that keeps sessionless clients' description grants
+    /// and (unless `sessions = "local"`) client sessions, so that every
+    /// replica pointed at it honours them, e.g. `redis://127.0.0.1:6379/0`,
+    /// or `rediss://` for TLS (a password as `redis://:${PASS}@host/0`, or in
+    /// `password`). Default: unset, everything is kept in this process's
+    /// memory. Overridable as `TOOLGATE_STATE__REDIS_URL`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redis_url: Option<Secret>,
-    /// Prefix of the Redis keys (one key per client and tool). Replicas that
+    /// Where client sessions (`Mcp-Session-Id`) live: `shared` (in Redis,
+    /// so that any replica serves any session) or `local` (in this process,
+    /// as without Redis). Default: `shared` with `redis_url`, else `local`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionSharing>,
+    /// Prefix of the grant keys (one key per client and tool). Replicas that
     /// must share grants use the same prefix. Default `toolgate:grant:`.
     pub key_prefix: String,
+    /// Prefix of the shared session keys (one hash per session) and of the
+    /// pub/sub channels the replicas talk on. Replicas that share sessions
+    /// use the same prefix. Default `toolgate:session:`.
+    pub session_prefix: String,
+    /// The user Redis ACLs know toolgate as (`AUTH user password`), if not
+    /// in the URL. Usually `${REDIS_USERNAME}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<Secret>,
+    /// The Redis password, if not in the URL. Usually `${REDIS_PASSWORD}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password: Option<Secret>,
+    /// With `rediss://`: a PEM file of the CA certificates that sign the
+    /// server's certificate, instead of the system's roots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+}
+
+/// Where client sessions live (`[state] sessions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionSharing {
+    /// In Redis: every replica serves every session.
+    Shared,
+    /// In this process only.
+    Local,
 }
 
 impl Default for StateConfig {
     fn default() -> Self {
-        Self { redis_url: None, key_prefix: DEFAULT_KEY_PREFIX.into() }
+        Self {
+            redis_url: None,
+            sessions: None,
+            key_prefix: DEFAULT_KEY_PREFIX.into(),
+            session_prefix: DEFAULT_SESSION_PREFIX.into(),
+            username: None,
+            password: None,
+            ca_file: None,
+        }
     }
 }
+
+impl StateConfig {
+    /// Whether client sessions are kept in Redis: `sessions`, or by default
+    /// whenever `redis_url` is set.
+    pub fn shares_sessions(&self) -> bool {
+        self.redis_url.is_some() && self.sessions != Some(SessionSharing::Local)
+    }
+}
+
+/// The URL schemes `redis_url` may have.
+const SCHEMES: [&str; 4] = ["redis://", "rediss://", "redis+unix://", "unix://"];
 
 /// The problems of `[state]`.
 pub(super) fn check(state: &StateConfig) -> Vec<Problem> {
     let mut out = Vec::new();
     let root = TomlPath::root().key("state");
     let mut push = |path: TomlPath, message: String| out.push(Problem { path: path.to_string(), message });
-    if let Some(url) = &state.redis_url {
-        let url = url.expose();
-        if !(url.starts_with("redis://") || url.starts_with("redis+unix://") || url.starts_with("unix://")) {
-            // Never echo the value: it may carry a password.
-            push(
-                root.key("redis_url"),
-                "must be a `redis://host:port/db` URL (or `redis+unix://` for a socket); TLS (`rediss://`) is not supported"
-                    .into(),
-            );
-        } else if let Err(e) = redis::Client::open(url) {
-            push(root.key("redis_url"), format!("is not a usable Redis URL: {}", e.detail().unwrap_or(e.category())));
+    match &state.redis_url {
+        Some(url) => {
+            let url = url.expose();
+            if !SCHEMES.iter().any(|s| url.starts_with(s)) {
+                // Never echo the value: it may carry a password.
+                push(
+                    root.key("redis_url"),
+                    "must be a `redis://host:port/db` URL (`rediss://` for TLS, `redis+unix://` for a socket)".into(),
+                );
+            } else if let Err(e) = redis::Client::open(url) {
+                push(
+                    root.key("redis_url"),
+                    format!("is not a usable Redis URL: {}", e.detail().unwrap_or(e.category())),
+                );
+            }
+            if state.ca_file.is_some() && !url.starts_with("rediss://") {
+                push(root.key("ca_file"), "applies only to a TLS `rediss://` redis_url".into());
+            }
+        }
+        None => {
+            for (key, set) in [
+                ("sessions", state.sessions == Some(SessionSharing::Shared)),
+                ("username", state.username.is_some()),
+                ("password", state.password.is_some()),
+                ("ca_file", state.ca_file.is_some()),
+            ] {
+                if set {
+                    push(root.key(key), "needs `redis_url`".into());
+                }
+            }
         }
     }
-    if state.key_prefix.is_empty() || state.key_prefix.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        push(root.key("key_prefix"), "must not be empty or contain spaces or control characters".into());
+    if let Some(ca) = &state.ca_file
+        && std::fs::metadata(ca).is_err()
+    {
+        push(root.key("ca_file"), format!("cannot read {}", ca.display()));
+    }
+    for (key, prefix) in [("key_prefix", &state.key_prefix), ("session_prefix", &state.session_prefix)] {
+        if prefix.is_empty() || prefix.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            push(root.key(key), "must not be empty or contain spaces or control characters".into());
+        }
+    }
+    if state.key_prefix == state.session_prefix {
+        push(root.key("session_prefix"), "must differ from `key_prefix`".into());
     }
     out
 }
