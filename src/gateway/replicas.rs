@@ -216,7 +216,7 @@ impl Gateway {
 fn replica_of(id: &Id) -> Option<String> {
     let Value::String(text) = id.to_value() else { return None };
     let (tag, n) = text.rsplit_once('-')?;
-    (!tag.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then(|| tag.to_owned())
+    (!tag.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then(|| tag.to_owned())
 }
 
 /// Starts what the shared store needs: its watch; with shared sessions, the

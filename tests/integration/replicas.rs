@@ -169,6 +169,9 @@ async fn delete_on_one_replica_ends_the_session_on_the_other_within_a_second() -
         ensure!(deleted.elapsed() < Duration::from_secs(1), "B still serves the deleted session: {reply:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    eprintln!("B answered 404 {:?} after the DELETE on A", deleted.elapsed());
+    // Through the bus, not because B happened to refresh the record.
+    ensure!(b.logs().contains("session ended on another replica"), "B's logs:\n{}", b.logs());
     // And nothing brings it back: not A, not B adopting it again.
     for c in [&on_a, &on_b] {
         ensure!(c.post(&ping()).await?.status == StatusCode::NOT_FOUND);
@@ -250,7 +253,7 @@ async fn sdk_clients_carry_on_through_a_rolling_restart() -> Result<()> {
     // A session that outlives both restarts, for the adoption check.
     let old = Client::connected(&url, json!({})).await?;
     old.read_descriptions("echo").await?;
-    for (stack, stopped) in [(Stack::Python, 0), (Stack::TypeScript, 1)] {
+    for (stack, stopped) in [(Stack::PythonLegacy, 0), (Stack::TypeScript, 1)] {
         let dir = tempfile::tempdir()?;
         let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
         let sample = |text: &str| json!({"op": "call_tool", "name": "test_sampling", "arguments": {"prompt": text}});
@@ -270,6 +273,8 @@ async fn sdk_clients_carry_on_through_a_rolling_restart() -> Result<()> {
         cluster.replicas[stopped].sigterm().await?;
         std::fs::write(&go, "")?;
         let report = run.await??;
+        // A session (the subject here), not the sessionless revision.
+        ensure!(report["mode_used"] == "legacy", "{stack:?} did not hold a session: {report}");
         for step in report["steps"].as_array().context("steps")? {
             ensure!(step["ok"] == true, "{stack:?}: a step failed: {step}\nlogs:\n{}", cluster.logs());
         }

@@ -4,7 +4,9 @@
 //! when dropped.
 //!
 //! Missing `haproxy` fails the test with how to install it, unless
-//! `TOOLGATE_SKIP_HAPROXY=1` says to skip the tests that need it.
+//! `TOOLGATE_SKIP_REDIS=1` says to skip the tests that need Redis: every
+//! test that needs a balancer needs Redis too (replicas share through it),
+//! so one switch skips them all.
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -30,19 +32,20 @@ pub struct Balancer {
 
 impl Balancer {
     /// Starts one in front of the servers on these loopback ports, or
-    /// `None` when `TOOLGATE_SKIP_HAPROXY=1` and there is no `haproxy`.
+    /// `None` when `TOOLGATE_SKIP_REDIS=1` and there is no `haproxy`.
     /// Panics, saying how to install it, otherwise.
     pub fn start(servers: &[u16]) -> Option<Self> {
         let exe = executable();
         let present = Command::new(&exe).arg("-v").stdout(Stdio::null()).stderr(Stdio::null()).status();
         if !present.is_ok_and(|s| s.success()) {
-            if std::env::var("TOOLGATE_SKIP_HAPROXY").as_deref() == Ok("1") {
-                eprintln!("skipped: `{exe}` not found and TOOLGATE_SKIP_HAPROXY=1");
+            if std::env::var("TOOLGATE_SKIP_REDIS").as_deref() == Ok("1") {
+                eprintln!("skipped: `{exe}` (HAProxy) not found and TOOLGATE_SKIP_REDIS=1");
                 return None;
             }
             panic!(
                 "this test needs HAProxy, and `{exe}` was not found: install it with `apt-get install haproxy` \
-                 (.ci/run does), point TOOLGATE_HAPROXY at one, or set TOOLGATE_SKIP_HAPROXY=1 to skip these tests"
+                 (.ci/run and tests/run.sh do), point TOOLGATE_HAPROXY at one, or set TOOLGATE_SKIP_REDIS=1 to skip \
+                 the tests that need Redis and HAProxy"
             );
         }
         let port = free_port();
@@ -58,9 +61,14 @@ impl Balancer {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("haproxy starts");
-        let balancer = Self { port, child, _dir: dir };
+        let mut balancer = Self { port, child, _dir: dir };
         let deadline = Instant::now() + Duration::from_secs(10);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            // Its reason is on stderr (inherited): a configuration it refuses,
+            // a limit it cannot raise.
+            if let Ok(Some(status)) = balancer.child.try_wait() {
+                panic!("haproxy exited with {status} before listening (see its messages above)");
+            }
             assert!(Instant::now() < deadline, "haproxy did not listen on port {port} within 10 s");
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -77,7 +85,7 @@ impl Balancer {
 /// stickiness), long timeouts for SSE streams.
 fn config_text(port: u16, servers: &[u16]) -> String {
     let mut text = format!(
-        "global\n  maxconn 20000\n\
+        "global\n  maxconn 1000\n\
          defaults\n  mode http\n  timeout connect 2s\n  timeout client 1h\n  timeout server 1h\n  \
          timeout http-request 30s\n  retries 3\n  option redispatch 1\n\
          frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend toolgate\n\

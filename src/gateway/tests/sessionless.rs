@@ -77,7 +77,9 @@ async fn the_tool_list_does_not_change_with_grants() {
 #[tokio::test]
 async fn two_gateways_on_one_redis_honour_each_others_grants() {
     let Some(mut redis) = RedisServer::start() else { return };
-    let extra = format!("[state]\nredis_url = \"{}\"", redis.url());
+    // Sessions local: the sessions here are the contrast, a client that
+    // needs no store (shared sessions have tests of their own).
+    let extra = format!("[state]\nredis_url = \"{}\"\nsessions = \"local\"", redis.url());
     let (a, b) = (setup(&extra), setup(&extra));
     let alice = client_named("alice");
 
