@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Counts the instructions toolgate spends per proxied tools/call, with
-# valgrind's callgrind (stable on a noisy machine, unlike timings).
+# valgrind's callgrind (stable on a noisy machine, unlike timings); or those
+# of the floor's bare forwarder on the same leg (crates/bench-floor), to
+# compare.
 #
-#   benches/callgrind.sh [stdio|http] [calls] [concurrency]    defaults: stdio 2000 1
+#   benches/callgrind.sh [stdio|http] [calls] [concurrency] [toolgate|floor]
+#       defaults: stdio 2000 1 toolgate
 #
-# toolgate runs under callgrind in front of the fixture (a shared stdio child,
-# or the fixture over Streamable HTTP); the benchmark's `drive` mode sends
-# 200 warm-up calls, the counters are zeroed, then it sends `calls` verified
-# calls and the counters are dumped. Prints instructions per call and the
-# functions that cost the most (inclusive), and keeps the profile in
-# $TARGET/bench/callgrind.<leg>.out for callgrind_annotate / kcachegrind.
+# toolgate (or the floor's forwarder) runs under callgrind in front of the
+# fixture (a shared stdio child, or the fixture over Streamable HTTP); the
+# benchmark's `drive` mode sends 200 warm-up calls, the counters are zeroed,
+# then it sends `calls` verified calls and the counters are dumped. Only
+# the process under test is counted, not the fixture (callgrind does not
+# follow children). Prints instructions per call and the functions that cost
+# the most (inclusive), and keeps the profile in
+# $TARGET/bench/callgrind.<leg>.out (callgrind.floor-<leg>.out) for
+# callgrind_annotate / kcachegrind.
 # Build first (benches/run.sh does): cargo build --profile optimized --workspace --bins &&
 # cargo bench --bench overhead --no-run.
 set -euo pipefail
@@ -17,21 +23,33 @@ set -euo pipefail
 leg="${1:-stdio}"
 calls="${2:-2000}"
 conc="${3:-1}"
+what="${4:-toolgate}"
 source "$(dirname "${BASH_SOURCE[0]}")/leg.sh"
 
-out="$target/bench/callgrind.$leg.out"
 raw="$work/callgrind.out"
 mkdir -p "$target/bench"
-TOOLGATE_LOG="warn,toolgate=info" start_toolgate "$work/toolgate.err" \
-    valgrind --tool=callgrind --callgrind-out-file="$raw"
+case "$what" in
+    toolgate)
+        out="$target/bench/callgrind.$leg.out"
+        gate=gate
+        TOOLGATE_LOG="warn,toolgate=info" start_toolgate "$work/toolgate.err" \
+            valgrind --tool=callgrind --callgrind-out-file="$raw" ;;
+    floor)
+        out="$target/bench/callgrind.floor-$leg.out"
+        gate=""
+        start_floor "$work/floor.err" valgrind --tool=callgrind --callgrind-out-file="$raw" ;;
+    *) echo "the fourth argument is toolgate or floor" >&2; exit 1 ;;
+esac
 
-"$bench" drive "$url" 200 "$conc" gate >/dev/null
-callgrind_control -z >/dev/null
-"$bench" drive "$url" "$calls" "$conc" gate
-callgrind_control -d >/dev/null
+# callgrind_control by pid: without one it zeroes and dumps every callgrind
+# run on the machine, another's included.
+"$bench" drive "$url" 200 "$conc" $gate >/dev/null
+callgrind_control -z "$gate_pid" >/dev/null
+"$bench" drive "$url" "$calls" "$conc" $gate
+callgrind_control -d "$gate_pid" >/dev/null
 sleep 1
 dump="$(ls -t "$raw".* 2>/dev/null | head -n1)"
 total="$(callgrind_annotate "$dump" 2>/dev/null | sed -n 's/^\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)"
-echo "leg $leg, concurrency $conc: $((total / calls)) instructions per call ($total for $calls calls)"
+echo "$what, leg $leg, concurrency $conc: $((total / calls)) instructions per call ($total for $calls calls)"
 cp "$dump" "$out"
 callgrind_annotate --inclusive=yes "$out" 2>/dev/null | sed -n '1,60p' | cut -c1-200

@@ -3,14 +3,17 @@
 # starts the fixture when the upstream is HTTP, and writes $work/toolgate.toml
 # (toolgate in front of the fixture, one shared upstream session). Sets repo,
 # target, bin, bench, work and pids, and an EXIT trap that ends what was
-# started and removes $work; and start_toolgate, stop_toolgate and
-# start_http_fixture for the scripts to start what they measure.
+# started and removes $work; and start_toolgate, start_floor, stop_toolgate
+# and start_http_fixture for the scripts to start what they measure.
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target="${CARGO_TARGET_DIR:-$repo/target}"
 # TOOLGATE_BENCH_BIN_DIR: where toolgate and toolgate-fixture are (default
 # the `optimized` build), e.g. a copy of an older build to compare with.
 bin="${TOOLGATE_BENCH_BIN_DIR:-$target/optimized}"
+# TOOLGATE_BENCH_FLOOR_DIR: where the floor's forwarders are (default: the
+# same place), e.g. today's floor beside an older toolgate.
+floor_bin="${TOOLGATE_BENCH_FLOOR_DIR:-$bin}"
 bench="$(ls -t "$target"/release/deps/overhead-* 2>/dev/null | grep -v '\.d$' | head -n1)"
 [[ -x "$bench" ]] || { echo "build the bench first: cargo bench --bench overhead --no-run" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
@@ -35,6 +38,23 @@ start_toolgate() {
     url=""
     for _ in $(seq 600); do grep -qs "listening on" "$log" && break; sleep 0.1; done
     url="$(sed -n 's/.*listening on //p' "$log" | head -n1)"
+    [[ -n "$url" ]] || { cat "$log" >&2; exit 1; }
+}
+
+# Starts the floor's forwarder for $leg (crates/bench-floor) in front of the
+# fixture, as start_toolgate starts toolgate (same arguments; sets $gate_pid
+# and $url): toolgate-floor-stdio starts its own fixture child,
+# toolgate-floor-http forwards to the fixture this script started.
+start_floor() {
+    local log="$1" upstream
+    shift
+    case "$leg" in stdio) upstream="$bin/toolgate-fixture" ;; http) upstream="$fixture_url" ;; esac
+    "$@" "$floor_bin/toolgate-floor-$leg" "$upstream" >"$log.out" 2>"$log" &
+    gate_pid=$!
+    pids+=("$gate_pid")
+    url=""
+    for _ in $(seq 600); do grep -qs "^LISTENING " "$log.out" && break; sleep 0.1; done
+    url="$(sed -n 's/^LISTENING //p' "$log.out" | head -n1)"
     [[ -n "$url" ]] || { cat "$log" >&2; exit 1; }
 }
 

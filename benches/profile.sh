@@ -62,9 +62,9 @@ stop_toolgate
 raw="$work/callgrind.out"
 start_toolgate "$work/callgrind.err" valgrind --tool=callgrind --compress-strings=no --callgrind-out-file="$raw"
 "$bench" drive "$url" 200 "$conc" gate >/dev/null
-callgrind_control -z >/dev/null 2>&1
+callgrind_control -z "$gate_pid" >/dev/null 2>&1
 "$bench" drive "$url" "$calls" "$conc" gate >/dev/null
-callgrind_control -d >/dev/null 2>&1
+callgrind_control -d "$gate_pid" >/dev/null 2>&1
 sleep 1
 dump="$(ls -t "$raw".* 2>/dev/null | head -n1)"
 out="$target/bench/profile.$leg.callgrind"

@@ -3,11 +3,12 @@
 #
 #   benches/run.sh [section...]        sections: calls memory catalog startup (default: all)
 #
-# 1. Builds the shipped binaries, toolgate and the fixture (`cargo build
-#    --profile optimized --workspace --bins`: fat LTO, one codegen unit, as
-#    the container image's `dist` build), and copies them aside, so the
-#    benchmark measures exactly what toolgate ships (cargo bench would otherwise
-#    build them with dev-dependency features).
+# 1. Builds the shipped binaries, toolgate and the fixture, and the floor's
+#    bare forwarders (`cargo build --profile optimized --workspace --bins`:
+#    fat LTO, one codegen unit, as the container image's `dist` build), and
+#    copies them aside, so the benchmark measures exactly what toolgate ships
+#    (cargo bench would otherwise build them with dev-dependency features),
+#    against a floor built the same way.
 # 2. Builds the benchmark (`cargo bench --bench overhead`, release profile)
 #    and runs it against those binaries. The benchmark pins every process to
 #    one CPU (taskset) for the concurrency-1 rows itself.
@@ -30,7 +31,8 @@ say "building the optimized binaries"
 cargo build --locked --profile optimized --workspace --bins
 bin_dir="$target/bench/bin"
 mkdir -p "$bin_dir"
-cp -f "$target/optimized/toolgate" "$target/optimized/toolgate-fixture" "$bin_dir/"
+cp -f "$target/optimized/toolgate" "$target/optimized/toolgate-fixture" \
+    "$target/optimized/toolgate-floor-http" "$target/optimized/toolgate-floor-stdio" "$bin_dir/"
 
 say "building the benchmark"
 cargo bench --locked --bench overhead --no-run

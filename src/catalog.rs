@@ -149,7 +149,9 @@ impl Catalog {
         concerns: &Declared,
     ) -> Catalog {
         let mut problems = Vec::new();
-        let has_progressive = upstreams.iter().any(|u| u.config.mode == Mode::Progressive);
+        // The search listing needs the describe tool (and the descriptions
+        // resource) for passthrough tools too.
+        let has_progressive = upstreams.iter().any(|u| u.config.mode == Mode::Progressive) || disclosure.may_search();
         let describe_tool = describe_tool_name(disclosure, has_progressive, &mut problems);
 
         // Every usable upstream tool, in listing order.
@@ -186,7 +188,15 @@ impl Catalog {
             report_unknown_names(up, &mut problems);
         }
 
-        let exposed = naming::assign(&candidates, describe_tool.as_deref(), &mut problems);
+        let mut reserved = Vec::new();
+        if let Some(name) = describe_tool.as_deref() {
+            reserved.push(naming::Reserved { name, what: "toolgate's describe tool (disclosure.describe_tool_name)" });
+        }
+        if disclosure.may_search() {
+            let name = disclosure.search_tool_name.as_str();
+            reserved.push(naming::Reserved { name, what: "toolgate's search tool (disclosure.search_tool_name)" });
+        }
+        let exposed = naming::assign(&candidates, &reserved, &mut problems);
 
         let mut entries = Vec::with_capacity(found.len());
         for ((f, c), exposed) in found.iter().zip(&candidates).zip(exposed) {
@@ -303,7 +313,9 @@ impl Catalog {
         &self.problems
     }
 
-    /// Whether any upstream is in progressive mode.
+    /// Whether disclosure is active: an upstream is in progressive mode, or
+    /// the search listing may be shown (it needs the describe tool and the
+    /// descriptions resource for every tool).
     pub fn has_progressive(&self) -> bool {
         self.has_progressive
     }

@@ -52,6 +52,7 @@ mod pages;
 mod policy;
 mod reload;
 mod replicas;
+mod search;
 mod startup;
 mod state;
 mod tasks;
@@ -140,6 +141,8 @@ pub struct Gateway {
     policy: Option<policy::Policy>,
     /// The concerns layer, when `[[concerns]]` declares some.
     concerns: Option<concerns::Concerns>,
+    /// The search listing, when `[disclosure] listing` may show it.
+    search: Option<search::Search>,
     /// The disclosure layer (it steps aside while no upstream is progressive).
     disclosure: Option<disclosure::Disclosure>,
     /// Sessionless clients' grants (`[state]`): in memory, or in Redis.
@@ -218,6 +221,7 @@ impl Gateway {
         let declared = Arc::new(crate::concerns::Declared::new(&config.concerns));
         let gateway = Arc::new(Self {
             concerns: concerns::Concerns::new(&declared),
+            search: search::Search::new(&config.disclosure),
             catalogs: Catalogs::new(config.disclosure.clone(), declared),
             forwarder: Forwarder::new(config.server.page_size),
             mrtr: mrtr::Translator::new(&config.mrtr),
@@ -290,6 +294,14 @@ impl Gateway {
     /// The catalog as `session` sees it.
     pub(crate) fn catalog_for(&self, session: &GwSession) -> Arc<CatalogView> {
         self.catalogs.for_session(&self.upstreams(), session)
+    }
+
+    /// The gateway-wide catalog changed to `view`: what is made from it in
+    /// the background (the search index) starts.
+    pub(crate) fn catalog_changed(&self, view: &Arc<CatalogView>) {
+        if let Some(search) = &self.search {
+            search.indexes().catalog_changed(self, view);
+        }
     }
 
     /// What `session`'s `tools/list` shows: its catalog, without the tools
@@ -451,6 +463,8 @@ impl Gateway {
         self.policy.offer(self, &mut offer);
         self.concerns.offer(self, &mut offer);
         self.disclosure.offer(self, &mut offer);
+        // Last, so its workflow comes first.
+        self.search.offer(self, &mut offer);
         offer
     }
 }
@@ -552,6 +566,7 @@ impl Handler for Gateway {
         let note = RequestNote::default();
         let cx = Exchange { gateway: self, session, ctx: &ctx, note: &note };
         let chain = Then { layer: &self.disclosure, next: &self.forwarder };
+        let chain = Then { layer: &self.search, next: chain };
         let chain = Then { layer: &self.concerns, next: chain };
         let outcome = Then { layer: &self.policy, next: chain }.run(cx, request).await;
         let counted = metrics::Outcome::of(method, &outcome, note.was_refused(), ctx.cancel.is_cancelled());

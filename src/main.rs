@@ -13,12 +13,25 @@ use toolgate::server::{Engine, Limits, SessionStore};
 
 /// Every proxied message allocates (and frees, often on another worker
 /// thread) dozens of small buffers; mimalloc does that in a fraction of the
-/// instructions glibc's malloc needs (see the Performance section of the README).
+/// instructions glibc's malloc needs (benches/HISTORY.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// A transparent MCP gateway with progressive disclosure.
+///
+/// toolgate sits in front of unmodified MCP servers: `tools/list` answers
+/// with a minimal form of each tool, the full definitions come from the
+/// resource `resource:///tool_descriptions?tools=…` (or the `describe_tools`
+/// tool), and a tool can be called only once its description was fetched.
+/// Everything else in MCP passes through.
 #[derive(Parser)]
-#[command(name = "toolgate", version, about = "A transparent MCP gateway with progressive disclosure")]
+#[command(
+    name = "toolgate",
+    version = env!("TOOLGATE_VERSION"),
+    after_long_help = "Logs go to stderr; TOOLGATE_LOG sets their filter (e.g. debug, or toolgate=debug,info; \
+                       default info).\n\nDocumentation: the book in docs/ (mdbook build docs), and \
+                       config/example.toml for every configuration key."
+)]
 struct Cli {
     /// Log format on stderr.
     #[arg(long, global = true, env = "TOOLGATE_LOG_FORMAT", default_value = "text")]
@@ -29,48 +42,82 @@ struct Cli {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum LogFormat {
+    /// Human-readable lines.
     Text,
+    /// One JSON object per line.
     Json,
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Run the gateway over Streamable HTTP.
+    ///
+    /// Serves MCP clients on `[server] listen` (Streamable HTTP, and legacy
+    /// HTTP+SSE unless `[server] legacy_sse = false`), with `/healthz`,
+    /// `/readyz` and `/metrics` beside the endpoint, until SIGTERM or SIGINT
+    /// (then requests in progress get `[server] shutdown_grace` to finish).
+    /// The configuration reloads on SIGHUP and when the file changes.
     Serve {
         /// Configuration file (TOML).
         #[arg(short, long, env = "TOOLGATE_CONFIG")]
         config: PathBuf,
     },
-    /// Run the gateway over stdio, for clients that launch their servers as
-    /// child processes (logs go to stderr). It serves the local user who
-    /// launched it: `[auth]` (credentials, policy, limits) does not apply.
+    /// Run the gateway over stdio, for clients that launch their servers.
+    ///
+    /// Newline-delimited JSON-RPC on standard input and output; logs go to
+    /// stderr. It serves the local user who launched it: `[auth]`
+    /// (credentials, policy, limits) does not apply. `[metrics] listen` still
+    /// serves `/metrics` on an address of its own.
     Stdio {
         /// Configuration file (TOML).
         #[arg(short, long, env = "TOOLGATE_CONFIG")]
         config: PathBuf,
     },
     /// Validate a configuration file and print it with defaults filled in.
+    ///
+    /// Loads the file as `serve` would (environment overrides, `${VAR}`
+    /// expansion, validation) and prints it as JSON with every default filled
+    /// in and secrets redacted, or every problem with its TOML path and a
+    /// non-zero exit status.
     CheckConfig {
         /// Configuration file (TOML).
         #[arg(short, long, env = "TOOLGATE_CONFIG")]
         config: PathBuf,
     },
-    /// Run the demo MCP server over stdio (used by config/demo.toml).
+    /// Print the JSON Schema of the configuration file.
+    ///
+    /// Every key's type, default and meaning, for editors with a TOML
+    /// language server (a `#:schema` line at the top of the file points at
+    /// it) and for CI; config/toolgate.schema.json is this output.
+    ConfigSchema,
+    /// Run the demo MCP server (used by config/demo.toml).
+    ///
+    /// A project tracker with 12 documented tools, over stdio unless
+    /// `--http` is given.
     DemoUpstream {
         /// Serve Streamable HTTP on this address instead of stdio.
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
     },
-    /// Count the tokens of tool catalogs: the upstreams' full definitions
-    /// against the minimal forms toolgate serves (encoding o200k_base).
+    /// Count the tokens of tool catalogs, full and as toolgate serves them.
+    ///
+    /// Per upstream and per tool: the tokens (encoding o200k_base) of the
+    /// upstreams' full definitions against the minimal forms toolgate
+    /// serves, what toolgate adds, and typical sessions. An upstream that
+    /// cannot be listed makes the exit status non-zero.
     Tokens(TokensArgs),
-    /// Print, as JSON, what a model reads of each tool of one catalog built
-    /// from stored catalog files: the full definition and the form toolgate
-    /// lists (input of the selection-fidelity evaluation, benches/fidelity).
+    /// Print what a model reads of each tool of a catalog, as JSON.
+    ///
+    /// The catalog is built from stored catalog files; each tool gets its
+    /// full definition and the form toolgate lists (the input of the
+    /// selection-fidelity evaluation, benches/fidelity).
     Forms(FormsArgs),
     /// Print a toolgate configuration made from another client's MCP server
-    /// list (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Cline,
-    /// Gemini CLI); secrets become ${VAR} references.
+    /// list.
+    ///
+    /// Reads Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Cline or
+    /// Gemini CLI server lists (JSON with comments accepted); secrets become
+    /// ${VAR} references, listed at the top of the output.
     Import(toolgate::import::cli::ImportArgs),
 }
 
@@ -149,6 +196,12 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command, gateway_config: Opti
             let text = normalized(&config)?;
             // `check-config | head` closes the pipe early; that is not an error.
             match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+                _ => Ok(()),
+            }
+        }
+        Command::ConfigSchema => {
+            match std::io::Write::write_all(&mut std::io::stdout(), toolgate::config::schema_json().as_bytes()) {
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
                 _ => Ok(()),
             }

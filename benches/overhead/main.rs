@@ -5,12 +5,15 @@
 //! does no work) and toolgate in front of it, all on loopback, and measures
 //! in one run:
 //! - verified `tools/call echo` at concurrency 1, 10, 50 and 200, against
-//!   the upstream directly and through toolgate over a stdio and a
-//!   Streamable HTTP upstream leg (throughput, p50/p99/p99.9, toolgate's CPU
-//!   time per call, every failed or mismatched answer); concurrency 1 also
-//!   with every process pinned to one CPU. Each row is measured in several
-//!   interleaved rounds (every path at a concurrency, then the next round),
-//!   and the report gives the median and the spread (min–max) of each figure;
+//!   the upstream directly, through the floor (a bare forwarder of
+//!   crates/bench-floor: the least a gateway hop can cost) and through
+//!   toolgate, over a stdio and a Streamable HTTP upstream leg (throughput,
+//!   p50/p99/p99.9, CPU time per call of toolgate or the forwarder, every
+//!   failed or mismatched answer); concurrency 1 also with every process
+//!   pinned to one CPU. Each row is measured in several interleaved rounds
+//!   (every path at a concurrency, then the next round), and the report
+//!   gives the median and the spread (min–max) of each figure, and
+//!   toolgate's figures as ratios to the floor's of the same round;
 //! - toolgate's resident memory with 0, 1,000 and 10,000 idle sessions;
 //! - `tools/list` of a 1,000-tool catalog and `resources/read` of the
 //!   descriptions resource for 1 and 20 tools;
@@ -26,7 +29,9 @@
 //! the pinned rows, default 0; `none` skips them), `TOOLGATE_BENCH_SESSIONS`
 //! (idle sessions for the memory figure, default 10000),
 //! `TOOLGATE_BENCH_CONCURRENCY` (e.g. `1,50`; default `1,10,50,200`),
-//! `TOOLGATE_BENCH_BIN_DIR` (where `toolgate` and `toolgate-fixture` are),
+//! `TOOLGATE_BENCH_BIN_DIR` (where `toolgate`, `toolgate-fixture` and the
+//! floor's `toolgate-floor-http` and `toolgate-floor-stdio` are),
+//! `TOOLGATE_BENCH_FLOOR_DIR` (where the floor's are, if elsewhere),
 //! `TOOLGATE_BENCH_UPSTREAM_PROTOCOL` (the upstreams' `protocol`, e.g.
 //! `2025-11-25`; default `auto`, which speaks 2026-07-28 to the fixture),
 //! `TOOLGATE_BENCH_HTTP2` (set: the load generator speaks HTTP/2 with prior
@@ -34,7 +39,8 @@
 //!
 //! For profiling, `overhead drive URL CALLS CONCURRENCY [gate]` only drives
 //! verified echo calls against a server started by hand (e.g. toolgate under
-//! `valgrind --tool=callgrind`); `gate` fetches echo's description first.
+//! `valgrind --tool=callgrind`); `gate` fetches echo's description first
+//! (toolgate's; a floor has none).
 
 // Test and benchmark drivers have no request spans to carry into their tasks.
 #![allow(clippy::disallowed_methods)]

@@ -1,6 +1,7 @@
-//! The processes under test: the fixture upstream and toolgate, started on
-//! loopback ports, and what the benchmark reads about them from `/proc`
-//! (CPU time, resident memory) or does to them (CPU pinning).
+//! The processes under test: the fixture upstream, toolgate and the floor's
+//! bare forwarders, started on loopback ports, and what the benchmark reads
+//! about them from `/proc` (CPU time, resident memory) or does to them (CPU
+//! pinning).
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,9 @@ const LOG_LINES: usize = 40;
 pub struct Bins {
     pub toolgate: PathBuf,
     pub fixture: PathBuf,
+    /// The floor's bare forwarders (crates/bench-floor): HTTP leg, stdio leg.
+    pub floor_http: PathBuf,
+    pub floor_stdio: PathBuf,
     /// Start every process pinned to this CPU list (`taskset -c`), so it
     /// sizes its thread pool for what it may use.
     pub pin: Option<String>,
@@ -31,22 +35,40 @@ pub struct Bins {
 impl Bins {
     /// `TOOLGATE_BENCH_BIN_DIR` (set by `benches/run.sh` to the plain
     /// `cargo build --profile optimized` binaries), else the ones cargo built for
-    /// this bench.
+    /// this bench. The floor's forwarders are taken from
+    /// `TOOLGATE_BENCH_FLOOR_DIR` if set (e.g. to run an older toolgate
+    /// against today's floor), else from the same place.
     pub fn locate() -> Result<Bins> {
+        let floor_dir = std::env::var_os("TOOLGATE_BENCH_FLOOR_DIR").map(PathBuf::from);
         let bins = match std::env::var_os("TOOLGATE_BENCH_BIN_DIR") {
             Some(dir) => {
                 let dir = PathBuf::from(dir);
-                Bins { toolgate: dir.join("toolgate"), fixture: dir.join("toolgate-fixture"), pin: None }
+                let floor_dir = floor_dir.unwrap_or_else(|| dir.clone());
+                Bins {
+                    toolgate: dir.join("toolgate"),
+                    fixture: dir.join("toolgate-fixture"),
+                    floor_http: floor_dir.join("toolgate-floor-http"),
+                    floor_stdio: floor_dir.join("toolgate-floor-stdio"),
+                    pin: None,
+                }
             }
-            // The fixture is another package's binary: it sits beside this
-            // bench's own, once the workspace's binaries are built.
-            None => Bins {
-                toolgate: PathBuf::from(env!("CARGO_BIN_EXE_toolgate")),
-                fixture: toolgate_test_support::workspace_exe("toolgate-fixture")?,
-                pin: None,
-            },
+            // The fixture and the floor are other packages' binaries: they sit
+            // beside this bench's own, once the workspace's binaries are built.
+            None => {
+                let floor = |name: &str| match &floor_dir {
+                    Some(dir) => Ok(dir.join(name)),
+                    None => toolgate_test_support::workspace_exe(name),
+                };
+                Bins {
+                    toolgate: PathBuf::from(env!("CARGO_BIN_EXE_toolgate")),
+                    fixture: toolgate_test_support::workspace_exe("toolgate-fixture")?,
+                    floor_http: floor("toolgate-floor-http")?,
+                    floor_stdio: floor("toolgate-floor-stdio")?,
+                    pin: None,
+                }
+            }
         };
-        for exe in [&bins.toolgate, &bins.fixture] {
+        for exe in [&bins.toolgate, &bins.fixture, &bins.floor_http, &bins.floor_stdio] {
             if !exe.is_file() {
                 bail!("{} not found (build with `cargo build --release --workspace --bins`)", exe.display());
             }
@@ -168,6 +190,14 @@ pub async fn fixture_http(bins: &Bins, extra_args: &[&str]) -> Result<(Proc, Str
     args.extend_from_slice(extra_args);
     let (proc, url, _) =
         spawn_until("fixture", bins.pin.as_deref(), &bins.fixture, &args, &[], "LISTENING ", true).await?;
+    Ok((proc, url))
+}
+
+/// One of the floor's bare forwarders (crates/bench-floor) on a free
+/// loopback port, in front of `upstream` (the fixture's URL for the HTTP
+/// leg; the fixture's command for the stdio leg, which it starts itself).
+pub async fn floor(bins: &Bins, name: &str, program: &Path, upstream: &[&str]) -> Result<(Proc, String)> {
+    let (proc, url, _) = spawn_until(name, bins.pin.as_deref(), program, upstream, &[], "LISTENING ", true).await?;
     Ok((proc, url))
 }
 

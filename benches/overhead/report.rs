@@ -1,5 +1,6 @@
 //! The report: Markdown tables of every figure, the machine they came from,
-//! and the targets of the overhead issue, each marked met or missed.
+//! toolgate against the floor measured in the same rounds, and the targets
+//! of the overhead issues, each marked met or missed.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -17,6 +18,68 @@ const MAX_CPU_PER_CALL_US: f64 = 25.0;
 const MIN_THROUGHPUT_RATIO: f64 = 0.6;
 const MAX_SESSION_BYTES: f64 = 16.0 * 1024.0;
 const MAX_LIST_P50_US: f64 = 1000.0;
+
+/// Each leg: toolgate's row key, its floor's, and the leg's name.
+const LEGS: [(&str, &str, &str); 2] = [("stdio", "floor_stdio", "stdio"), ("http", "floor_http", "HTTP")];
+
+/// A target relative to the floor (the bare forwarders of crates/bench-floor;
+/// issue "A lean request path"), judged on the median over the rounds of
+/// toolgate's figure divided by the floor's of the same round.
+struct FloorTarget {
+    what: &'static str,
+    concurrency: usize,
+    pinned: bool,
+    figure: fn(&Row, Option<&Row>) -> Option<f64>,
+    /// toolgate ÷ floor at most this (`at_most`), or at least.
+    limit: f64,
+    at_most: bool,
+    /// How the figure itself is shown.
+    decimals: usize,
+    signed: bool,
+}
+
+const FLOOR_TARGETS: [FloorTarget; 3] = [
+    FloorTarget {
+        what: "p50 added µs, concurrency 1, one CPU",
+        concurrency: 1,
+        pinned: true,
+        figure: added_p50,
+        limit: 1.3,
+        at_most: true,
+        decimals: 0,
+        signed: true,
+    },
+    FloorTarget {
+        what: "calls/s, concurrency 50",
+        concurrency: 50,
+        pinned: false,
+        figure: throughput,
+        limit: 0.85,
+        at_most: false,
+        decimals: 0,
+        signed: false,
+    },
+    FloorTarget {
+        what: "CPU µs per call, concurrency 50",
+        concurrency: 50,
+        pinned: false,
+        figure: cpu_per_call,
+        limit: 1.3,
+        at_most: true,
+        decimals: 1,
+        signed: false,
+    },
+];
+
+impl FloorTarget {
+    fn bound(&self) -> String {
+        format!("{} {}×", if self.at_most { "≤" } else { "≥" }, self.limit)
+    }
+
+    fn met(&self, ratio: &Spread) -> bool {
+        if self.at_most { ratio.median <= self.limit } else { ratio.median >= self.limit }
+    }
+}
 
 /// One measured row of the call table.
 pub struct Row {
@@ -166,11 +229,15 @@ pub fn progress_line(row: &Row) -> String {
     )
 }
 
+/// The row of path `key` in the same round, concurrency and pinning as `row`.
+fn same_round<'a>(rows: &'a [Row], row: &Row, key: &str) -> Option<&'a Row> {
+    rows.iter()
+        .find(|d| d.key == key && d.concurrency == row.concurrency && d.pinned == row.pinned && d.round == row.round)
+}
+
 /// The direct row of the same round, concurrency and pinning.
 fn direct_for<'a>(rows: &'a [Row], row: &Row) -> Option<&'a Row> {
-    rows.iter().find(|d| {
-        d.key == "direct" && d.concurrency == row.concurrency && d.pinned == row.pinned && d.round == row.round
-    })
+    same_round(rows, row, "direct")
 }
 
 /// Every round's row of one path at one concurrency.
@@ -195,6 +262,83 @@ fn cpu_per_call(row: &Row, _: Option<&Row>) -> Option<f64> {
     row.result.cpu_us_per_call(0)
 }
 
+fn throughput(row: &Row, _: Option<&Row>) -> Option<f64> {
+    Some(row.result.throughput())
+}
+
+/// One figure of a leg, for its floor and for toolgate, over the rounds.
+struct AgainstFloor {
+    floor: Option<Spread>,
+    toolgate: Option<Spread>,
+    /// toolgate's figure divided by the floor's of the same round (rounds
+    /// where the floor's is not above zero are left out).
+    ratio: Option<Spread>,
+}
+
+/// `figure` of toolgate (`key`) and of its floor (`floor_key`) at
+/// `concurrency`, each round's pair measured back to back.
+fn against_floor(
+    rows: &[Row],
+    key: &str,
+    floor_key: &str,
+    concurrency: usize,
+    pinned: bool,
+    figure: impl Fn(&Row, Option<&Row>) -> Option<f64>,
+) -> AgainstFloor {
+    let toolgate = rounds_of(rows, key, concurrency, pinned);
+    let floor = rounds_of(rows, floor_key, concurrency, pinned);
+    let ratios = toolgate.iter().filter_map(|t| {
+        let f = same_round(rows, t, floor_key)?;
+        let (t, f) = (figure(t, direct_for(rows, t))?, figure(f, direct_for(rows, f))?);
+        (f > 0.0).then(|| t / f)
+    });
+    AgainstFloor {
+        floor: spread_of(rows, &floor, &figure),
+        toolgate: spread_of(rows, &toolgate, &figure),
+        ratio: Spread::of(ratios),
+    }
+}
+
+/// toolgate against the floor, leg by leg.
+pub fn floor(rows: &[Row]) -> String {
+    let mut s = String::new();
+    if !rows.iter().any(|r| r.key.starts_with("floor_")) {
+        return s;
+    }
+    let _ = writeln!(s, "\n## Against the floor\n");
+    let _ = writeln!(
+        s,
+        "The floor is the least a gateway hop can cost: a bare forwarder (crates/bench-floor), measured in the \
+         same rounds right before toolgate on its leg. HTTP leg: `toolgate-floor-http` forwards the request and \
+         the response byte for byte over a pooled HTTP/1.1 client, parsing nothing. stdio leg: \
+         `toolgate-floor-stdio` parses each message, swaps its id, writes one line to a shared fixture child and \
+         routes the answer back by id. Each has its own fixture, as each toolgate has. \"÷ floor\" divides \
+         toolgate's figure by the floor's of the same round; each figure: median (min–max) over the rounds.\n"
+    );
+    let _ = writeln!(s, "| leg | figure | floor | toolgate | toolgate ÷ floor | target |");
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|");
+    let show =
+        |x: Option<Spread>, decimals: usize, signed: bool| x.map(|x| x.show(decimals, signed)).unwrap_or_default();
+    for (key, floor_key, leg) in LEGS {
+        for t in &FLOOR_TARGETS {
+            let a = against_floor(rows, key, floor_key, t.concurrency, t.pinned, t.figure);
+            if a.toolgate.is_none() && a.floor.is_none() {
+                continue;
+            }
+            let _ = writeln!(
+                s,
+                "| {leg} | {} | {} | {} | {} | {} |",
+                t.what,
+                show(a.floor, t.decimals, t.signed),
+                show(a.toolgate, t.decimals, t.signed),
+                show(a.ratio, 2, false),
+                t.bound()
+            );
+        }
+    }
+    s
+}
+
 /// The groups of rows (path, concurrency, pinned) in the order measured.
 fn groups(rows: &[Row]) -> Vec<(&'static str, &'static str, usize, bool)> {
     let mut seen = Vec::new();
@@ -217,7 +361,8 @@ pub fn calls(rows: &[Row], settings: &Settings) -> String {
         s,
         "Each worker has its own session and keep-alive connection and loops `tools/call echo` with a unique \
          text, checking the response's id and text. Latency is request to last byte. CPU is the CPU time \
-         (utime+stime) per call of toolgate, or of the fixture on the direct path. {} interleaved rounds of \
+         (utime+stime) per call of toolgate, of the floor's forwarder on the floor paths (not of the fixture \
+         behind it), or of the fixture on the direct path. {} interleaved rounds of \
          {:.1} s per row (each round measures every path at every concurrency before the next round starts); \
          \"vs direct\" and \"added\" compare with the direct row of the same round. Each figure: median \
          (min–max) over the rounds.\n",
@@ -373,6 +518,35 @@ pub fn targets(
     let spread = |x: &Spread, decimals: usize| {
         format!("median {:.decimals$} ({:.decimals$}–{:.decimals$})", x.median, x.min, x.max)
     };
+    let median = |x: Option<Spread>, decimals: usize, signed: bool| match x {
+        Some(x) if signed => format!("{:+.decimals$}", x.median),
+        Some(x) => format!("{:.decimals$}", x.median),
+        None => "?".into(),
+    };
+    let mut relative = String::new();
+    for (key, floor_key, leg) in LEGS {
+        for t in &FLOOR_TARGETS {
+            let a = against_floor(rows, key, floor_key, t.concurrency, t.pinned, t.figure);
+            let Some(ratio) = a.ratio else { continue };
+            let _ = writeln!(
+                relative,
+                "- {leg} leg, {}: toolgate ÷ floor {} (floor {}, toolgate {}; target {}): {}",
+                t.what,
+                spread(&ratio, 2),
+                median(a.floor, t.decimals, t.signed),
+                median(a.toolgate, t.decimals, t.signed),
+                t.bound(),
+                verdict(t.met(&ratio))
+            );
+        }
+    }
+    if !relative.is_empty() {
+        let _ = writeln!(
+            s,
+            "Relative to the floor of the same rounds (issue \"A lean request path\"; judged on the median over \
+             the rounds of toolgate ÷ floor):\n\n{relative}\nAbsolute (issue 13):\n"
+        );
+    }
     for key in ["stdio", "http"] {
         if let Some(added) = spread_of(rows, &rounds_of(rows, key, 1, true), added_p50) {
             let _ = writeln!(

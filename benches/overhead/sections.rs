@@ -29,6 +29,7 @@ pub async fn run_all(settings: &Settings) -> Result<String> {
     if settings.wants("calls") {
         rows = calls(settings, &bins, ticks).await?;
         out += &report::calls(&rows, settings);
+        out += &report::floor(&rows);
     }
     if settings.wants("memory") {
         let m = idle_memory(settings, &bins).await?;
@@ -85,6 +86,7 @@ async fn open_sessions(url: &str, n: usize, gate: bool) -> Result<Vec<Arc<Sessio
 /// The processes behind the targets.
 struct Fleet {
     fixtures: Vec<Proc>,
+    floors: Vec<Proc>,
     gates: Vec<Toolgate>,
 }
 
@@ -93,22 +95,34 @@ impl Fleet {
         for g in self.gates {
             g.stop().await;
         }
+        // A stdio floor's child ends with its stdin when the floor ends.
+        for f in self.floors {
+            f.stop().await;
+        }
         for f in self.fixtures {
             f.stop().await;
         }
     }
 }
 
-/// Starts the upstreams and toolgate and opens `top` sessions on each path
-/// (`low` on the per-session one).
+/// Starts the upstreams, the floor's forwarders and toolgate and opens
+/// `top` sessions on each path (`low` on the per-session one). Each
+/// forwarder has an upstream of its own, as each toolgate has: the stdio
+/// floor its own fixture child, the HTTP floor its own fixture over HTTP.
 async fn targets(bins: &Bins, top: usize, low: usize) -> Result<(Vec<Target>, Fleet)> {
     let (direct, direct_url) = procs::fixture_http(bins, &[]).await?;
     let (behind, behind_url) = procs::fixture_http(bins, &[]).await?;
+    let (behind_floor, behind_floor_url) = procs::fixture_http(bins, &[]).await?;
+    let fixture = bins.fixture.display().to_string();
+    let (floor_stdio, floor_stdio_url) = procs::floor(bins, "floor-stdio", &bins.floor_stdio, &[&fixture]).await?;
+    let (floor_http, floor_http_url) = procs::floor(bins, "floor-http", &bins.floor_http, &[&behind_floor_url]).await?;
     let stdio = Toolgate::start(bins, "toolgate-stdio", &procs::stdio_upstream(&bins.fixture, &[], "shared")).await?;
     let http = Toolgate::start(bins, "toolgate-http", &procs::http_upstream(&behind_url, "shared")).await?;
     let per_session =
         Toolgate::start(bins, "toolgate-per-session", &procs::stdio_upstream(&bins.fixture, &[], "per_session"))
             .await?;
+    // The order each round measures them in: each leg's floor right
+    // before toolgate on that leg.
     let targets = vec![
         Target {
             key: "direct",
@@ -118,10 +132,24 @@ async fn targets(bins: &Bins, top: usize, low: usize) -> Result<(Vec<Target>, Fl
             max_concurrency: top,
         },
         Target {
+            key: "floor_stdio",
+            label: "floor → stdio upstream (bare forwarder)",
+            watched: floor_stdio.pid(),
+            sessions: open_sessions(&floor_stdio_url, top, false).await?,
+            max_concurrency: top,
+        },
+        Target {
             key: "stdio",
             label: "toolgate → stdio upstream (shared)",
             watched: stdio.pid(),
             sessions: open_sessions(&stdio.url, top, true).await?,
+            max_concurrency: top,
+        },
+        Target {
+            key: "floor_http",
+            label: "floor → HTTP upstream (bare forwarder)",
+            watched: floor_http.pid(),
+            sessions: open_sessions(&floor_http_url, top, false).await?,
             max_concurrency: top,
         },
         Target {
@@ -139,7 +167,12 @@ async fn targets(bins: &Bins, top: usize, low: usize) -> Result<(Vec<Target>, Fl
             max_concurrency: low,
         },
     ];
-    Ok((targets, Fleet { fixtures: vec![direct, behind], gates: vec![stdio, http, per_session] }))
+    let fleet = Fleet {
+        fixtures: vec![direct, behind, behind_floor],
+        floors: vec![floor_stdio, floor_http],
+        gates: vec![stdio, http, per_session],
+    };
+    Ok((targets, fleet))
 }
 
 async fn calls(settings: &Settings, bins: &Bins, ticks: u64) -> Result<Vec<Row>> {

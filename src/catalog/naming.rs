@@ -34,22 +34,34 @@ pub fn natural_name(config: &UpstreamConfig, upstream_count: usize, tool: &str) 
     if prefix.is_empty() { tool.to_owned() } else { format!("{prefix}__{tool}") }
 }
 
+/// A name toolgate's own tools take, and which tool it is (for problems).
+pub(crate) struct Reserved<'a> {
+    pub name: &'a str,
+    /// E.g. "toolgate's describe tool (disclosure.describe_tool_name)".
+    pub what: &'a str,
+}
+
 /// Assigns unique exposed names in order. The first tool with a natural name
 /// keeps it; later ones get the smallest `_<n>` suffix (n ≥ 2) that clashes
 /// with no other tool's natural name, no assigned name and no reserved name.
-/// `reserved` (the describe tool) is never given to an upstream tool. Every
-/// rename adds a problem line naming both sources.
-pub(crate) fn assign(candidates: &[Candidate<'_>], reserved: Option<&str>, problems: &mut Vec<String>) -> Vec<String> {
-    let natural: HashSet<&str> = candidates.iter().map(|c| c.natural.as_str()).chain(reserved).collect();
-    // Who holds each assigned name: `None` for the reserved one.
-    let mut taken: HashMap<String, Option<usize>> = HashMap::with_capacity(candidates.len() + 1);
-    if let Some(r) = reserved {
-        taken.insert(r.to_owned(), None);
+/// `reserved` names (toolgate's own tools) are never given to an upstream
+/// tool. Every rename adds a problem line naming both sources.
+pub(crate) fn assign(
+    candidates: &[Candidate<'_>],
+    reserved: &[Reserved<'_>],
+    problems: &mut Vec<String>,
+) -> Vec<String> {
+    let natural: HashSet<&str> =
+        candidates.iter().map(|c| c.natural.as_str()).chain(reserved.iter().map(|r| r.name)).collect();
+    // Who holds each assigned name: `Err` for a reserved one.
+    let mut taken: HashMap<String, Result<usize, usize>> = HashMap::with_capacity(candidates.len() + reserved.len());
+    for (i, r) in reserved.iter().enumerate() {
+        taken.insert(r.name.to_owned(), Err(i));
     }
     let mut exposed = Vec::with_capacity(candidates.len());
     for (i, c) in candidates.iter().enumerate() {
         let Some(holder) = taken.get(&c.natural).copied() else {
-            taken.insert(c.natural.clone(), Some(i));
+            taken.insert(c.natural.clone(), Ok(i));
             exposed.push(c.natural.clone());
             continue;
         };
@@ -58,20 +70,19 @@ pub(crate) fn assign(candidates: &[Candidate<'_>], reserved: Option<&str>, probl
             .find(|name| !taken.contains_key(name) && !natural.contains(name.as_str()))
             .unwrap_or_else(|| c.natural.clone());
         problems.push(match holder {
-            Some(first) => {
+            Ok(first) => {
                 let f = &candidates[first];
                 format!(
                     "tool name collision on `{}`: upstream `{}` tool `{}` keeps it; upstream `{}` tool `{}` is exposed as `{renamed}`",
                     c.natural, f.upstream, f.original, c.upstream, c.original
                 )
             }
-            None => format!(
-                "upstream `{}` tool `{}` would be exposed as `{}`, the name of toolgate's describe tool \
-                 (disclosure.describe_tool_name); it is exposed as `{renamed}`",
-                c.upstream, c.original, c.natural
+            Err(r) => format!(
+                "upstream `{}` tool `{}` would be exposed as `{}`, the name of {}; it is exposed as `{renamed}`",
+                c.upstream, c.original, c.natural, reserved[r].what
             ),
         });
-        taken.insert(renamed.clone(), Some(i));
+        taken.insert(renamed.clone(), Ok(i));
         exposed.push(renamed);
     }
     exposed

@@ -12,29 +12,29 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::UpstreamConfig;
 use super::path::TomlPath;
 use super::validate::Problem;
 
-/// `[auth]`: client authentication and per-client policy.
-///
-/// Authentication is on when at least one `[[auth.clients]]` entry has a key
-/// or `[auth.jwt]` is set. Without either, toolgate serves anyone; on a
-/// listen address that is not loopback it then refuses to start unless
-/// `allow_anonymous = true`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `[auth]`: client authentication and per-client policy, for HTTP clients (`toolgate stdio`
+/// ignores it). Authentication is on when at least one `[[auth.clients]]` entry has a key or
+/// `[auth.jwt]` is set; then every HTTP request needs a credential. Without either, toolgate serves
+/// anyone who can reach it, and on a listen address that is not loopback it refuses to start unless
+/// `allow_anonymous = true` (the message names both ways out: credentials, or that key).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuthConfig {
-    /// Serve unauthenticated clients on a non-loopback listen address when no
-    /// credentials are configured. Default `false`. It has no other effect:
-    /// with clients or `[auth.jwt]`, every request needs a credential.
+    /// Serve without credentials on a non-loopback address. An error when credentials are
+    /// configured (it would have no effect).
     pub allow_anonymous: bool,
-    /// Known clients: API-key clients, and policies for JWT clients.
+    /// `[[auth.clients]]`: API-key clients, and policies for JWT clients.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("default" = []))]
     pub clients: Vec<ClientConfig>,
-    /// OAuth 2.1 resource server: accept JWT access tokens.
+    /// `[auth.jwt]`: accept JWT access tokens, as an OAuth 2.1 resource server.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jwt: Option<JwtConfig>,
 }
@@ -46,47 +46,54 @@ impl AuthConfig {
     }
 }
 
-/// `[[auth.clients]]`: one client (with a key) or one JWT policy (without).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `[[auth.clients]]`: one client (with an API key) or one JWT policy (without a key).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClientConfig {
-    /// Unique name, `[a-z0-9_-]+` (at most 64 characters); used in logs and
-    /// metrics. For a JWT policy it is the value of `client_claim` it covers,
-    /// or `default`. Required.
+    /// Unique, `[a-z0-9_-]+`, at most 64 characters; used in logs and metrics. For a JWT policy:
+    /// the value of `client_claim` it covers, or `default` for JWT clients without an entry of
+    /// their own.
     pub name: String,
-    /// The key the client sends as `Authorization: Bearer <key>`, usually
-    /// `"${VAR}"`. At least 16 characters, no spaces or control characters.
-    /// Exactly one of `api_key` and `api_key_sha256` (or neither, for an entry
-    /// that only gives a JWT client its policy).
+    /// The key the client sends as `Authorization: Bearer <key>`; at least 16 characters, no
+    /// spaces. Usually `"${VAR}"`. Compared in constant time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<Secret>,
-    /// The SHA-256 of the key, as 64 hex digits, so the file holds no secret
-    /// (`printf %s "$KEY" | sha256sum`).
+    /// The SHA-256 of the key, 64 hex digits (`printf %s "$KEY" | sha256sum`), so the file holds no
+    /// secret. At most one of `api_key` and `api_key_sha256`; neither makes the entry a JWT policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_sha256: Option<String>,
-    /// Upstreams this client may use at all, by `[[upstream]]` name. Unset
-    /// (the default): all of them.
+    /// Upstreams (by `[[upstream]]` name) this client may use at all. The others' tools, resources,
+    /// templates, prompts, completions and list-change notifications vanish for it. Unset: all of
+    /// them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstreams: Option<Vec<String>>,
-    /// Glob allowlist over exposed tool names (after prefixing, e.g.
-    /// `github__get_*`). `*` matches any run of characters, `_` included; `?`
-    /// one character; `[abc]` a class; `{a,b}` either. Default `["*"]`.
+    /// Allowlist of globs over exposed tool names (after prefixing, e.g. `github__get_*`): `*` any
+    /// run of characters, `?` one, `[abc]` a class, `{a,b}` either.
     #[serde(default = "all_tools")]
+    #[schemars(with = "Vec<super::schema::Glob>")]
     pub tools: Vec<String>,
-    /// Globs of tools refused even when `tools` allows them. Default none.
+    /// Globs of tools refused even when `tools` allows them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<super::schema::Glob>")]
+    #[schemars(extend("default" = []))]
     pub deny_tools: Vec<String>,
-    /// Most sessions this client may hold at once. Unset: no per-client cap.
+    /// Most sessions this client may hold at once; the next `initialize` gets HTTP 429 and JSON-RPC
+    /// error `-32014`. Unset: no per-client cap. At least `1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_sessions: Option<u32>,
-    /// Token bucket over `tools/call` and description fetches: a burst of
-    /// this many, refilled evenly over a minute. Unset: no rate limit.
+    /// Token bucket over `tools/call` (the describe tool included) and reads of the descriptions
+    /// resource: a burst of this many, refilled evenly over a minute. Over it: JSON-RPC error
+    /// `-32015` with `data.retryAfterSeconds`; the call never reaches the upstream. Unset: no rate
+    /// limit. At least `1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub calls_per_minute: Option<u32>,
     /// The client's concern configuration (declared `[[concerns]]` name →
     /// value), in effect until the client sends its own. Default none: the
     /// client sees everything until it configures concerns.
     #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
+    #[schemars(extend("default" = {}))]
     pub concerns: super::ConcernValues,
 }
 
@@ -101,37 +108,35 @@ impl ClientConfig {
     }
 }
 
-/// `[auth.jwt]`: accept JWT access tokens from one issuer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `[auth.jwt]`: accept JWT access tokens from one issuer (an OAuth 2.1 resource server, as the MCP
+/// authorization spec describes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JwtConfig {
-    /// The `iss` every token must carry. Required.
+    /// The `iss` every token must carry.
     pub issuer: String,
-    /// Accepted `aud` values; a token must name at least one. Required, not
-    /// empty. The **first** is toolgate's public MCP endpoint URL (e.g.
-    /// `https://gateway.example.com/mcp`): it is the `resource` of the
-    /// Protected Resource Metadata and locates its `resource_metadata` URL, so
-    /// it must be an absolute `https://` URL (`http://` only on loopback).
+    /// Accepted `aud` values (a token must name one). The first is toolgate's public MCP endpoint
+    /// URL, e.g. `https://gateway.example.com/mcp`: the `resource` of the Protected Resource
+    /// Metadata, which it locates. `https://`, or `http://` on a loopback host.
     pub audiences: Vec<String>,
-    /// Where the issuer publishes its keys (`https://`, or `http://` on a
-    /// loopback host). Exactly one of `jwks_url` and `jwks_file`.
+    /// The issuer's JWK Set (`https://`, or `http://` on loopback), fetched with the gateway's HTTP
+    /// client, cached, and fetched again on an unknown `kid` at a bounded rate. Exactly one of
+    /// `jwks_url` and `jwks_file`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jwks_url: Option<String>,
-    /// A JWKS file; relative to the config file's directory.
+    /// A JWK Set file instead (relative to the config file's directory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jwks_file: Option<PathBuf>,
-    /// The claim whose (string) value names the client: the
-    /// `[[auth.clients]]` entry of that name without a key gives its policy;
-    /// else the entry named `default`; else all tools. Default `sub`.
+    /// The claim whose string value names the client: the `[[auth.clients]]` entry of that name
+    /// without a key gives its policy, else the entry named `default`, else all tools.
     #[serde(default = "default_client_claim")]
     pub client_claim: String,
-    /// `authorization_servers` of the Protected Resource Metadata. Default:
-    /// `[issuer]`.
+    /// Advertised in the Protected Resource Metadata. Unset: `[issuer]`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub authorization_servers: Vec<String>,
-    /// `scopes_supported` of the Protected Resource Metadata, also named in
-    /// the `WWW-Authenticate` challenge. Default none (left out).
+    /// Advertised in the metadata and the `WWW-Authenticate` challenge; left out when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("default" = []))]
     pub scopes_supported: Vec<String>,
 }
 
@@ -155,10 +160,11 @@ impl JwtConfig {
     }
 }
 
-/// A secret string from the configuration. `Debug` and `Serialize` print
-/// `<redacted>`; [`Secret::expose`] gives the value to the code that needs it.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
+/// A secret string from the configuration. `Debug` and `Serialize` print `<redacted>`;
+/// `Secret::expose` gives the value to the code that needs it.
+#[derive(Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(transparent)]
+#[schemars(inline)]
 pub struct Secret(String);
 
 impl Secret {

@@ -9,6 +9,7 @@
 //! [`crate::concerns`]).
 
 use indexmap::IndexMap;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::path::TomlPath;
@@ -16,7 +17,7 @@ use super::validate::Problem;
 use super::{ClientConfig, UpstreamConfig};
 
 /// `[[concerns]]`: one concern toolgate declares to its clients.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConcernConfig {
     /// The concern's identifier, `[a-z0-9_-]+`, unique. Required.

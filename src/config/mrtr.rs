@@ -4,30 +4,30 @@
 
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::path::TomlPath;
 use super::validate::Problem;
 
-/// `[mrtr]`: held upstream calls of 2026-07-28 clients. A handshake-era
-/// upstream that asks for elicitation, sampling or roots mid-call keeps its
-/// call open while the client gets an `InputRequiredResult`; these bound how
-/// long and how many.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `[mrtr]`: held upstream calls of 2026-07-28 clients. A handshake-era upstream that asks for
+/// elicitation, sampling or roots mid-call keeps its call open while the client gets an
+/// `InputRequiredResult`; these bound how long and how many. Needs a restart to change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct MrtrConfig {
-    /// How long a held call waits for the client's retry with the answers
-    /// (each round starts it again). After it, the upstream's questions are
-    /// answered as cancelled, its call is cancelled, and a late retry gets
-    /// `-32602`. Default `600s` (the SDKs' `requestState` lifetime); must be > 0.
+    /// How long a held call waits for the client's retry with its answers (each round starts it
+    /// again). Then the upstream's call is cancelled, its open requests are answered (elicitation
+    /// `{"action": "cancel"}`, others an error), and a late retry gets `-32602`. Must be > 0.
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "super::schema::DurationText")]
     pub hold_timeout: Duration,
-    /// Most calls one client (by credential; every anonymous client counts as
-    /// one) may have held at once; one more is answered with `-32014`.
-    /// Default 16; at least 1.
+    /// Most calls held at once for one client (every anonymous client counts as one). One more gets
+    /// `-32014` and its upstream call is cancelled. At least `1`.
+    #[schemars(range(min = 1))]
     pub max_held_per_client: usize,
-    /// Most calls held at once for every client together. Default 1000; at
-    /// least 1.
+    /// Most calls held at once for all clients together; as above. At least `1`.
+    #[schemars(range(min = 1))]
     pub max_held: usize,
 }
 

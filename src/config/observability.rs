@@ -4,21 +4,24 @@
 use std::net::SocketAddr;
 
 use indexmap::IndexMap;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::path::TomlPath;
 use super::validate::Problem;
 
 /// `[metrics]`: Prometheus metrics.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsConfig {
-    /// Serve `GET /metrics` (OpenMetrics text) and count the catalog's
-    /// tokens. Default `true`.
+    /// Serve `GET /metrics` (OpenMetrics text) and count the catalog's tokens (the tokenizer is
+    /// only loaded then).
     pub enabled: bool,
-    /// Serve `/metrics` on this address of its own instead of the main
-    /// listener (e.g. a port that only the scraper reaches); must differ
-    /// from `server.listen`. Default: unset, `/metrics` on the main listener.
+    /// Serve `/metrics` on this address of its own instead of the main listener (then the main
+    /// listener has no `/metrics`), open to whoever reaches it: for a port only the scraper
+    /// reaches. Unset: `/metrics` on the main listener, where it gets the `Host`/`Origin` check
+    /// and, with `[auth]`, needs a client credential. Must differ from `server.listen`. Also works
+    /// with `toolgate stdio`, which has no listener otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub listen: Option<SocketAddr>,
 }
@@ -29,25 +32,26 @@ impl Default for MetricsConfig {
     }
 }
 
-/// `[tracing]`: OpenTelemetry traces, exported over OTLP/HTTP (protobuf).
-/// Off unless `otlp_endpoint` is set.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `[tracing]`: OpenTelemetry traces, exported over OTLP/HTTP (protobuf). Off unless
+/// `otlp_endpoint` is set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TracingConfig {
-    /// The collector's OTLP/HTTP base URL, e.g. `http://127.0.0.1:4318`:
-    /// spans go to `<otlp_endpoint>/v1/traces` (a URL that already ends in
-    /// `/v1/traces` is used as it is). Default: unset, no traces.
+    /// The collector's OTLP/HTTP base URL, e.g. `"http://otel-collector:4318"`; spans are POSTed as
+    /// protobuf to `<otlp_endpoint>/v1/traces` (a URL already ending in `/v1/traces` is used as it
+    /// is). `http://` or `https://`. Unset: no traces.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub otlp_endpoint: Option<String>,
-    /// Headers sent with every export (e.g. the API key of a hosted
-    /// collector, as a `${VAR}` reference). Default `{}`.
+    /// Headers sent with every export, e.g. `{ "x-api-key" = "${OTEL_KEY}" }` for a hosted
+    /// collector. `check-config` redacts their values.
     #[serde(skip_serializing_if = "IndexMap::is_empty")]
+    #[schemars(extend("default" = {}))]
     pub headers: IndexMap<String, String>,
-    /// The `service.name` resource attribute of the spans. Default `toolgate`.
+    /// The `service.name` resource attribute. Not empty.
     pub service_name: String,
-    /// Share of new traces recorded, from 0 to 1. A request whose client
-    /// sent a sampled trace context is always recorded, one whose client
-    /// decided against recording never is (parent-based sampling). Default 1.
+    /// Share of new traces recorded, 0 to 1. A request whose client sent a trace context follows
+    /// the client's decision (parent-based sampling).
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub sample_ratio: f64,
 }
 

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Secret;
@@ -17,51 +18,53 @@ pub const DEFAULT_KEY_PREFIX: &str = "toolgate:grant:";
 /// channels replicas talk on) unless `[state] session_prefix` says otherwise.
 pub const DEFAULT_SESSION_PREFIX: &str = "toolgate:session:";
 
-/// `[state]`: shared state. Without `redis_url`, grants and sessions are
-/// kept in memory, per process.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `[state]`: where state that replicas share is kept: sessionless clients' description grants
+/// and, unless `sessions = "local"`, client sessions. Without `redis_url`: in toolgate's memory,
+/// per process (a restart forgets them, and replicas do not share them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct StateConfig {
-    /// The Redis server that keeps sessionless clients' description grants
-    /// and (unless `sessions = "local"`) client sessions, so that every
-    /// replica pointed at it honours them, e.g. `redis://127.0.0.1:6379/0`,
-    /// or `rediss://` for TLS (a password as `redis://:${PASS}@host/0`, or in
-    /// `password`). Default: unset, everything is kept in this process's
-    /// memory. Overridable as `TOOLGATE_STATE__REDIS_URL`.
+    /// A Redis server (6.2 or newer) that keeps the grants and the shared sessions, so that every
+    /// replica pointed at it honours them, e.g. `"redis://127.0.0.1:6379/0"`, or
+    /// `"redis://:${REDIS_PASSWORD}@redis:6379/0"`; `rediss://` for TLS (rustls, with the system's
+    /// roots or `ca_file`); `redis+unix:///run/redis.sock` for a socket. `check-config` prints it
+    /// redacted, and validation errors never echo it. toolgate starts without Redis reachable;
+    /// requests that need it fail with `-32019` (HTTP 503 with `Retry-After` where a session is
+    /// created or adopted) until it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redis_url: Option<Secret>,
-    /// Where client sessions (`Mcp-Session-Id`) live: `shared` (in Redis,
-    /// so that any replica serves any session) or `local` (in this process,
-    /// as without Redis). Default: `shared` with `redis_url`, else `local`.
+    /// Where client sessions (`Mcp-Session-Id`) live: `shared` (in Redis, so that any replica
+    /// serves any session, and a restart loses none) or `local` (in this process). Default:
+    /// `shared` with `redis_url`, else `local`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sessions: Option<SessionSharing>,
-    /// Prefix of the grant keys (one key per client and tool). Replicas that
-    /// must share grants use the same prefix. Default `toolgate:grant:`.
+    /// Prefix of the grant keys (one per client and tool). Replicas that share grants use the same
+    /// one; no spaces.
     pub key_prefix: String,
-    /// Prefix of the shared session keys (one hash per session) and of the
-    /// pub/sub channels the replicas talk on. Replicas that share sessions
-    /// use the same prefix. Default `toolgate:session:`.
+    /// Prefix of the shared session keys (one hash per session) and of the pub/sub channels the
+    /// replicas talk on. Replicas that share sessions use the same one; it must differ from
+    /// `key_prefix`; no spaces.
     pub session_prefix: String,
-    /// The user Redis ACLs know toolgate as (`AUTH user password`), if not
-    /// in the URL. Usually `${REDIS_USERNAME}`.
+    /// The user Redis ACLs know toolgate as (`AUTH user password`), if the URL names none.
+    /// Usually `"${REDIS_USERNAME}"`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub username: Option<Secret>,
-    /// The Redis password, if not in the URL. Usually `${REDIS_PASSWORD}`.
+    /// The Redis password, if the URL holds none. Usually `"${REDIS_PASSWORD}"`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub password: Option<Secret>,
-    /// With `rediss://`: a PEM file of the CA certificates that sign the
-    /// server's certificate, instead of the system's roots.
+    /// With `rediss://`: a PEM file of the CA certificates that sign the server's certificate,
+    /// instead of the system's roots (a private CA).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ca_file: Option<PathBuf>,
 }
 
 /// Where client sessions live (`[state] sessions`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionSharing {
-    /// In Redis: every replica serves every session.
+    /// In Redis: every replica serves every session, and a restarted replica adopts them.
     Shared,
-    /// In this process only.
+    /// In this process only: a restart ends them, and another replica answers 404.
     Local,
 }
 

@@ -29,17 +29,17 @@ impl fmt::Display for Problem {
 
 /// Smallest accepted `server.max_body_bytes`: anything lower cannot hold an
 /// `initialize` request.
-const MIN_BODY_BYTES: usize = 1024;
+pub(super) const MIN_BODY_BYTES: usize = 1024;
 /// Most runtime threads `[server] worker_threads` may ask for (a typo guard:
 /// each thread reserves a stack).
-const MAX_WORKER_THREADS: usize = 1024;
+pub(super) const MAX_WORKER_THREADS: usize = 1024;
 /// Smallest accepted `disclosure.max_answer_bytes`: room for a few large
 /// tool definitions.
-const MIN_ANSWER_BYTES: usize = 64 * 1024;
+pub(super) const MIN_ANSWER_BYTES: usize = 64 * 1024;
 /// Smallest accepted `upstream[].max_message_bytes`.
-const MIN_MESSAGE_BYTES: usize = 1024;
+pub(super) const MIN_MESSAGE_BYTES: usize = 1024;
 /// Smallest accepted `disclosure.description_max_chars`.
-const MIN_DESCRIPTION_CHARS: usize = 20;
+pub(super) const MIN_DESCRIPTION_CHARS: usize = 20;
 
 /// Keys that only make sense for stdio (`command`) upstreams.
 const STDIO_KEYS: [&str; 4] = ["args", "env", "cwd", "inherit_env"];
@@ -149,12 +149,26 @@ fn check_disclosure(disclosure: &DisclosureConfig, out: &mut Problems) {
     out.at_least(path.key("max_tools_per_fetch"), disclosure.max_tools_per_fetch, 1);
     out.at_least(path.key("max_answer_bytes"), disclosure.max_answer_bytes, MIN_ANSWER_BYTES);
     out.positive(path.key("grant_ttl"), disclosure.grant_ttl);
-    let name = &disclosure.describe_tool_name;
-    if name.is_empty() || name.len() > 64 || !name.bytes().all(is_tool_name_byte) {
-        out.push(
-            path.key("describe_tool_name"),
-            format!("`{name}` is not a valid tool name: use 1 to 64 letters, digits, `_` or `-`"),
-        );
+    for key in ["describe_tool_name", "search_tool_name"] {
+        let name = match key {
+            "describe_tool_name" => &disclosure.describe_tool_name,
+            _ => &disclosure.search_tool_name,
+        };
+        if name.is_empty() || name.len() > 64 || !name.bytes().all(is_tool_name_byte) {
+            out.push(
+                path.key(key),
+                format!("`{name}` is not a valid tool name: use 1 to 64 letters, digits, `_` or `-`"),
+            );
+        }
+    }
+    if disclosure.search_tool_name == disclosure.describe_tool_name {
+        out.push(path.key("search_tool_name"), "must differ from describe_tool_name");
+    }
+    out.at_least(path.key("search_above"), disclosure.search_above, 1);
+    for (i, pattern) in disclosure.pinned.iter().enumerate() {
+        if let Err(e) = crate::auth::compile_glob(pattern) {
+            out.push(path.key("pinned").index(i), e);
+        }
     }
 }
 

@@ -106,6 +106,7 @@ impl Catalogs {
         let tools = view.catalog.len();
         let view = Arc::new(view);
         self.current.store(view.clone());
+        gateway.catalog_changed(&view);
         gateway.metrics().catalog_changed(view);
         if changed && !(gateway.sessions().is_empty() && gateway.listeners().is_empty()) {
             tracing::info!(tools, "tool catalog changed; notifying sessions");

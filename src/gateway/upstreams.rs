@@ -448,6 +448,16 @@ mod tests {
         UpstreamHandle::new(0, config, target, HashMap::new())
     }
 
+    /// What a control connection that carries clients' calls declares.
+    fn reverse() -> Value {
+        json!({
+            "sampling": {},
+            "elicitation": {"form": {}, "url": {}},
+            "tasks": {"list": {}, "cancel": {},
+                      "requests": {"sampling": {"createMessage": {}}, "elicitation": {"create": {}}}},
+        })
+    }
+
     #[test]
     fn control_connections_declare_reverse_capabilities_unless_shared_without_per_call_streams() {
         for (transport, sharing, reverse) in [
@@ -462,7 +472,7 @@ mod tests {
             let up = handle(transport, sharing);
             assert_eq!(up.target.attributes_calls(), transport == "streamable_http", "{transport}");
             let declared = up.control_hello().capabilities;
-            let expected = if reverse { json!({"sampling": {}, "elicitation": {}}) } else { json!({}) };
+            let expected = if reverse { self::reverse() } else { json!({}) };
             assert_eq!(declared, expected, "{transport} {sharing}");
         }
     }
@@ -473,7 +483,9 @@ mod tests {
             serde_json::from_value(json!({"name": "u", "command": "x", "forward_roots": true})).expect("config");
         let target = config.target().expect("target");
         let up = UpstreamHandle::new(0, config, target, HashMap::new());
-        assert_eq!(up.control_hello().capabilities, json!({"sampling": {}, "elicitation": {}, "roots": {}}));
+        let mut expected = reverse();
+        expected["roots"] = json!({});
+        assert_eq!(up.control_hello().capabilities, expected);
     }
 
     #[test]

@@ -2,8 +2,8 @@
 // Reads, as an anonymous 2026-07-28 client, the full description of every
 // tool a progressive toolgate lists (`resource:///tool_descriptions?tools=…`),
 // the step the disclosure workflow asks of a client before it calls a tool.
-// Sessionless anonymous clients share one grant scope (README, "Grants
-// without a session"), so the suite run that follows may call every tool:
+// Sessionless anonymous clients share one grant scope (docs/src/disclosure.md,
+// "Grants"), so the suite run that follows may call every tool:
 // the `progressive-fetched-*` targets of run.sh show that the scenarios a
 // progressive toolgate fails fail only because their calls skip this step.
 //

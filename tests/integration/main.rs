@@ -33,6 +33,7 @@ mod mrtr;
 mod outage;
 mod reload;
 mod replicas;
+mod search;
 mod security;
 mod security_review;
 mod sessions;

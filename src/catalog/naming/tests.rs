@@ -32,7 +32,7 @@ fn several_upstreams_prefix_with_the_prefix_or_the_name() {
 fn unique_names_are_kept() {
     let mut problems = Vec::new();
     let c = [candidate("a", "x", "x"), candidate("b", "y", "y")];
-    assert_eq!(assign(&c, None, &mut problems), ["x", "y"]);
+    assert_eq!(assign(&c, &[], &mut problems), ["x", "y"]);
     assert!(problems.is_empty());
 }
 
@@ -40,7 +40,7 @@ fn unique_names_are_kept() {
 fn the_first_occurrence_keeps_a_name_and_later_ones_get_suffixes() {
     let mut problems = Vec::new();
     let c = [candidate("a", "x", "x"), candidate("b", "x", "x"), candidate("c", "x", "x")];
-    assert_eq!(assign(&c, None, &mut problems), ["x", "x_2", "x_3"]);
+    assert_eq!(assign(&c, &[], &mut problems), ["x", "x_2", "x_3"]);
     assert_eq!(
         problems,
         [
@@ -55,7 +55,7 @@ fn suffixes_avoid_names_other_tools_have_naturally() {
     let mut problems = Vec::new();
     // `x_2` belongs to a later tool, so the duplicate `x` must skip it.
     let c = [candidate("a", "x", "x"), candidate("b", "x", "x"), candidate("c", "x_2", "x_2")];
-    assert_eq!(assign(&c, None, &mut problems), ["x", "x_3", "x_2"]);
+    assert_eq!(assign(&c, &[], &mut problems), ["x", "x_3", "x_2"]);
     assert_eq!(problems.len(), 1);
 }
 
@@ -63,7 +63,10 @@ fn suffixes_avoid_names_other_tools_have_naturally() {
 fn the_describe_tool_name_is_reserved() {
     let mut problems = Vec::new();
     let c = [candidate("a", "describe_tools", "describe_tools"), candidate("b", "y", "y")];
-    assert_eq!(assign(&c, Some("describe_tools"), &mut problems), ["describe_tools_2", "y"]);
+    assert_eq!(
+        assign(&c, &[Reserved { name: "describe_tools", what: "toolgate's describe tool" }], &mut problems),
+        ["describe_tools_2", "y"]
+    );
     assert_eq!(problems.len(), 1);
     assert!(problems[0].contains("upstream `a` tool `describe_tools`"), "{}", problems[0]);
     assert!(problems[0].contains("describe tool"), "{}", problems[0]);

@@ -1,0 +1,365 @@
+//! The search listing, for catalogs of hundreds of tools (`[disclosure]
+//! listing = "search"`, or `"auto"` past `search_above` tools).
+//!
+//! `tools/list` then shows only the `pinned` tools (in their usual form),
+//! the search tool and the describe tool, whatever the catalog holds; the
+//! model searches the catalog by task, fetches the descriptions of what it
+//! picks, and calls. The search tool ranks every tool the client may see
+//! (its policy's view, filtered by its concerns) with the `toolgate-search`
+//! index; searching authorizes nothing (the gate still wants the
+//! description), and each search counts in `calls_per_minute` like any call.
+//!
+//! The index of the gateway-wide catalog is built in the background when the
+//! catalog changes ([`Indexes::catalog_changed`]), so requests never wait
+//! on it; a search waits up to half a second for the current catalog's
+//! index, then uses the previous one, filtered by what the client sees. A
+//! session whose own upstream sessions list other tools gets an index of
+//! its own catalog, built on first search.
+
+use std::sync::Arc;
+
+use globset::GlobSet;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+use tokio::sync::watch;
+use toolgate_search::{Document, Index};
+
+use super::catalogs::CatalogView;
+use super::layer::{Exchange, Layer, Next};
+use super::{Gateway, GwSession};
+use crate::config::{DisclosureConfig, Listing};
+use crate::jsonrpc::{Outcome, Request};
+use crate::protocol::method;
+use crate::server::ServerOffer;
+
+/// Longest query accepted, in characters.
+pub const MAX_QUERY_CHARS: usize = 1000;
+/// Most results one search returns, and how many without `limit`.
+pub const MAX_LIMIT: u64 = 50;
+const DEFAULT_LIMIT: u64 = 10;
+/// Per-session indexes kept (sessions with toolsets of their own).
+const SESSION_INDEXES: u64 = 64;
+
+/// The search layer.
+pub struct Search {
+    listing: Listing,
+    above: usize,
+    tool_name: String,
+    pinned: GlobSet,
+    indexes: Arc<Indexes>,
+    /// Search listings by the epoch of the listing view they were made from.
+    listings: moka::sync::Cache<u64, Arc<RawValue>>,
+}
+
+/// An index and the catalog view it was built from (its documents are that
+/// view's tools, in order).
+struct Indexed {
+    view: Arc<CatalogView>,
+    index: Index,
+}
+
+/// How long a search waits for the index of the current catalog before it
+/// settles for the previous one.
+const FRESH_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The indexes searches use.
+pub struct Indexes {
+    /// Of the gateway-wide catalog (maybe of an older epoch while the
+    /// current one is built).
+    global: watch::Sender<Option<Arc<Indexed>>>,
+    /// Of sessions' own catalogs, by view epoch.
+    sessions: moka::sync::Cache<u64, Arc<Indexed>>,
+}
+
+impl Search {
+    /// The layer, when `disclosure` may show the search listing.
+    pub fn new(disclosure: &DisclosureConfig) -> Option<Self> {
+        if !disclosure.may_search() {
+            return None;
+        }
+        let mut pinned = globset::GlobSetBuilder::new();
+        for pattern in &disclosure.pinned {
+            // Validated with the configuration.
+            if let Ok(glob) = crate::auth::compile_glob(pattern) {
+                pinned.add(glob);
+            }
+        }
+        Some(Self {
+            listing: disclosure.listing,
+            above: disclosure.search_above,
+            tool_name: disclosure.search_tool_name.clone(),
+            pinned: pinned.build().unwrap_or_else(|_| GlobSet::empty()),
+            indexes: Arc::new(Indexes {
+                global: watch::Sender::new(None),
+                sessions: moka::sync::Cache::new(SESSION_INDEXES),
+            }),
+            listings: moka::sync::Cache::new(1024),
+        })
+    }
+
+    /// The indexes (the catalog rebuild tells them of changes).
+    pub fn indexes(&self) -> &Arc<Indexes> {
+        &self.indexes
+    }
+
+    /// Whether `view` (what a client may see) is served as the search listing.
+    fn searches(&self, view: &CatalogView) -> bool {
+        match self.listing {
+            Listing::All => false,
+            Listing::Search => true,
+            Listing::Auto => view.catalog.len() > self.above,
+        }
+    }
+
+    /// The search listing of `view`: its pinned tools as they are listed,
+    /// the search tool, the describe tool.
+    fn listing_of(&self, view: &CatalogView) -> Option<Arc<RawValue>> {
+        self.listings.optionally_get_with(view.epoch, || {
+            let listed = view.catalog.list_result().get("tools").and_then(Value::as_array);
+            let describe = view.catalog.describe_tool_name();
+            let mut tools: Vec<Value> = listed
+                .into_iter()
+                .flatten()
+                .filter(|t| {
+                    let name = t.get("name").and_then(Value::as_str).unwrap_or_default();
+                    self.pinned.is_match(name) && Some(name) != describe
+                })
+                .cloned()
+                .collect();
+            tools.push(search_tool_definition(&self.tool_name));
+            if let Some(name) = describe {
+                tools.push(crate::disclosure::describe_tool_definition(name));
+            }
+            serde_json::value::to_raw_value(&json!({"tools": tools})).ok().map(Arc::from)
+        })
+    }
+
+    /// The search tool: ranks what `cx`'s client sees.
+    async fn search(&self, cx: Exchange<'_>, arguments: Option<&Value>) -> Outcome {
+        let (query, limit) = match parse_arguments(arguments) {
+            Ok(args) => args,
+            Err(why) => return tool_error(&why),
+        };
+        cx.gateway.wait_ready(cx.session).await;
+        let listing = cx.gateway.listing_for(cx.session);
+        let Some(indexed) = self.indexes.for_session(cx.gateway, cx.session).await else {
+            return tool_error("the tool index is not available yet; try again in a moment");
+        };
+        let query_owned = query.clone();
+        let found = tokio::task::spawn_blocking(move || {
+            let visible = |doc: usize| listing.catalog.get(indexed.index.exposed(doc)).is_some();
+            let hits = indexed.index.search(&query_owned, limit, visible);
+            hits.into_iter()
+                .filter_map(|hit| {
+                    let entry = listing.catalog.get(indexed.index.exposed(hit.doc))?;
+                    let mut found = Map::new();
+                    found.insert("name".into(), json!(entry.exposed));
+                    if let Some(title) = entry.minimal.get("title") {
+                        found.insert("title".into(), title.clone());
+                    }
+                    let description = entry.minimal.get("description").cloned().unwrap_or_else(|| json!(""));
+                    found.insert("description".into(), description);
+                    found.insert("score".into(), json!((f64::from(hit.score) * 1000.0).round() / 1000.0));
+                    Some(Value::Object(found))
+                })
+                .collect::<Vec<_>>()
+        })
+        .await;
+        let tools = match found {
+            Ok(tools) => tools,
+            Err(e) => {
+                tracing::error!(error = %e, "a search failed");
+                return tool_error("the search failed; try again");
+            }
+        };
+        tracing::debug!(query = %query, results = tools.len(), "tools searched");
+        let structured = json!({"tools": tools});
+        Outcome::Result(json!({
+            "content": [{"type": "text", "text": structured.to_string()}],
+            "structuredContent": structured,
+        }))
+    }
+}
+
+impl Layer for Search {
+    async fn serve<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
+        match request.method.as_str() {
+            method::TOOLS_LIST => {
+                cx.gateway.wait_ready(cx.session).await;
+                let view = cx.gateway.listing_for(cx.session);
+                match self.listing_of(&view).filter(|_| self.searches(&view)) {
+                    Some(listing) => cx.gateway.forwarder().pager().tools_page(&listing, request.params.as_ref()),
+                    None => next.run(cx, request).await,
+                }
+            }
+            method::TOOLS_CALL
+                if request.params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str)
+                    == Some(self.tool_name.as_str()) =>
+            {
+                cx.ctx.span.record("tool", self.tool_name.as_str());
+                self.search(cx, request.params.as_ref().and_then(|p| p.get("arguments"))).await
+            }
+            _ => next.run(cx, request).await,
+        }
+    }
+
+    fn offer(&self, _: &Gateway, offer: &mut ServerOffer) {
+        let how = match self.listing {
+            Listing::Auto => format!(
+                "When tools/list shows `{}` (catalogs of more than {} tools), it holds only a few tools: ",
+                self.tool_name, self.above
+            ),
+            _ => "tools/list shows only a few tools: ".to_owned(),
+        };
+        let workflow = format!(
+            "{how}1. SEARCH the catalog with `{}` {{\"query\": \"what you need to do\"}}; \
+             2. FETCH the full descriptions of the tools you pick; 3. CALL them. \
+             Search again with other words if nothing fits.",
+            self.tool_name
+        );
+        offer.instructions = Some(match offer.instructions.take() {
+            Some(rest) => format!("{workflow}\n\n{rest}"),
+            None => workflow,
+        });
+    }
+}
+
+impl Indexes {
+    /// The gateway-wide catalog changed: index it in the background (the
+    /// previous index serves meanwhile).
+    pub fn catalog_changed(self: &Arc<Self>, gateway: &Gateway, view: &Arc<CatalogView>) {
+        let (indexes, view) = (self.clone(), view.clone());
+        let servers = server_texts(gateway);
+        crate::spawn(async move {
+            let built = tokio::task::spawn_blocking(move || index(view, &servers)).await;
+            match built {
+                Ok(indexed) => {
+                    tracing::debug!(tools = indexed.index.len(), "tool search index built");
+                    indexes.publish(Arc::new(indexed));
+                }
+                Err(e) => tracing::error!(error = %e, "building the tool search index failed"),
+            }
+        });
+    }
+
+    /// The index `session`'s searches use: the gateway-wide one (built now
+    /// if there is none yet), or one of its own catalog if it has one.
+    async fn for_session(&self, gateway: &Gateway, session: &GwSession) -> Option<Arc<Indexed>> {
+        let own = !session.state.tools.lock().overrides.is_empty();
+        if own {
+            let view = gateway.catalog_for(session);
+            if let Some(indexed) = self.sessions.get(&view.epoch) {
+                return Some(indexed);
+            }
+            let servers = server_texts(gateway);
+            let epoch = view.epoch;
+            let indexed = Arc::new(tokio::task::spawn_blocking(move || index(view, &servers)).await.ok()?);
+            self.sessions.insert(epoch, indexed.clone());
+            return Some(indexed);
+        }
+        // The current catalog's index is normally built or on its way
+        // (`catalog_changed`); wait for it a little, then settle for the
+        // previous one, which the caller filters by what is visible now.
+        let epoch = gateway.catalogs().current().epoch;
+        let mut rx = self.global.subscribe();
+        let fresh =
+            tokio::time::timeout(FRESH_WAIT, rx.wait_for(|i| i.as_ref().is_some_and(|i| i.view.epoch >= epoch)));
+        if let Ok(Ok(indexed)) = fresh.await {
+            return indexed.clone();
+        }
+        if let Some(indexed) = self.global.borrow().clone() {
+            return Some(indexed);
+        }
+        let view = gateway.catalogs().current();
+        let servers = server_texts(gateway);
+        let indexed = Arc::new(tokio::task::spawn_blocking(move || index(view, &servers)).await.ok()?);
+        self.publish(indexed.clone());
+        Some(indexed)
+    }
+
+    /// Makes `indexed` the gateway-wide index unless a newer one is there.
+    fn publish(&self, indexed: Arc<Indexed>) {
+        self.global.send_if_modified(|current| {
+            let newer = current.as_ref().is_none_or(|i| i.view.epoch < indexed.view.epoch);
+            if newer {
+                *current = Some(indexed);
+            }
+            newer
+        });
+    }
+}
+
+/// What each upstream says of itself, by slot: its name, `serverInfo`
+/// title and description, and instructions (the search's "server" field).
+fn server_texts(gateway: &Gateway) -> Vec<(String, String)> {
+    gateway
+        .upstreams()
+        .iter()
+        .map(|up| {
+            let hello = up.hello();
+            let info = hello.as_ref().map(|h| &h.server_info);
+            let text = |key: &str| info.and_then(|i| i.get(key)).and_then(Value::as_str).unwrap_or_default().to_owned();
+            let instructions = hello.as_ref().and_then(|h| h.instructions.clone()).unwrap_or_default();
+            let about = [text("title"), text("description"), instructions].join(" ");
+            (up.config.name.clone(), about)
+        })
+        .collect()
+}
+
+/// The index of `view`'s tools (documents in the view's order).
+fn index(view: Arc<CatalogView>, servers: &[(String, String)]) -> Indexed {
+    let docs = view
+        .catalog
+        .tools()
+        .map(|entry| {
+            let (server, about) =
+                servers.get(entry.upstream).map(|(n, a)| (n.as_str(), a.as_str())).unwrap_or(("", ""));
+            let mut doc = Document::from_tool(&entry.exposed, server, &entry.full).with_server_info(about);
+            doc.name = entry.original.clone();
+            doc
+        })
+        .collect();
+    Indexed { view, index: Index::build(docs) }
+}
+
+/// The query and the limit of a call, or why they are refused.
+fn parse_arguments(arguments: Option<&Value>) -> Result<(String, usize), String> {
+    let query = arguments.and_then(|a| a.get("query")).and_then(Value::as_str).map(str::trim).unwrap_or_default();
+    if query.is_empty() {
+        return Err("`query` must be a non-empty string: say what you need to do".into());
+    }
+    if query.chars().count() > MAX_QUERY_CHARS {
+        return Err(format!("`query` is over {MAX_QUERY_CHARS} characters; say it shorter"));
+    }
+    let limit = match arguments.and_then(|a| a.get("limit")) {
+        None | Some(Value::Null) => DEFAULT_LIMIT,
+        Some(v) => match v.as_u64() {
+            Some(n) if (1..=MAX_LIMIT).contains(&n) => n,
+            _ => return Err(format!("`limit` must be an integer from 1 to {MAX_LIMIT}")),
+        },
+    };
+    Ok((query.to_owned(), usize::try_from(limit).unwrap_or(10)))
+}
+
+/// A refused search, as a tool error the model can read.
+fn tool_error(why: &str) -> Outcome {
+    Outcome::Result(json!({"content": [{"type": "text", "text": why}], "isError": true}))
+}
+
+/// The search tool's definition: short (it is listed in every search
+/// listing), what to pass and what comes back.
+pub fn search_tool_definition(name: &str) -> Value {
+    json!({
+        "name": name,
+        "description": "Find tools for a task in the full catalog (only a few are listed). Returns names and short descriptions; fetch a tool's description before calling it.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "The task, in your words"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most results (default 10)"}
+            },
+            "required": ["query"]
+        },
+        "annotations": {"readOnlyHint": true}
+    })
+}
