@@ -92,9 +92,14 @@ struct Cluster {
 
 impl Cluster {
     async fn start() -> Result<Option<Cluster>> {
+        Self::start_with("").await
+    }
+
+    /// The same, with `extra` in both replicas' configuration.
+    async fn start_with(extra: &str) -> Result<Option<Cluster>> {
         let Some(redis) = RedisServer::start() else { return Ok(None) };
-        let a = Replica::start(&redis.url(), "", &[]).await?;
-        let b = Replica::start(&redis.url(), "", &[]).await?;
+        let a = Replica::start(&redis.url(), extra, &[]).await?;
+        let b = Replica::start(&redis.url(), extra, &[]).await?;
         let Some(balancer) = Balancer::start(&[a.port, b.port]) else { return Ok(None) };
         Ok(Some(Cluster { redis, replicas: [a, b], balancer }))
     }
@@ -196,6 +201,53 @@ async fn a_sampling_answer_sent_to_another_replica_reaches_the_waiting_call() ->
     let done = stream.next().await?;
     ensure!(done["id"] == 7, "{done}");
     ensure!(text_of(&done["result"]).contains("from B"), "{done}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_cancellation_sent_to_another_replica_stops_the_call() -> Result<()> {
+    let Some(cluster) = Cluster::start().await? else { return Ok(()) };
+    let [a, b] = &cluster.replicas;
+    let on_a = Client::connected(&a.url(), json!({})).await?;
+    on_a.read_descriptions("fixture_sleep,echo").await?;
+    let on_b = in_session(&b.url(), &on_a);
+    let call = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+        "params": {"name": "fixture_sleep", "arguments": {"ms": 5000}, "_meta": {"progressToken": 5}}});
+    let mut stream = on_a.open(&call).await?;
+    let first = stream.next().await?;
+    ensure!(first["method"] == "notifications/progress", "{first}");
+    // B does not run it: it passes the cancellation on, and A stops the call.
+    on_b.notify("notifications/cancelled", Some(json!({"requestId": 99, "reason": "gave up"}))).await?;
+    let cancelled = Instant::now();
+    while let Some(m) = stream.next_within(Duration::from_secs(3)).await {
+        ensure!(m.get("result").is_none() && m.get("error").is_none(), "a cancelled request is not answered: {m}");
+    }
+    ensure!(cancelled.elapsed() < Duration::from_millis(2900), "the call ran on after the cancellation");
+    ensure!(a.logs().contains("client cancelled a request through another replica"), "A's logs:\n{}", a.logs());
+    echo(&on_b, "still here").await
+}
+
+#[tokio::test]
+async fn a_session_is_served_to_its_own_client_only_on_every_replica() -> Result<()> {
+    const ALICE: &str = "alice-key-0123456789abcdef";
+    const BOB: &str = "bob-key-0123456789abcdef-bob";
+    let clients = format!(
+        "[[auth.clients]]\nname = \"alice\"\napi_key = \"{ALICE}\"\n\n[[auth.clients]]\nname = \"bob\"\napi_key = \"{BOB}\"\n"
+    );
+    let Some(cluster) = Cluster::start_with(&clients).await? else { return Ok(()) };
+    let [a, b] = &cluster.replicas;
+    let mut alice = Client::with_bearer(&a.url(), ALICE)?;
+    alice.initialize(json!({})).await?;
+    // Bob, naming Alice's session on the replica that does not hold it, is
+    // not served, and does not make B adopt it.
+    let mut bob = Client::with_bearer(&b.url(), BOB)?;
+    bob.session = alice.session.clone();
+    bob.version = alice.version.clone();
+    let reply = bob.post(&ping()).await?;
+    ensure!(reply.status == StatusCode::NOT_FOUND, "{reply:?}");
+    ensure!(!b.logs().contains("session adopted"), "B's logs:\n{}", b.logs());
+    // Alice is served there.
+    ensure!(in_session(&b.url(), &alice).post(&ping()).await?.status == StatusCode::OK);
     Ok(())
 }
 
