@@ -177,3 +177,6 @@ impl SharedSessions {
         self.connection.query(cmd).await
     }
 }
+
+#[cfg(test)]
+mod tests;
