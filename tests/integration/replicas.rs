@@ -265,6 +265,7 @@ async fn with_redis_gone_held_sessions_go_on_and_the_rest_is_refused_with_a_retr
     // B does not: it cannot look it up, and says so within 5 s.
     let asked = Instant::now();
     let reply = on_b.post(&ping()).await?;
+    eprintln!("Redis down: B refused adoption with {} after {:?}", reply.status, asked.elapsed());
     ensure!(asked.elapsed() < Duration::from_secs(5), "answered after {:?}", asked.elapsed());
     ensure!(reply.status == StatusCode::SERVICE_UNAVAILABLE, "{reply:?}");
     ensure!(reply.headers.contains_key("retry-after"), "{reply:?}");
@@ -272,6 +273,7 @@ async fn with_redis_gone_held_sessions_go_on_and_the_rest_is_refused_with_a_retr
     // A new session cannot be recorded either.
     let asked = Instant::now();
     let refused = Client::new(&cluster.replicas[1].url()).post(&initialize()).await?;
+    eprintln!("Redis down: B refused a new session with {} after {:?}", refused.status, asked.elapsed());
     ensure!(asked.elapsed() < Duration::from_secs(5));
     ensure!(refused.status == StatusCode::SERVICE_UNAVAILABLE, "{refused:?}");
     let ready = readyz(&cluster.replicas[0]).await?;
@@ -289,8 +291,31 @@ async fn with_redis_gone_held_sessions_go_on_and_the_rest_is_refused_with_a_retr
         ensure!(back.elapsed() < Duration::from_secs(10), "B never adopted the session: {reply:?}\n{}", cluster.logs());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    eprintln!("Redis back (empty): B adopted the session A wrote back {:?} after the restart", back.elapsed());
     echo(&on_b, "after").await?;
     ensure!(readyz(&cluster.replicas[0]).await?["state"] == "up");
+    Ok(())
+}
+
+#[tokio::test]
+async fn with_redis_hanging_a_request_that_needs_it_is_refused_within_5_s_and_held_sessions_go_on() -> Result<()> {
+    let Some(cluster) = Cluster::start().await? else { return Ok(()) };
+    let on_a = Client::connected(&cluster.replicas[0].url(), json!({})).await?;
+    on_a.read_descriptions("echo").await?;
+    let on_b = in_session(&cluster.replicas[1].url(), &on_a);
+
+    // Stopped, not gone: connections open, nothing answers.
+    cluster.redis.freeze();
+    let asked = Instant::now();
+    let reply = on_b.post(&ping()).await?;
+    eprintln!("Redis hanging: B refused adoption with {} after {:?}", reply.status, asked.elapsed());
+    ensure!(asked.elapsed() < Duration::from_secs(5), "answered after {:?}", asked.elapsed());
+    ensure!(reply.status == StatusCode::SERVICE_UNAVAILABLE, "{reply:?}");
+    ensure!(error_code(&reply) == Some(-32019), "{reply:?}");
+    let asked = Instant::now();
+    echo(&on_a, "held").await?;
+    ensure!(asked.elapsed() < Duration::from_secs(1), "A waited on Redis: {:?}", asked.elapsed());
+    cluster.redis.thaw();
     Ok(())
 }
 
