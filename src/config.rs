@@ -24,6 +24,6 @@ pub use model::*;
 pub use mrtr::MrtrConfig;
 pub use observability::{MetricsConfig, OTEL_BUILT, TracingConfig};
 pub use schema::{schema, schema_json};
-pub use state::{DEFAULT_KEY_PREFIX, StateConfig};
+pub use state::{DEFAULT_KEY_PREFIX, DEFAULT_SESSION_PREFIX, SessionSharing, StateConfig};
 pub use target::{HttpTarget, StdioTarget, Target, TargetError};
 pub use validate::Problem;

@@ -30,6 +30,8 @@
 //! - [`listeners`]: `subscriptions/listen` streams of 2026-07-28 clients.
 //! - [`reload`]: a new configuration swapped in under running sessions
 //!   (SIGHUP, file watcher).
+//! - [`replicas`]: sessions kept in the shared store, adopted by any
+//!   replica, and the messages replicas pass each other.
 
 mod admission;
 mod catalogs;
@@ -49,6 +51,7 @@ mod note;
 mod pages;
 mod policy;
 mod reload;
+mod replicas;
 mod search;
 mod startup;
 mod state;
@@ -85,6 +88,7 @@ use crate::server::{
     CacheHints, CacheScope, Caller, Discovery, Handler, InitContext, Listen, ModernContext, RequestCtx, ServerOffer,
     Session, SessionStore, TraceHeaders,
 };
+use crate::shared::SharedSessions;
 use forward::Forwarder;
 use layer::{Exchange, Layer, Next, Then};
 use note::RequestNote;
@@ -106,10 +110,10 @@ pub enum StartError {
     /// `[auth]` could not be set up (e.g. an unreadable JWKS file).
     #[error("cannot set up authentication")]
     Auth(#[from] crate::auth::BuildError),
-    /// `[state] redis_url` is not a usable Redis URL (the loader validates
-    /// this; a configuration built in code may not).
-    #[error("cannot set up the grant store")]
-    GrantStore(#[source] redis::RedisError),
+    /// `[state]` names no usable Redis (the loader validates the URL; a
+    /// configuration built in code may not, and the CA file may be gone).
+    #[error("cannot set up the shared state store")]
+    StateStore(#[from] crate::shared::OpenError),
 }
 
 /// A downstream session of the gateway.
@@ -143,6 +147,10 @@ pub struct Gateway {
     disclosure: Option<disclosure::Disclosure>,
     /// Sessionless clients' grants (`[state]`): in memory, or in Redis.
     grant_store: Arc<GrantStore>,
+    /// Client sessions in Redis (`[state] sessions = "shared"`).
+    shared: Option<Arc<SharedSessions>>,
+    /// The Redis of `[state]`, if it names one.
+    connection: Option<Arc<crate::shared::Connection>>,
     forwarder: Forwarder,
     /// Held upstream calls of sessionless clients (multi-round-trip
     /// translation in front of handshake-era upstreams).
@@ -197,7 +205,19 @@ impl Gateway {
         // Present even while every upstream is in passthrough mode (it then
         // steps aside), so a reload may make one progressive.
         let disclosure = Some(disclosure::Disclosure::new(config.disclosure.cache_bytes));
-        let grant_store = GrantStore::from_config(&config.disclosure, &config.state).map_err(StartError::GrantStore)?;
+        let connection = match &config.state.redis_url {
+            Some(url) => Some(Arc::new(crate::shared::Connection::open(url.expose(), &config.state)?)),
+            None => None,
+        };
+        if let Some(connection) = &connection {
+            connection.count_errors(metrics.state_store_errors());
+        }
+        let grant_store = GrantStore::from_config(&config.disclosure, &config.state, connection.clone());
+        let replica: Arc<str> = Arc::from(&uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let shared = connection.clone().filter(|_| config.state.shares_sessions()).map(|connection| {
+            let idle = sessions.idle_timeout();
+            Arc::new(SharedSessions::new(connection, &config.state.session_prefix, idle, replica.clone()))
+        });
         let declared = Arc::new(crate::concerns::Declared::new(&config.concerns));
         let gateway = Arc::new(Self {
             concerns: concerns::Concerns::new(&declared),
@@ -213,6 +233,8 @@ impl Gateway {
             policy,
             disclosure,
             grant_store: Arc::new(grant_store),
+            shared,
+            connection,
             http,
             shutdown: CancellationToken::new(),
             metrics,
@@ -241,6 +263,7 @@ impl Gateway {
                 }
             });
         }
+        replicas::start(&gateway, gateway.connection.clone());
         gateway.catalogs.rebuild(&gateway);
         upstreams::supervise_all(&gateway);
         Ok(gateway)
@@ -380,7 +403,10 @@ impl Gateway {
         let gateway = Arc::downgrade(self);
         Readiness::new(move || {
             let mut ready = true;
-            let upstreams = gateway.upgrade().map(|g| g.upstreams()).unwrap_or_default();
+            let gateway = gateway.upgrade();
+            let upstreams = gateway.as_ref().map(|g| g.upstreams()).unwrap_or_default();
+            let store = gateway.as_ref().and_then(|g| g.connection.as_ref());
+            let state = store.map(|c| if c.is_failing() { "down" } else { "up" });
             let states = upstreams
                 .iter()
                 .filter(|u| !u.is_retired())
@@ -396,7 +422,7 @@ impl Gateway {
                     (u.label.to_string(), serde_json::Value::from(state))
                 })
                 .collect();
-            Ready { ready, upstreams: states }
+            Ready { ready, upstreams: states, state }
         })
     }
 
@@ -470,6 +496,7 @@ impl Handler for Gateway {
         let state = GatewaySession::for_client(&self.upstreams(), principal, slot)
             .with_startup_deadline(deadline)
             .with_concerns(concerns);
+        let state = self.share_new(state, ctx);
         self.metrics.session_started();
         let (method, outcome) = (metrics::Method::Initialize, metrics::Outcome::Ok);
         self.metrics.request(method, None, outcome, started.elapsed(), state.client_name());
@@ -571,6 +598,37 @@ impl Handler for Gateway {
             }
             peer.notify(&notification.method, notification.params.clone()).await;
         }
+    }
+
+    /// A shared session is recorded before its `initialize` is answered.
+    async fn started(self: &Arc<Self>, session: &Arc<GwSession>) -> Result<(), ErrorObject> {
+        self.record_session(session).await
+    }
+
+    async fn adopt(
+        self: &Arc<Self>,
+        id: &str,
+        caller: &Caller,
+    ) -> Result<Option<crate::server::Adoption<GatewaySession>>, ErrorObject> {
+        self.adopt_session(id, caller).await
+    }
+
+    async fn deleted(self: &Arc<Self>, session: &Arc<GwSession>) -> Result<(), ErrorObject> {
+        self.end_shared(session).await
+    }
+
+    async fn cancel_elsewhere(self: &Arc<Self>, session: &Arc<GwSession>, id: &crate::jsonrpc::Id) {
+        self.cancel_shared(session, id).await
+    }
+
+    async fn response(self: &Arc<Self>, session: &Arc<GwSession>, response: crate::jsonrpc::Response) {
+        self.route_answer(session, response).await
+    }
+
+    /// With shared sessions, requests to clients name this replica, so that
+    /// an answer reaching another replica finds its way back.
+    fn request_tag(&self) -> Option<Arc<str>> {
+        self.shared.as_ref().map(|s| s.replica().clone())
     }
 
     async fn closed(self: &Arc<Self>, session: Arc<GwSession>) {

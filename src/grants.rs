@@ -17,25 +17,19 @@ pub mod memory;
 pub mod redis;
 
 #[cfg(test)]
-pub(crate) mod test_redis;
-#[cfg(test)]
 mod tests;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use parking_lot::Mutex;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::auth::{Principal, PrincipalKind};
 use crate::config::{DisclosureConfig, StateConfig};
-use crate::jsonrpc::{ErrorObject, codes};
-
-/// The most a request waits on the grant store before it fails with
-/// [`Unavailable`]: an unreachable Redis must not hold calls up for long.
-pub const STORE_TIMEOUT: Duration = Duration::from_secs(2);
+use crate::shared::{Connection, Refresh, SessionLink, record};
+pub use crate::shared::{STORE_TIMEOUT, Unavailable};
 
 /// Characters kept as they are in a scope or a Redis key; everything else is
 /// percent-encoded, so that no client or tool name can reach into another's
@@ -77,27 +71,6 @@ fn key_part(tool: &str) -> impl fmt::Display + '_ {
     utf8_percent_encode(tool, KEY_SAFE)
 }
 
-/// The grant store could not be reached (Redis down, or slower than
-/// [`STORE_TIMEOUT`]). The request that needed it fails with
-/// [`codes::GRANT_STORE_UNAVAILABLE`]; nothing is granted or allowed.
-#[derive(Debug, thiserror::Error)]
-#[error("the grant store is unavailable: {reason}")]
-pub struct Unavailable {
-    reason: String,
-}
-
-impl Unavailable {
-    fn new(reason: impl Into<String>) -> Self {
-        Self { reason: reason.into() }
-    }
-
-    /// The JSON-RPC error a client gets. It does not say why (the cause is
-    /// logged): that would describe toolgate's infrastructure to clients.
-    pub fn to_error(&self) -> ErrorObject {
-        ErrorObject::new(codes::GRANT_STORE_UNAVAILABLE, "grant store unavailable; retry later")
-    }
-}
-
 /// Where sessionless clients' grants are kept.
 pub enum GrantStore {
     /// In this process, bounded, lost on restart.
@@ -107,12 +80,19 @@ pub enum GrantStore {
 }
 
 impl GrantStore {
-    /// The store `[state]` configures, whose grants last `disclosure.grant_ttl`.
-    pub fn from_config(disclosure: &DisclosureConfig, state: &StateConfig) -> Result<Self, ::redis::RedisError> {
-        Ok(match &state.redis_url {
-            Some(url) => Self::Redis(redis::RedisStore::new(url.expose(), &state.key_prefix, disclosure.grant_ttl)?),
+    /// The store `[state]` configures (on its Redis `connection`, if it
+    /// names one), whose grants last `disclosure.grant_ttl`.
+    pub fn from_config(
+        disclosure: &DisclosureConfig,
+        state: &StateConfig,
+        connection: Option<Arc<Connection>>,
+    ) -> Self {
+        match connection {
+            Some(connection) => {
+                Self::Redis(redis::RedisStore::new(connection, &state.key_prefix, disclosure.grant_ttl))
+            }
             None => Self::Memory(memory::MemoryStore::new(disclosure.grant_ttl)),
-        })
+        }
     }
 
     /// Whether `scope` may call `tool` with the definition `fingerprint`;
@@ -169,6 +149,14 @@ pub enum Grants {
         /// The client's part of it.
         scope: Scope,
     },
+    /// A shared session's (`[state] sessions = "shared"`): the grants this
+    /// replica knows, and in its record those every replica recorded.
+    Replicated {
+        /// What this replica knows: tool name → fingerprint.
+        local: Mutex<HashMap<String, u64>>,
+        /// The session's record.
+        link: Arc<SessionLink>,
+    },
 }
 
 impl Default for Grants {
@@ -181,6 +169,21 @@ impl Grants {
     /// Empty grants of a session.
     pub fn session() -> Self {
         Self::Session(Mutex::new(HashMap::new()))
+    }
+
+    /// The grants of a shared session, starting with `known` (what its
+    /// record held when this replica adopted it).
+    pub fn replicated(link: Arc<SessionLink>, known: HashMap<String, u64>) -> Self {
+        Self::Replicated { local: Mutex::new(known), link }
+    }
+
+    /// What this replica knows of a session's grants (to write its record
+    /// back); empty for a sessionless client's.
+    pub fn known(&self) -> HashMap<String, u64> {
+        match self {
+            Self::Session(map) | Self::Replicated { local: map, .. } => map.lock().clone(),
+            Self::Shared { .. } => HashMap::new(),
+        }
     }
 
     /// `scope`'s grants in `store`.
@@ -196,6 +199,19 @@ impl Grants {
                 Ok(())
             }
             Self::Shared { store, scope } => store.grant(scope, tools).await,
+            // Recorded before the description is answered, so that the
+            // client's next call may reach any replica. When Redis cannot
+            // take it, this replica still honours it, and writes the record
+            // back once Redis answers again.
+            Self::Replicated { local, link } => {
+                local.lock().extend(tools.iter().cloned());
+                let fields: Vec<_> = tools.iter().map(|(t, f)| (record::grant_field(t), f.to_string())).collect();
+                match link.sessions.update(&link.id, &fields).await {
+                    Ok(Refresh::Kept | Refresh::Ended) => {}
+                    Ok(Refresh::Missing) | Err(_) => link.mark_stale(),
+                }
+                Ok(())
+            }
         }
     }
 
@@ -205,6 +221,18 @@ impl Grants {
         match self {
             Self::Session(map) => Ok(map.lock().get(tool) == Some(&fingerprint)),
             Self::Shared { store, scope } => store.allows(scope, tool, fingerprint).await,
+            // Another replica may have recorded it: asked only when this
+            // one does not know it.
+            Self::Replicated { local, link } => {
+                if local.lock().get(tool) == Some(&fingerprint) {
+                    return Ok(true);
+                }
+                let held = link.sessions.grant_of(&link.id, tool).await?;
+                if held == Some(fingerprint) {
+                    local.lock().insert(tool.to_owned(), fingerprint);
+                }
+                Ok(held == Some(fingerprint))
+            }
         }
     }
 }

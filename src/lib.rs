@@ -16,6 +16,8 @@
 //! - [`tokens`]: token measurement of catalogs (`toolgate tokens`).
 //! - [`import`]: other clients' MCP server lists as toolgate TOML (`toolgate import`).
 //! - [`metrics`]: the Prometheus series and `GET /metrics`.
+//! - [`grants`] and [`shared`]: description grants, and the state replicas
+//!   share through Redis (sessions, messages between replicas).
 //! - [`telemetry`]: logging, OpenTelemetry traces and W3C trace context.
 
 // One audited exception: `upstream::stdio::orphan` (the parent-death signal
@@ -32,6 +34,7 @@ pub mod grants;
 pub mod import;
 pub mod metrics;
 pub mod mrtr;
+pub mod shared;
 pub mod telemetry;
 pub mod tokens;
 pub mod upstream;

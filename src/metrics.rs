@@ -76,6 +76,10 @@ pub struct Metrics {
     upstream_seconds_cells: Cells<Histogram>,
     sessions_started: Counter,
     sessions_ended: Counter,
+    /// Sessions another replica created, taken over from the shared store.
+    sessions_adopted: Counter,
+    /// Commands to the shared state store (Redis) that failed or timed out.
+    state_store_errors: Counter,
     restarts: Box<[Counter]>,
     gate_refusals: Box<[Counter]>,
     described: Box<[Counter]>,
@@ -136,6 +140,18 @@ impl Metrics {
 
         let sessions_started = Counter::default();
         registry.register("toolgate_sessions_started", "Client sessions started", sessions_started.clone());
+        let sessions_adopted = Counter::default();
+        registry.register(
+            "toolgate_sessions_adopted",
+            "Client sessions another replica created, adopted from the shared store",
+            sessions_adopted.clone(),
+        );
+        let state_store_errors = Counter::default();
+        registry.register(
+            "toolgate_state_store_errors",
+            "Commands to the shared state store (Redis) that failed or did not answer in time",
+            state_store_errors.clone(),
+        );
         let sessions_ended = Counter::default();
         registry.register(
             "toolgate_sessions_ended",
@@ -193,6 +209,8 @@ impl Metrics {
             upstream_seconds,
             sessions_started,
             sessions_ended,
+            sessions_adopted,
+            state_store_errors,
             restarts,
             gate_refusals,
             described,
@@ -292,6 +310,17 @@ impl Metrics {
     /// A client session started.
     pub fn session_started(&self) {
         self.sessions_started.inc();
+    }
+
+    /// A session another replica created was adopted here.
+    pub fn session_adopted(&self) {
+        self.sessions_adopted.inc();
+    }
+
+    /// The count of failed commands to the shared state store, for the
+    /// connection to count them in.
+    pub fn state_store_errors(&self) -> Counter {
+        self.state_store_errors.clone()
     }
 
     /// A client session ended.

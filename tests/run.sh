@@ -34,9 +34,10 @@
 # 5b. tests/deploy/validate.sh: the Kubernetes manifests against their schemas
 #    (kubernetes-validate from PyPI in target/k8s-validate-venv; offline), and
 #    the ConfigMap's toolgate.toml through check-config.
-# 5c. redis-server for the grant-store tests (they start their own on a free
-#    loopback port, without persistence): Debian's package, installed when
-#    missing (as root), unless TOOLGATE_SKIP_REDIS=1.
+# 5c. redis-server for the grant-store and replica tests (they start their own
+#    on a free loopback port, without persistence), and haproxy for the
+#    replica tests (a balancer in front of two toolgates): Debian's packages,
+#    installed when missing (as root), unless TOOLGATE_SKIP_REDIS=1.
 # 6. cargo test --locked --workspace --all-targets "$@" (every crate of the
 #    workspace; cargo builds the fixture binary the gateway's tests start
 #    before running any test), with TOOLGATE_TEST_PYTHON set to the venv's
@@ -50,9 +51,12 @@
 #   TOOLGATE_FIDELITY_PYTHON  the same for the selection-fidelity venv
 #   PYTHON                interpreter that creates the venv (default python3)
 #   TOOLGATE_SKIP_PEER_SELFTEST=1   skip step 2
-#   TOOLGATE_SKIP_REDIS=1           skip the tests that need a redis-server
-#                                   (otherwise step 5c installs Debian's
-#                                   redis-server when it is missing and we are root)
+#   TOOLGATE_SKIP_REDIS=1           skip the tests that need a redis-server (and
+#                                   haproxy, for the replica tests; otherwise
+#                                   step 5c installs Debian's redis-server and
+#                                   haproxy when missing and we are root)
+#   TOOLGATE_HAPROXY                the haproxy executable the replica tests start
+#                                   (default: haproxy on the PATH)
 #   TOOLGATE_REDIS_SERVER           the redis-server executable the tests start
 #                                   (default: redis-server on the PATH)
 #   TOOLGATE_SKIP_CONFORMANCE=1     skip steps 3 and 4's conformance run, for
@@ -164,6 +168,20 @@ elif ! command -v redis-server >/dev/null; then
             || die "installing redis-server failed"
     else
         die "redis-server not found: install the Debian package redis-server (apt-get install redis-server), point TOOLGATE_REDIS_SERVER at one, or set TOOLGATE_SKIP_REDIS=1 to skip the Redis tests"
+    fi
+fi
+if [[ "${TOOLGATE_SKIP_REDIS:-}" == 1 ]]; then
+    :
+elif [[ -n "${TOOLGATE_HAPROXY:-}" ]]; then
+    [[ -x "$TOOLGATE_HAPROXY" ]] || die "TOOLGATE_HAPROXY is not an executable: $TOOLGATE_HAPROXY"
+elif ! command -v haproxy >/dev/null; then
+    if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+        say "haproxy missing; installing Debian's haproxy"
+        export DEBIAN_FRONTEND=noninteractive
+        { apt-get update -qq && apt-get install -y -qq --no-install-recommends haproxy; } \
+            || die "installing haproxy failed"
+    else
+        die "haproxy not found: install the Debian package haproxy (apt-get install haproxy), point TOOLGATE_HAPROXY at one, or set TOOLGATE_SKIP_REDIS=1 to skip the Redis and replica tests"
     fi
 fi
 

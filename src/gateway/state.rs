@@ -11,6 +11,8 @@ use super::upstreams::UpstreamHandle;
 use crate::auth::{Principal, SessionGuard};
 use crate::concerns::Configured;
 pub use crate::grants::Grants;
+use crate::shared::record::Mutable;
+use crate::shared::{Record, Refresh, SessionLink};
 use crate::upstream::Peer;
 
 /// Tool lists this session's own upstream sessions reported that differ
@@ -63,6 +65,8 @@ pub struct GatewaySession {
     concerns: RwLock<Option<Configured>>,
     /// The tasks its upstreams created for it, and where they live.
     pub tasks: super::tasks::SessionTasks,
+    /// Its record in the shared store (`[state] sessions = "shared"`).
+    shared: Option<Arc<SessionLink>>,
 }
 
 impl GatewaySession {
@@ -103,7 +107,59 @@ impl GatewaySession {
             startup_deadline: tokio::time::Instant::now(),
             concerns: RwLock::new(None),
             tasks: Default::default(),
+            shared: None,
         }
+    }
+
+    /// This state, for a session kept in the shared store through `link`,
+    /// with what `record` says it had (its log level, subscriptions and
+    /// grants; the caller puts its concerns in effect).
+    pub fn shared_as(mut self, link: Arc<SessionLink>, record: &Record) -> Self {
+        self.grants = Grants::replicated(link.clone(), record.grants.clone());
+        *self.log_level.get_mut() = record.state.log_level.clone();
+        self.subscriptions.get_mut().extend(record.state.subscriptions.iter().cloned());
+        self.shared = Some(link);
+        self
+    }
+
+    /// Its record in the shared store, if it is kept there.
+    pub fn link(&self) -> Option<&Arc<SessionLink>> {
+        self.shared.as_ref()
+    }
+
+    /// The record of this session as this replica knows it (to write it
+    /// back whole), if it is kept in the shared store.
+    pub fn record(&self) -> Option<Record> {
+        let link = self.shared.as_ref()?;
+        let mut record = link.base().clone();
+        record.state = self.mutable();
+        record.grants = self.grants.known();
+        Some(record)
+    }
+
+    /// The parts of its record that change while it lives.
+    fn mutable(&self) -> Mutable {
+        let mut subscriptions: Vec<String> = self.subscriptions.lock().iter().cloned().collect();
+        subscriptions.sort();
+        Mutable {
+            log_level: self.log_level.lock().clone(),
+            concerns: self.concerns.read().as_ref().map(|c| c.values().clone()),
+            subscriptions,
+        }
+    }
+
+    /// Writes what changed to the session's record, if it is shared (in the
+    /// background: the session works from this replica's state meanwhile,
+    /// and a failed write is retried whole once Redis answers).
+    fn changed(&self) {
+        let Some(link) = self.shared.clone() else { return };
+        let fields = self.mutable().fields();
+        crate::spawn(async move {
+            match link.sessions.update(&link.id, &fields).await {
+                Ok(Refresh::Kept | Refresh::Ended) => {}
+                Ok(Refresh::Missing) | Err(_) => link.mark_stale(),
+            }
+        });
     }
 
     /// This state, whose requests may wait for upstreams still starting
@@ -201,12 +257,20 @@ impl GatewaySession {
 
     /// Adds a subscription; returns whether it is new.
     pub fn subscribe(&self, uri: &str) -> bool {
-        self.subscriptions.lock().insert(uri.to_owned())
+        let new = self.subscriptions.lock().insert(uri.to_owned());
+        if new {
+            self.changed();
+        }
+        new
     }
 
     /// Removes a subscription; returns whether it existed.
     pub fn unsubscribe(&self, uri: &str) -> bool {
-        self.subscriptions.lock().remove(uri)
+        let existed = self.subscriptions.lock().remove(uri);
+        if existed {
+            self.changed();
+        }
+        existed
     }
 
     /// Whether the session subscribed to `uri`.
@@ -226,7 +290,9 @@ impl GatewaySession {
 
     /// Puts a concern configuration in effect; returns the one it replaces.
     pub fn set_concerns(&self, configured: Option<Configured>) -> Option<Configured> {
-        std::mem::replace(&mut *self.concerns.write(), configured)
+        let old = std::mem::replace(&mut *self.concerns.write(), configured);
+        self.changed();
+        old
     }
 
     /// This state, with a concern configuration.
@@ -238,6 +304,7 @@ impl GatewaySession {
     /// Remembers the client's logging level.
     pub fn set_log_level(&self, level: Value) {
         *self.log_level.lock() = Some(level);
+        self.changed();
     }
 
     /// The client's logging level, if it set one.

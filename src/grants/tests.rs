@@ -1,14 +1,16 @@
 //! The grant stores: expiry, refresh on use, scoping, definitions; the Redis
-//! store against a real `redis-server` (see [`test_redis`]).
+//! store against a real `redis-server` (see `toolgate_test_support::RedisServer`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::memory::MemoryStore;
 use super::redis::RedisStore;
-use super::test_redis::RedisServer;
+use toolgate_test_support::RedisServer;
+
 use super::*;
 use crate::auth::{ClientPolicy, PrincipalId};
+use crate::jsonrpc::codes;
 
 fn principal(kind: PrincipalKind, name: &str) -> Principal {
     Principal::new(PrincipalId::new(kind, name), Arc::new(ClientPolicy::unrestricted()))
@@ -39,7 +41,7 @@ fn scopes_keep_clients_and_credential_kinds_apart_and_anonymous_clients_together
 
 #[test]
 fn redis_keys_escape_tool_names() {
-    let store = RedisStore::new("redis://127.0.0.1:1/0", "toolgate:grant:", HOUR).unwrap();
+    let store = RedisStore::new(connection("redis://127.0.0.1:1/0"), "toolgate:grant:", HOUR);
     assert_eq!(store.key(&scope("alice"), "search_issues"), "toolgate:grant:key.alice:search_issues");
     assert_eq!(store.key(&scope("alice"), "a:b*c"), "toolgate:grant:key.alice:a%3Ab%2Ac");
     assert_ne!(store.key(&scope("alice"), "x:y"), store.key(&scope("alice:x"), "y"));
@@ -125,7 +127,12 @@ async fn grants_of_a_session_and_of_a_scope() {
 // === the Redis store, on a real redis-server ===
 
 fn redis_store(server: &RedisServer, ttl: Duration) -> RedisStore {
-    RedisStore::new(&server.url(), "toolgate:grant:", ttl).expect("a valid URL")
+    RedisStore::new(connection(&server.url()), "toolgate:grant:", ttl)
+}
+
+/// `[state]`'s connection to the Redis at `url`.
+fn connection(url: &str) -> Arc<crate::shared::Connection> {
+    Arc::new(crate::shared::Connection::open(url, &crate::config::StateConfig::default()).expect("a valid URL"))
 }
 
 /// Asks until the store answers (Redis restarting; the connection manager
@@ -201,7 +208,7 @@ async fn without_redis_requests_fail_within_the_bound_and_recover_when_it_return
         let error = store.allows(&scope("alice"), "echo", 1).await.expect_err("Redis is down");
         // The bound, with room for a loaded machine: never a hang.
         assert!(started.elapsed() < STORE_TIMEOUT + Duration::from_secs(3), "took {:?}", started.elapsed());
-        assert_eq!(error.to_error().code, codes::GRANT_STORE_UNAVAILABLE);
+        assert_eq!(error.to_error().code, codes::STATE_STORE_UNAVAILABLE);
         assert!(store.grant(&scope("alice"), &grant("echo", 1)).await.is_err(), "nor can it grant");
     }
 

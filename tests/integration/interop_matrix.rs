@@ -7,7 +7,7 @@
 //! (see `workflow`). Each upstream is in each mode somewhere in the matrix.
 //! `era2026` holds the 2026-07-28 rows.
 
-mod clients;
+pub(crate) mod clients;
 mod era2026;
 pub(crate) mod peers;
 mod workflow;

@@ -32,6 +32,7 @@ mod modern_params;
 mod mrtr;
 mod outage;
 mod reload;
+mod replicas;
 mod search;
 mod security;
 mod security_review;

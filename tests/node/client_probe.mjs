@@ -36,6 +36,8 @@
 //   {"op": "call_tool", "name": ..., "arguments": {...}, "progress": true?}
 //   {"op": "list_prompts"} | {"op": "get_prompt", "name": ..., "arguments": {...}}
 //   {"op": "set_logging_level", "level": ...}
+//   {"op": "sync", "signal": PATH?, "wait": PATH?, "within": SECONDS?}: creates the
+//     file `signal`, then waits for `wait` to exist (the test acts meanwhile)
 //
 // A sampling handler is installed unless --no-sampling: it answers
 // sampling/createMessage with "sampled: <text of the first user message>".
@@ -52,7 +54,7 @@
 // Exit status: 0 once connected, whatever the steps did (the test judges); 1
 // when the connection could not be made (reason on stderr); 2 on bad usage.
 
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import process from "node:process";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -194,6 +196,18 @@ class Recording {
  * added to every request's options (v2: bypass the response cache so every
  * step reaches the server).
  */
+async function sync(step) {
+  if (step.signal) writeFileSync(step.signal, "");
+  if (step.wait) {
+    const deadline = Date.now() + 1000 * (step.within ?? 60);
+    while (!existsSync(step.wait)) {
+      if (Date.now() > deadline) throw new Error(`${step.wait} did not appear`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+  return {};
+}
+
 async function runStep(client, step, timeoutMs, sdk) {
   const out = { op: step.op };
   const progress = [];
@@ -228,6 +242,9 @@ async function runStep(client, step, timeoutMs, sdk) {
         break;
       case "set_logging_level":
         result = await client.setLoggingLevel(step.level, options);
+        break;
+      case "sync":
+        result = await sync(step);
         break;
       default:
         throw new Error(`unknown op: ${JSON.stringify(step.op)}`);

@@ -28,6 +28,8 @@ for stdin). Steps run in order on one connection:
     {"op": "list_prompts"}
     {"op": "get_prompt", "name": "review_code", "arguments": {"language": "rust", "code": "x"}}
     {"op": "set_logging_level", "level": "debug"}        (handshake-era servers only)
+    {"op": "sync", "signal": "/tmp/a", "wait": "/tmp/b"} (creates the file `signal`, then waits
+                                                          for `wait` to exist: the test acts meanwhile)
 
 `call_tool` accepts `"progress": true` to pass a progress callback (so the
 request carries a progress token); the progress updates received for that
@@ -148,6 +150,20 @@ def leaves(error: BaseException) -> list[BaseException]:
     return [error]
 
 
+async def sync(step: dict[str, Any]) -> dict[str, Any]:
+    """Creates the file `signal` names (if any), then waits until the one `wait` names exists."""
+    if signal := step.get("signal"):
+        with open(signal, "w", encoding="utf-8"):
+            pass
+    if wait := step.get("wait"):
+        deadline = asyncio.get_running_loop().time() + float(step.get("within", 60))
+        while not os.path.exists(wait):
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"{wait} did not appear")
+            await asyncio.sleep(0.02)
+    return {}
+
+
 async def run_step(client: Client, step: dict[str, Any]) -> dict[str, Any]:
     op = step.get("op")
     out: dict[str, Any] = {"op": op}
@@ -178,6 +194,8 @@ async def run_step(client: Client, step: dict[str, Any]) -> dict[str, Any]:
                 result = await client.get_prompt(step["name"], step.get("arguments"))
             case "set_logging_level":
                 result = await client.set_logging_level(step["level"])
+            case "sync":
+                result = await sync(step)
             case _:
                 raise ValueError(f"unknown op: {op!r}")
     except MCPError as e:

@@ -24,7 +24,8 @@ pub use engine::{
     Accepted, Engine, Hold, Listen, ListenSink, ModernAccepted, Refusal, RoutingHeaders, SessionRef, Subscriptions,
 };
 pub use handler::{
-    CacheHints, CacheScope, Discovery, Handler, Held, InitContext, ModernContext, RequestCtx, ServerOffer, TraceHeaders,
+    Adoption, CacheHints, CacheScope, Discovery, Handler, Held, InitContext, ModernContext, RequestCtx, ServerOffer,
+    TraceHeaders,
 };
 pub use limits::{Limits, shutting_down, too_many_requests, too_many_sessions};
 pub use session::{ClientRequestError, Downlink, Frame, Frames, Session};

@@ -7,6 +7,10 @@
 //!   and starting a server that prints `LISTENING <url>`.
 //! - [`bins`]: the workspace's built binaries (the conformance fixture), for
 //!   tests of another package than the one that builds them.
+//! - [`haproxy`]: a real HAProxy balancing round-robin, without
+//!   stickiness, over servers on loopback ports ([`Balancer`]).
+//! - [`redis`]: a real `redis-server` on a free loopback port, stopped,
+//!   frozen and restarted at will ([`RedisServer`]).
 //! - [`pipe`]: an in-process client that drives an [`Engine`] through its
 //!   real stdio transport over an in-memory pipe, for handler tests.
 //!
@@ -14,12 +18,16 @@
 
 pub mod bins;
 pub mod client;
+pub mod haproxy;
 pub mod modern;
 pub mod pipe;
 pub mod process;
+pub mod redis;
 
 pub use bins::{fixture_exe, workspace_exe};
 pub use client::{Client, EventStream, MessageStream, RawEvent, Reply, VERSION, json_of, text_of};
+pub use haproxy::{Balancer, free_port};
 pub use modern::{MODERN, modern_body, modern_post};
 pub use pipe::{PipeClient, first_text};
 pub use process::{Proc, START_TIMEOUT, collect_stderr, start_http_server};
+pub use redis::RedisServer;

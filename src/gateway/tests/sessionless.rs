@@ -5,9 +5,9 @@
 
 use super::*;
 use crate::auth::{ClientPolicy, Principal, PrincipalId, PrincipalKind};
-use crate::grants::test_redis::RedisServer;
 use crate::jsonrpc::codes;
 use crate::server::Caller;
+use toolgate_test_support::RedisServer;
 
 fn client_named(name: &str) -> Principal {
     Principal::new(PrincipalId::new(PrincipalKind::ApiKey, name), Arc::new(ClientPolicy::unrestricted()))
@@ -77,7 +77,9 @@ async fn the_tool_list_does_not_change_with_grants() {
 #[tokio::test]
 async fn two_gateways_on_one_redis_honour_each_others_grants() {
     let Some(mut redis) = RedisServer::start() else { return };
-    let extra = format!("[state]\nredis_url = \"{}\"", redis.url());
+    // Sessions local: the sessions here are the contrast, a client that
+    // needs no store (shared sessions have tests of their own).
+    let extra = format!("[state]\nredis_url = \"{}\"\nsessions = \"local\"", redis.url());
     let (a, b) = (setup(&extra), setup(&extra));
     let alice = client_named("alice");
 
@@ -99,7 +101,7 @@ async fn two_gateways_on_one_redis_honour_each_others_grants() {
     ] {
         let started = std::time::Instant::now();
         let (outcome, _) = b.sessionless(alice.clone()).run(json!(5), method, params).await;
-        assert_eq!(outcome.error_code(), Some(codes::GRANT_STORE_UNAVAILABLE), "{method}: {outcome:?}");
+        assert_eq!(outcome.error_code(), Some(codes::STATE_STORE_UNAVAILABLE), "{method}: {outcome:?}");
         let bound = crate::grants::STORE_TIMEOUT + Duration::from_secs(3);
         assert!(started.elapsed() < bound, "{method} took {:?}", started.elapsed());
     }

@@ -109,6 +109,10 @@ pub enum Stack {
     Inspector,
     /// The Python SDK told its era: `mcp.Client(..., mode="2026-07-28")`.
     Python2026,
+    /// The Python SDK told to use the `initialize` handshake and a session
+    /// (`mode="legacy"`), which `auto` skips when the server answers
+    /// `server/discover`.
+    PythonLegacy,
     /// The TypeScript SDK v2 pinned: `versionNegotiation: {mode: {pin: "2026-07-28"}}`.
     TypeScript2026,
 }
@@ -130,6 +134,10 @@ impl Stack {
             Stack::Python2026 => {
                 let script = repo_path("tests/python/client_probe.py").display().to_string();
                 probe(&python(), &script, &["--mode", "2026-07-28"], endpoint, transport, steps).await
+            }
+            Stack::PythonLegacy => {
+                let script = repo_path("tests/python/client_probe.py").display().to_string();
+                probe(&python(), &script, &["--mode", "legacy"], endpoint, transport, steps).await
             }
             Stack::TypeScript2026 => {
                 // SDK v2 needs Node >= 20: the pinned Node 22.

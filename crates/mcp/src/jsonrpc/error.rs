@@ -38,10 +38,10 @@ pub mod codes {
     /// toolgate: the client's call rate limit (`calls_per_minute`) is
     /// exhausted; `data.retryAfterSeconds` says when to retry.
     pub const RATE_LIMITED: i64 = -32015;
-    /// toolgate: the store of sessionless clients' description grants
-    /// (Redis, with `[state] redis_url`) did not answer in time; nothing
-    /// was called or granted, and the same request may succeed later.
-    pub const GRANT_STORE_UNAVAILABLE: i64 = -32019;
+    /// toolgate: the shared state store (Redis, with `[state] redis_url`:
+    /// sessionless clients' grants, shared sessions) did not answer in time;
+    /// nothing was called or granted, and the same request may succeed later.
+    pub const STATE_STORE_UNAVAILABLE: i64 = -32019;
     /// MCP 2025-11-25: URL-mode elicitation is required.
     pub const URL_ELICITATION_REQUIRED: i64 = -32042;
 }

@@ -48,6 +48,10 @@ pub enum SessionRef<S: Send + Sync + 'static> {
     Missing,
     /// The request named a session that does not exist, or has ended.
     Unknown,
+    /// The request named a session this process does not hold, and the
+    /// store shared with other processes, which may, could not be asked
+    /// ([`Handler::adopt`]): the error says so; the client may retry.
+    Unavailable(ErrorObject),
     /// A live session.
     Live(Arc<Session<S>>),
 }
@@ -75,6 +79,10 @@ pub enum Refusal {
     TooManySessions,
     /// The server is shutting down and takes no new sessions (HTTP 503).
     ShuttingDown,
+    /// The state store shared with other processes could not be reached:
+    /// the session could not be looked up, recorded or ended there (HTTP 503
+    /// with `Retry-After`).
+    StoreUnavailable,
 }
 
 /// What the engine made of a body.
@@ -120,6 +128,11 @@ pub struct Engine<H: Handler> {
     /// What every modern result carries in `_meta` as the server's identity
     /// ([`Handler::server_info`], asked once).
     server_info: Option<modern::ServerInfo>,
+    /// The tag of requests to clients ([`Handler::request_tag`], asked once).
+    request_tag: Option<Arc<str>>,
+    /// Sessions being adopted ([`Handler::adopt`]) now, so that concurrent
+    /// requests naming one adopt it once.
+    adopting: parking_lot::Mutex<std::collections::HashMap<Arc<str>, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl<H: Handler> Engine<H> {
@@ -143,6 +156,8 @@ impl<H: Handler> Engine<H> {
             idle: Notify::new(),
             stopping: CancellationToken::new(),
             server_info: handler.server_info().map(modern::ServerInfo::new),
+            request_tag: handler.request_tag(),
+            adopting: Default::default(),
         });
         let weak_store = Arc::downgrade(&store);
         let period = EXPIRY_TICK.min(idle / 2).max(Duration::from_millis(100));
@@ -275,6 +290,86 @@ impl<H: Handler> Engine<H> {
                 Err((refusal, no_session_error(&other, None, "")))
             }
         }
+    }
+
+    /// Looks up the session an `Mcp-Session-Id` names for `caller`, here or,
+    /// if this process does not hold it, in the store it shares with others
+    /// ([`Handler::adopt`]): a session found there is adopted (served here
+    /// from now on as well). Counts as activity.
+    pub async fn find_session(&self, id: Option<&str>, caller: &Caller) -> SessionRef<H::State> {
+        let Some(id) = id else { return SessionRef::Missing };
+        if let Some(session) = self.live_session(id, caller) {
+            return SessionRef::Live(session);
+        }
+        // Ids toolgate issues are short; anything else is no session of its.
+        if id.is_empty() || id.len() > 128 {
+            return SessionRef::Unknown;
+        }
+        let gate = self.adopting.lock().entry(Arc::from(id)).or_default().clone();
+        let adopted = {
+            let _one = gate.lock().await;
+            // Another request may have adopted it meanwhile.
+            match self.live_session(id, caller) {
+                Some(session) => SessionRef::Live(session),
+                None => self.adopt(id, caller).await,
+            }
+        };
+        let mut adopting = self.adopting.lock();
+        if Arc::strong_count(&gate) <= 2 {
+            adopting.remove(id);
+        }
+        adopted
+    }
+
+    /// Adopts session `id` of `caller` from the shared store, if it is there.
+    async fn adopt(&self, id: &str, caller: &Caller) -> SessionRef<H::State> {
+        if self.is_shutting_down() {
+            return SessionRef::Unknown;
+        }
+        let adoption = match self.handler.adopt(id, caller).await {
+            Ok(Some(adoption)) => adoption,
+            Ok(None) => return SessionRef::Unknown,
+            Err(e) => return SessionRef::Unavailable(e),
+        };
+        let Some(place) = self.store.reserve() else {
+            tracing::warn!(session = id, "session not adopted: too many sessions");
+            return SessionRef::Unavailable(limits::too_many_sessions(self.store.limits().max_sessions));
+        };
+        let session = Session::new(Arc::from(id), adoption.version, &adoption.params, adoption.state, caller.clone())
+            .with_max_in_flight(self.store.limits().max_requests_per_session)
+            .with_request_tag(self.request_tag.clone());
+        session.mark_initialized();
+        let session = Arc::new(session);
+        self.store.insert(place, session.clone());
+        tracing::debug!(session = id, caller = caller.id(), "session adopted from the shared store");
+        SessionRef::Live(session)
+    }
+
+    /// [`Engine::require_session_as`], adopting a session from the shared
+    /// store as [`Engine::find_session`] does.
+    pub async fn find_required(
+        &self,
+        id: Option<&str>,
+        caller: &Caller,
+    ) -> Result<Arc<Session<H::State>>, (Refusal, Response)> {
+        match self.find_session(id, caller).await {
+            SessionRef::Live(session) => Ok(session),
+            other => {
+                let refusal = refusal_of(&other).unwrap_or(Refusal::SessionRequired);
+                Err((refusal, no_session_error(&other, None, "")))
+            }
+        }
+    }
+
+    /// Ends `session` at its client's request (`DELETE`): wherever else it
+    /// lives ([`Handler::deleted`]), then here.
+    pub async fn delete(&self, session: &Arc<Session<H::State>>) -> Result<(), (Refusal, Response)> {
+        if let Err(e) = self.handler.deleted(session).await {
+            let refusal = unavailable_or(&e, Refusal::SessionUnknown);
+            return Err((refusal, Response::error(None, e)));
+        }
+        self.store.remove(session.id());
+        Ok(())
     }
 
     /// Takes a place for the session of a connection `caller` opens before
@@ -437,14 +532,22 @@ impl<H: Handler> Engine<H> {
             return answer(Response::error(Some(request.id), e));
         }
         let requested = params.get("protocolVersion").and_then(Value::as_str);
-        let ctx = InitContext { version: Version::negotiate(requested), params, caller: caller.clone(), held };
+        let session_id = SessionStore::<H::State>::new_id();
+        let ctx =
+            InitContext { version: Version::negotiate(requested), params, caller: caller.clone(), held, session_id };
         match self.handler.initialize(&ctx).await {
             Ok((offer, state)) => {
-                let id = SessionStore::<H::State>::new_id();
-                let session = Session::new(id, ctx.version, &ctx.params, state, ctx.caller)
-                    .with_max_in_flight(self.store.limits().max_requests_per_session);
+                let session = Session::new(ctx.session_id, ctx.version, &ctx.params, state, ctx.caller)
+                    .with_max_in_flight(self.store.limits().max_requests_per_session)
+                    .with_request_tag(self.request_tag.clone());
                 let session = Arc::new(session);
                 self.store.insert(place, session.clone());
+                if let Err(e) = self.handler.started(&session).await {
+                    self.store.remove(session.id());
+                    tracing::warn!(error = %e, "initialize refused: the session could not be recorded");
+                    let refusal = unavailable_or(&e, Refusal::StoreUnavailable);
+                    return refused(refusal, Response::error(Some(request.id), e));
+                }
                 tracing::debug!(session = session.id(), version = %ctx.version, client = %session.client_info(), caller = session.caller().id(), "session started");
                 Accepted::Initialized {
                     session,
@@ -468,11 +571,14 @@ impl<H: Handler> Engine<H> {
             }
             method::CANCELLED => {
                 let id = n.params.as_ref().and_then(|p| p.get("requestId")).and_then(Id::from_value);
-                // Unknown or finished: the spec lets the receiver ignore it.
-                if let Some(id) = id
-                    && session.cancel_request(&id)
-                {
-                    tracing::debug!(session = session.id(), %id, "client cancelled a request");
+                // Unknown or finished: the spec lets the receiver ignore it;
+                // the application may know where else it runs.
+                if let Some(id) = id {
+                    if session.cancel_request(&id) {
+                        tracing::debug!(session = session.id(), %id, "client cancelled a request");
+                    } else {
+                        self.handler.cancel_elsewhere(session, &id).await;
+                    }
                 }
             }
             _ => self.handler.notification(session, n).await,
@@ -625,6 +731,7 @@ fn refusal_of<S: Send + Sync + 'static>(session: &SessionRef<S>) -> Option<Refus
     match session {
         SessionRef::Missing => Some(Refusal::SessionRequired),
         SessionRef::Unknown => Some(Refusal::SessionUnknown),
+        SessionRef::Unavailable(e) => Some(unavailable_or(e, Refusal::TooManySessions)),
         SessionRef::Unbound | SessionRef::Live(_) => None,
     }
 }
@@ -635,6 +742,7 @@ fn refusal_of<S: Send + Sync + 'static>(session: &SessionRef<S>) -> Option<Refus
 fn no_session_error<S: Send + Sync + 'static>(session: &SessionRef<S>, id: Option<Id>, method: &str) -> Response {
     let error = match session {
         SessionRef::Unknown => ErrorObject::new(codes::SESSION_NOT_FOUND, "Session not found"),
+        SessionRef::Unavailable(e) => e.clone(),
         SessionRef::Missing if method == method::SERVER_DISCOVER => ErrorObject::new(
             codes::SERVER_ERROR,
             "Bad Request: this server uses the initialize handshake (MCP 2025-11-25 and earlier); send initialize first",
@@ -648,6 +756,12 @@ fn no_session_error<S: Send + Sync + 'static>(session: &SessionRef<S>, id: Optio
         }
     };
     Response::error(id, error)
+}
+
+/// [`Refusal::StoreUnavailable`] for an error saying the shared state store
+/// is unreachable, else `otherwise`.
+fn unavailable_or(error: &ErrorObject, otherwise: Refusal) -> Refusal {
+    if error.code == codes::STATE_STORE_UNAVAILABLE { Refusal::StoreUnavailable } else { otherwise }
 }
 
 /// The `initialize` result: the negotiated revision and what the

@@ -25,6 +25,9 @@ pub struct InitContext {
     pub params: Value,
     /// Who is initializing: the session will belong to this caller.
     pub caller: Caller,
+    /// The id the session gets if the application accepts it (its
+    /// `Mcp-Session-Id`), so that its state may name it (a shared store).
+    pub session_id: Arc<str>,
     /// What [`Handler::hold`] took for this session when its connection
     /// opened (legacy HTTP+SSE), if anything: the application takes it over
     /// instead of taking a place again.
@@ -56,6 +59,19 @@ impl std::fmt::Debug for Held {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(if self.0.lock().is_some() { "Held(..)" } else { "Held(empty)" })
     }
+}
+
+/// A session another process created, that the application found in a
+/// store it shares with that process ([`Handler::adopt`]): what the engine
+/// needs to serve it here as if its `initialize` had been answered here.
+pub struct Adoption<S> {
+    /// The revision negotiated at its `initialize`.
+    pub version: Version,
+    /// The `params` of its `initialize` as far as the engine keeps them:
+    /// `capabilities` and `clientInfo`.
+    pub params: Value,
+    /// The application's state for it.
+    pub state: S,
 }
 
 /// What a server offers a client in its `initialize` result (the engine
@@ -311,9 +327,73 @@ pub trait Handler: Send + Sync + 'static {
         async {}
     }
 
-    /// The session ended (client `DELETE`, idle expiry or shutdown): release
-    /// what it holds.
+    /// The session ended here (client `DELETE`, idle expiry, shutdown, or
+    /// another process told this one it ended): release what it holds here.
     fn closed(self: &Arc<Self>, session: Arc<Session<Self::State>>) -> impl Future<Output = ()> + Send;
+
+    /// A session `caller` names that this process does not hold: the
+    /// application may know it from a store it shares with other processes
+    /// (replicas behind one load balancer). `Ok(None)`: unknown (the client
+    /// gets 404), also when it belongs to another caller. `Err`: the store
+    /// could not be asked; the client gets the error with HTTP 503 if its
+    /// code is [`codes::STATE_STORE_UNAVAILABLE`](crate::jsonrpc::codes),
+    /// and may retry. By default nothing is shared: `Ok(None)`.
+    fn adopt(
+        self: &Arc<Self>,
+        id: &str,
+        caller: &Caller,
+    ) -> impl Future<Output = Result<Option<Adoption<Self::State>>, ErrorObject>> + Send {
+        let _ = (id, caller);
+        async { Ok(None) }
+    }
+
+    /// A session was created by `initialize` and is about to be answered:
+    /// the application may record it where other processes find it. `Err`
+    /// ends the session again and answers `initialize` with the error (HTTP
+    /// 503 for [`codes::STATE_STORE_UNAVAILABLE`](crate::jsonrpc::codes)).
+    /// Nothing to do by default.
+    fn started(
+        self: &Arc<Self>,
+        session: &Arc<Session<Self::State>>,
+    ) -> impl Future<Output = Result<(), ErrorObject>> + Send {
+        let _ = session;
+        async { Ok(()) }
+    }
+
+    /// The client ended the session (`DELETE`): before it is released here
+    /// ([`Handler::closed`]), the application may end it wherever else it
+    /// lives. `Err` keeps it (the client gets the error, HTTP 503 for
+    /// [`codes::STATE_STORE_UNAVAILABLE`](crate::jsonrpc::codes), and may
+    /// retry). Nothing to do by default.
+    fn deleted(
+        self: &Arc<Self>,
+        session: &Arc<Session<Self::State>>,
+    ) -> impl Future<Output = Result<(), ErrorObject>> + Send {
+        let _ = session;
+        async { Ok(()) }
+    }
+
+    /// The client cancelled request `id`, which is not running in this
+    /// process (it may run in another one serving the same session).
+    /// Ignored by default, as the spec allows.
+    fn cancel_elsewhere(
+        self: &Arc<Self>,
+        session: &Arc<Session<Self::State>>,
+        id: &crate::jsonrpc::Id,
+    ) -> impl Future<Output = ()> + Send {
+        let _ = (session, id);
+        async {}
+    }
+
+    /// A tag for the ids of the requests this process sends clients
+    /// (sampling, elicitation, roots): with one, they are strings
+    /// `"<tag>-<n>"` rather than numbers, so that a client's answer reaching
+    /// another process sharing the session says where it belongs (see
+    /// [`Handler::response`]). Asked once, when the engine starts. `None` by
+    /// default.
+    fn request_tag(&self) -> Option<Arc<str>> {
+        None
+    }
 }
 
 /// The refusal of an application that serves no modern revision.

@@ -138,8 +138,8 @@ async fn endpoint<H: Handler>(State(state): State<Arc<HttpState<H>>>, mut reques
         Method::GET | Method::DELETE if !request.headers().contains_key(protocol::header::SESSION_ID) => {
             modern::not_allowed()
         }
-        Method::GET => stream::open(state, request.headers(), &caller),
-        Method::DELETE => delete(state, request.headers(), &caller),
+        Method::GET => stream::open(state, request.headers(), &caller).await,
+        Method::DELETE => delete(state, request.headers(), &caller).await,
         _ => {
             let mut r = reply::error(StatusCode::METHOD_NOT_ALLOWED, codes::SERVER_ERROR, "Method not allowed");
             r.headers_mut().insert(header::ALLOW, http::HeaderValue::from_static("GET, POST, DELETE"));
@@ -153,12 +153,14 @@ async fn admit<H: Handler>(state: &HttpState<H>, headers: &mut HeaderMap) -> Res
     admit::admit(state.options.admit.as_deref(), headers).await
 }
 
-fn delete<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap, caller: &Caller) -> Response {
-    let session = match session_of(&state, headers, caller) {
+async fn delete<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap, caller: &Caller) -> Response {
+    let session = match session_of(&state, headers, caller).await {
         Ok(s) => s,
         Err(r) => return *r,
     };
-    state.engine.store().remove(session.id());
+    if let Err(refused) = state.engine.delete(&session).await {
+        return *refusal_reply(refused);
+    }
     tracing::debug!(session = session.id(), "session deleted by the client");
     StatusCode::OK.into_response_empty()
 }
@@ -189,15 +191,19 @@ fn session_id(headers: &HeaderMap) -> Option<&str> {
 /// The live session of `caller` a `GET` or `DELETE` names, or the answer
 /// refusing it (400 without the header, 404 for an unknown session or
 /// another caller's).
-fn session_of<H: Handler>(
+async fn session_of<H: Handler>(
     state: &HttpState<H>,
     headers: &HeaderMap,
     caller: &Caller,
 ) -> Result<Arc<Session<H::State>>, Box<Response>> {
     check_version_header(headers).map_err(|r| Box::new(r.into_response()))?;
-    state.engine.require_session_as(session_id(headers), caller).map_err(|(refusal, response)| {
-        Box::new(reply::json(post::refusal_status(Some(refusal)), &crate::jsonrpc::Message::Response(response)))
-    })
+    state.engine.find_required(session_id(headers), caller).await.map_err(refusal_reply)
+}
+
+/// The answer to a `GET` or `DELETE` the engine refused.
+fn refusal_reply((refusal, response): (super::Refusal, crate::jsonrpc::Response)) -> Box<Response> {
+    let status = post::refusal_status(Some(refusal));
+    Box::new(post::refusal_response(status, Some(refusal), &crate::jsonrpc::Message::Response(response)))
 }
 
 /// Rejects an `MCP-Protocol-Version` header naming a revision toolgate does not

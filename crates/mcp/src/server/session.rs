@@ -225,6 +225,9 @@ pub struct Session<S> {
     /// Most client requests in flight at once.
     max_in_flight: usize,
     next_request_id: AtomicU64,
+    /// Set when the ids of requests to the client are tagged
+    /// ([`Handler::request_tag`](super::Handler::request_tag)).
+    request_tag: Option<Arc<str>>,
     /// Server-to-client requests awaiting the client's response.
     awaiting: Mutex<HashMap<Id, oneshot::Sender<Outcome>>>,
     /// Client requests being answered, so `notifications/cancelled` can stop them.
@@ -251,6 +254,7 @@ impl<S> Session<S> {
             pinned: AtomicBool::new(false),
             max_in_flight: DEFAULT_MAX_REQUESTS_PER_SESSION,
             next_request_id: AtomicU64::new(0),
+            request_tag: None,
             awaiting: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(HashMap::new()),
             replay: Mutex::new(Replay::default()),
@@ -288,6 +292,13 @@ impl<S> Session<S> {
     /// Whether this is the transient session of a sessionless request.
     pub fn is_sessionless(&self) -> bool {
         self.modern.is_some()
+    }
+
+    /// Tags the ids of the requests this session sends its client (see
+    /// [`Handler::request_tag`](super::Handler::request_tag)).
+    pub(crate) fn with_request_tag(mut self, tag: Option<Arc<str>>) -> Self {
+        self.request_tag = tag;
+        self
     }
 
     /// Caps the client requests this session may have in flight.
@@ -400,7 +411,8 @@ impl<S> Session<S> {
         self.in_flight.lock().remove(id);
     }
 
-    pub(crate) fn cancel_request(&self, id: &Id) -> bool {
+    /// Cancels client request `id` if it is in flight here; returns whether it was.
+    pub fn cancel_request(&self, id: &Id) -> bool {
         match self.in_flight.lock().remove(id) {
             Some(token) => {
                 token.cancel();
@@ -425,7 +437,11 @@ impl<S> Session<S> {
         via: Option<&Downlink>,
         cancel: &CancellationToken,
     ) -> Result<Outcome, ClientRequestError> {
-        let id = Id::number(self.next_request_id.fetch_add(1, Ordering::Relaxed));
+        let n = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        let id = match &self.request_tag {
+            Some(tag) => Id::string(&format!("{tag}-{n}")),
+            None => Id::number(n),
+        };
         let (tx, rx) = oneshot::channel();
         self.awaiting.lock().insert(id.clone(), tx);
         let waiting = Awaiting { session: self, id: id.clone(), via: via.cloned() };
@@ -442,7 +458,7 @@ impl<S> Session<S> {
 
     /// Routes the client's response to the request that awaits it. Hands
     /// the outcome back for an id the engine never sent (or already forgot).
-    pub(crate) fn resolve(&self, id: &Id, outcome: Outcome) -> Result<(), Outcome> {
+    pub fn resolve(&self, id: &Id, outcome: Outcome) -> Result<(), Outcome> {
         match self.awaiting.lock().remove(id) {
             // A waiter that gave up (cancelled) no longer wants it.
             Some(tx) => {

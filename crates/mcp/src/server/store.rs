@@ -11,8 +11,8 @@
 //! consistent): a place is reserved before a session is created, so
 //! concurrent `initialize`s cannot overshoot [`Limits::max_sessions`].
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use moka::Expiry;
@@ -31,7 +31,13 @@ pub struct SessionStore<S: Send + Sync + 'static> {
     limits: Limits,
     /// Live sessions plus places reserved for sessions being created.
     live: Arc<AtomicUsize>,
+    /// Told of every lookup (activity), if the application asked
+    /// ([`SessionStore::on_touch`]).
+    touched: OnceLock<Touched<S>>,
 }
+
+/// What the application does when a session is looked up.
+type Touched<S> = Box<dyn Fn(&Arc<Session<S>>) + Send + Sync>;
 
 /// Idle expiry, except for pinned sessions.
 struct IdleExpiry(Duration);
@@ -106,7 +112,7 @@ impl<S: Send + Sync + 'static> SessionStore<S> {
                 let _ = tx.send(session);
             })
             .build_with_hasher(foldhash::fast::RandomState::default());
-        (Self { cache, idle, limits, live }, rx)
+        (Self { cache, idle, limits, live, touched: OnceLock::new() }, rx)
     }
 
     /// A fresh, unguessable session id (122 random bits, visible ASCII).
@@ -156,7 +162,18 @@ impl<S: Send + Sync + 'static> SessionStore<S> {
 
     /// Looks a session up; counts as activity.
     pub fn get(&self, id: &str) -> Option<Arc<Session<S>>> {
-        self.cache.get(id)
+        let session = self.cache.get(id);
+        if let (Some(session), Some(touched)) = (&session, self.touched.get()) {
+            touched(session);
+        }
+        session
+    }
+
+    /// Has `touched` told of every activity of a session (every lookup,
+    /// and the keep-alive ticks of its open streams), e.g. to keep a copy
+    /// of it elsewhere alive. Set once; later calls are ignored.
+    pub fn on_touch(&self, touched: impl Fn(&Arc<Session<S>>) + Send + Sync + 'static) {
+        let _ = self.touched.set(Box::new(touched));
     }
 
     /// Counts as activity on session `id` (its idle clock restarts).

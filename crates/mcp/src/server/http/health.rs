@@ -36,6 +36,10 @@ pub struct Ready {
     pub ready: bool,
     /// Each upstream's state by name: `starting`, `up` or `down`.
     pub upstreams: Map<String, Value>,
+    /// The shared state store's (Redis), if there is one: `up` or `down`
+    /// (its last command, at most a second old, failed). Sessions held here
+    /// keep working while it is down, so it never makes the answer 503.
+    pub state: Option<&'static str>,
 }
 
 impl std::fmt::Debug for Readiness {
@@ -65,9 +69,13 @@ async fn healthz() -> Response {
 }
 
 async fn readyz(State(readiness): State<Readiness>) -> Response {
-    let Ready { ready, upstreams } = readiness.report();
+    let Ready { ready, upstreams, state } = readiness.report();
     let (status, word) = if ready { (StatusCode::OK, "ready") } else { (StatusCode::SERVICE_UNAVAILABLE, "starting") };
-    reply::json(status, &json!({"status": word, "upstreams": upstreams}))
+    let mut body = json!({"status": word, "upstreams": upstreams});
+    if let Some(state) = state {
+        body["state"] = json!(state);
+    }
+    reply::json(status, &body)
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, call
             {
                 return r.into_response();
             }
-            state.engine.session_ref_as(id, &caller)
+            state.engine.find_session(id, &caller).await
         }
     };
     match state.engine.accept_as(session, body, &caller).await {
@@ -97,7 +97,7 @@ pub(super) fn refusal_status(refusal: Option<Refusal>) -> StatusCode {
         None => StatusCode::OK,
         Some(Refusal::SessionUnknown) => StatusCode::NOT_FOUND,
         Some(Refusal::TooManySessions) => StatusCode::TOO_MANY_REQUESTS,
-        Some(Refusal::ShuttingDown) => StatusCode::SERVICE_UNAVAILABLE,
+        Some(Refusal::ShuttingDown | Refusal::StoreUnavailable) => StatusCode::SERVICE_UNAVAILABLE,
         Some(
             Refusal::Malformed
             | Refusal::SessionRequired
@@ -115,12 +115,30 @@ fn answered(mut responses: Vec<RpcResponse>, refusal: Option<Refusal>, batch: bo
         return StatusCode::ACCEPTED.into_response_empty();
     }
     if batch {
-        return reply::json(status, &responses.into_iter().map(Message::Response).collect::<Vec<_>>());
+        return refusal_response(status, refusal, &responses.into_iter().map(Message::Response).collect::<Vec<_>>());
     }
     match responses.pop() {
-        Some(r) => reply::json(status, &Message::Response(r)),
+        Some(r) => refusal_response(status, refusal, &Message::Response(r)),
         None => StatusCode::ACCEPTED.into_response_empty(),
     }
+}
+
+/// How long a client should wait before retrying a request refused because
+/// the shared state store is unreachable (the store's own wait is 2 s).
+pub(super) const STORE_RETRY_AFTER: HeaderValue = HeaderValue::from_static("1");
+
+/// A JSON answer with `status`; a refusal the client may retry soon
+/// ([`Refusal::StoreUnavailable`]) also says when (`Retry-After`).
+pub(super) fn refusal_response<T: serde::Serialize + ?Sized>(
+    status: StatusCode,
+    refusal: Option<Refusal>,
+    body: &T,
+) -> Response {
+    let mut response = reply::json(status, body);
+    if refusal == Some(Refusal::StoreUnavailable) {
+        response.headers_mut().insert(header::RETRY_AFTER, STORE_RETRY_AFTER);
+    }
+    response
 }
 
 /// Runs the requests and answers with JSON if every response is ready

@@ -133,7 +133,7 @@ impl<S: Send + Sync + 'static> Drop for RequestFrames<S> {
 /// `GET`: resumes the stream `Last-Event-ID` names, or opens the session's
 /// standalone stream (one at a time: 409 for a second, as the TypeScript
 /// SDK does).
-pub fn open<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap, caller: &Caller) -> Response {
+pub async fn open<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap, caller: &Caller) -> Response {
     if !accepts(headers, "text/event-stream") {
         return reply::error(
             StatusCode::NOT_ACCEPTABLE,
@@ -141,7 +141,7 @@ pub fn open<H: Handler>(state: Arc<HttpState<H>>, headers: &HeaderMap, caller: &
             "Not Acceptable: Accept must list text/event-stream",
         );
     }
-    let session = match session_of(&state, headers, caller) {
+    let session = match session_of(&state, headers, caller).await {
         Ok(s) => s,
         Err(r) => return *r,
     };

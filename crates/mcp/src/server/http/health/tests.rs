@@ -22,7 +22,7 @@ async fn healthz_is_always_ok_and_readyz_follows_the_report() {
     let router = routes(Readiness::new(move || {
         let up = flag.load(Ordering::SeqCst);
         let state = if up { "up" } else { "starting" };
-        Ready { ready: up, upstreams: Map::from_iter([("demo".to_string(), Value::from(state))]) }
+        Ready { ready: up, upstreams: Map::from_iter([("demo".to_string(), Value::from(state))]), state: None }
     }));
 
     assert_eq!(get(&router, HEALTHZ_PATH).await, (StatusCode::OK, json!({"status": "ok"})));

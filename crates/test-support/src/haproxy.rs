@@ -1,0 +1,106 @@
+//! A real HAProxy (Debian's `haproxy`) in front of servers on loopback
+//! ports: round-robin per request, no stickiness, health checks every 200
+//! ms on `/healthz`, a refused connection retried on another server. Killed
+//! when dropped.
+//!
+//! Missing `haproxy` fails the test with how to install it, unless
+//! `TOOLGATE_SKIP_REDIS=1` says to skip the tests that need Redis: every
+//! test that needs a balancer needs Redis too (replicas share through it),
+//! so one switch skips them all.
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The executable: `TOOLGATE_HAPROXY`, or `haproxy` on the `PATH`.
+fn executable() -> String {
+    std::env::var("TOOLGATE_HAPROXY").unwrap_or_else(|_| "haproxy".into())
+}
+
+/// A free loopback port (bound, then let go: another process may take it
+/// in between, which on a test machine does not happen in practice).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
+}
+
+/// One `haproxy` process balancing over `servers`.
+pub struct Balancer {
+    port: u16,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Balancer {
+    /// Starts one in front of the servers on these loopback ports, or
+    /// `None` when `TOOLGATE_SKIP_REDIS=1` and there is no `haproxy`.
+    /// Panics, saying how to install it, otherwise.
+    pub fn start(servers: &[u16]) -> Option<Self> {
+        let exe = executable();
+        let present = Command::new(&exe).arg("-v").stdout(Stdio::null()).stderr(Stdio::null()).status();
+        if !present.is_ok_and(|s| s.success()) {
+            if std::env::var("TOOLGATE_SKIP_REDIS").as_deref() == Ok("1") {
+                eprintln!("skipped: `{exe}` (HAProxy) not found and TOOLGATE_SKIP_REDIS=1");
+                return None;
+            }
+            panic!(
+                "this test needs HAProxy, and `{exe}` was not found: install it with `apt-get install haproxy` \
+                 (.ci/run and tests/run.sh do), point TOOLGATE_HAPROXY at one, or set TOOLGATE_SKIP_REDIS=1 to skip \
+                 the tests that need Redis and HAProxy"
+            );
+        }
+        let port = free_port();
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let config = dir.path().join("haproxy.cfg");
+        std::fs::write(&config, config_text(port, servers)).expect("write haproxy.cfg");
+        let child = Command::new(exe)
+            .arg("-f")
+            .arg(&config)
+            .arg("-db")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("haproxy starts");
+        let mut balancer = Self { port, child, _dir: dir };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            // Its reason is on stderr (inherited): a configuration it refuses,
+            // a limit it cannot raise.
+            if let Ok(Some(status)) = balancer.child.try_wait() {
+                panic!("haproxy exited with {status} before listening (see its messages above)");
+            }
+            assert!(Instant::now() < deadline, "haproxy did not listen on port {port} within 10 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(balancer)
+    }
+
+    /// The MCP endpoint through it.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+}
+
+/// The configuration: HTTP mode, each request balanced on its own (no
+/// stickiness), long timeouts for SSE streams.
+fn config_text(port: u16, servers: &[u16]) -> String {
+    let mut text = format!(
+        "global\n  maxconn 1000\n\
+         defaults\n  mode http\n  timeout connect 2s\n  timeout client 1h\n  timeout server 1h\n  \
+         timeout http-request 30s\n  retries 3\n  option redispatch 1\n\
+         frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend toolgate\n\
+         backend toolgate\n  balance roundrobin\n  option httpchk GET /healthz\n  \
+         default-server inter 200ms fall 1 rise 1\n"
+    );
+    for (i, server) in servers.iter().enumerate() {
+        text.push_str(&format!("  server replica{i} 127.0.0.1:{server} check\n"));
+    }
+    text
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

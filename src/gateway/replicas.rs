@@ -1,0 +1,328 @@
+//! Sessions across replicas (`[state] sessions = "shared"`): what the
+//! gateway does with the shared store ([`crate::shared`]).
+//!
+//! - A session `initialize` creates is recorded in Redis before it is
+//!   answered ([`Gateway::record_session`]); without Redis it is refused
+//!   with HTTP 503, never created half.
+//! - A request naming a session this replica does not hold adopts it from
+//!   its record ([`Gateway::adopt_session`]): the same client, revision,
+//!   capabilities, log level, concerns, subscriptions and grants. Upstream
+//!   sessions are opened lazily, as for a new session.
+//! - Every use starts the record's time over, at most once a second per
+//!   session ([`touched`]); a record found missing is written back whole,
+//!   one found ended ends the session here.
+//! - `DELETE` ends the session everywhere ([`Gateway::end_shared`]): the
+//!   record goes, and every replica hears it on the bus ([`Gateway::heard`]).
+//!   Idle expiry needs no message: each replica's copy idles out within a
+//!   second of the record (the record's time is started over on use, at
+//!   most a second late).
+//! - A client's answer to a request another replica sent it, and a
+//!   cancellation of a request running elsewhere, travel over pub/sub.
+//! - Redis unreachable: sessions held here go on from local state; what
+//!   failed to be written is written back whole once Redis answers
+//!   ([`write_back`]). Shutting down ends nothing in Redis: the other
+//!   replicas adopt the sessions.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::{Gateway, GatewaySession, GwSession, caller_principal};
+use crate::jsonrpc::{Body, ErrorObject, Id, Message, Response};
+use crate::protocol::Version;
+use crate::server::{Adoption, Caller, InitContext, SessionStore};
+use crate::shared::{BusMessage, Connection, Inbound, Record, Refresh, SessionLink, bus};
+
+/// How often sessions whose record could not be written are written back.
+const WRITE_BACK_EVERY: Duration = Duration::from_secs(1);
+
+impl Gateway {
+    /// The state of a session `initialize` creates, tied to its record when
+    /// sessions are shared (written once the session exists: see
+    /// [`Gateway::record_session`]).
+    pub(crate) fn share_new(&self, state: GatewaySession, ctx: &InitContext) -> GatewaySession {
+        let Some(shared) = &self.shared else { return state };
+        let base = Record {
+            caller: ctx.caller.id().to_owned(),
+            version: ctx.version.as_str().to_owned(),
+            capabilities: ctx.params.get("capabilities").cloned().unwrap_or_else(|| json!({})),
+            client_info: ctx.params.get("clientInfo").cloned().unwrap_or(Value::Null),
+            ..Record::default()
+        };
+        let link = Arc::new(SessionLink::new(shared.clone(), ctx.session_id.clone(), base.clone()));
+        state.shared_as(link, &base)
+    }
+
+    /// Records a session `initialize` just created; an error refuses it.
+    pub(crate) async fn record_session(&self, session: &GwSession) -> Result<(), ErrorObject> {
+        let (Some(shared), Some(record)) = (&self.shared, session.state.record()) else { return Ok(()) };
+        match shared.put(session.id(), &record).await {
+            Ok(Refresh::Kept | Refresh::Missing) => Ok(()),
+            // A tombstone under a fresh random id: not this session's.
+            Ok(Refresh::Ended) => Err(ErrorObject::new(
+                crate::jsonrpc::codes::STATE_STORE_UNAVAILABLE,
+                "the session could not be recorded; retry",
+            )),
+            Err(e) => {
+                tracing::warn!(error = %e, "a new session could not be recorded in the shared store");
+                Err(e.to_error())
+            }
+        }
+    }
+
+    /// The session `id` of `caller` from the shared store, if it is there
+    /// and belongs to `caller`.
+    pub(crate) async fn adopt_session(
+        self: &Arc<Self>,
+        id: &str,
+        caller: &Caller,
+    ) -> Result<Option<Adoption<GatewaySession>>, ErrorObject> {
+        let Some(shared) = &self.shared else { return Ok(None) };
+        let record = match shared.load(id).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                tracing::warn!(error = %e, "a session could not be looked up in the shared store");
+                return Err(e.to_error());
+            }
+        };
+        // Another client's session is unknown, exactly like a made-up one.
+        let Some(version) = Version::parse(&record.version).filter(|_| record.caller == caller.id()) else {
+            return Ok(None);
+        };
+        let principal = self.clients.current(&caller_principal(caller))?;
+        let slot = self.clients.open_session(&principal)?;
+        let declared = self.catalogs.concerns();
+        let concerns = record.state.concerns.as_ref().filter(|_| !declared.is_empty()).and_then(|values| {
+            let sent = Value::from_iter(values.iter().map(|(k, v)| (k.clone(), Value::from(v.as_str()))));
+            // Declarations may have changed since: what no longer fits is dropped.
+            declared.configure(&sent).ok().map(Arc::new)
+        });
+        // Upstreams may still be starting (a replica that just restarted):
+        // the session's requests wait for them as a new session's would.
+        let deadline = tokio::time::Instant::now() + self.config().server.startup_timeout;
+        let link = Arc::new(SessionLink::new(shared.clone(), Arc::from(id), record.clone()));
+        let state = GatewaySession::for_client(&self.upstreams(), principal, slot)
+            .with_startup_deadline(deadline)
+            .with_concerns(concerns)
+            .shared_as(link, &record);
+        self.metrics.session_started();
+        self.metrics.session_adopted();
+        tracing::info!(session = id, client = state.client_name(), "session adopted from the shared store");
+        let params = json!({"capabilities": record.capabilities, "clientInfo": record.client_info});
+        Ok(Some(Adoption { version, params, state }))
+    }
+
+    /// Ends a shared session everywhere (its client's `DELETE`).
+    pub(crate) async fn end_shared(&self, session: &GwSession) -> Result<(), ErrorObject> {
+        let Some(shared) = &self.shared else { return Ok(()) };
+        shared.end(session.id()).await.map_err(|e| {
+            tracing::warn!(error = %e, "a session could not be ended in the shared store");
+            e.to_error()
+        })
+    }
+
+    /// A cancellation of a request that does not run here: every replica
+    /// holding the session hears it, and the one running it stops it.
+    pub(crate) async fn cancel_shared(&self, session: &GwSession, id: &Id) {
+        let Some(shared) = &self.shared else { return };
+        let message = BusMessage::Cancel {
+            session: session.id().to_owned(),
+            id: id.to_value(),
+            from: shared.replica().to_string(),
+        };
+        if let Err(e) = shared.broadcast(&message).await {
+            tracing::debug!(error = %e, "a cancellation could not be passed to the other replicas");
+        }
+    }
+
+    /// A client's answer to a request no waiter here knows: if another
+    /// replica sent it (its id carries that replica's tag), it goes there.
+    pub(crate) async fn route_answer(&self, session: &GwSession, response: Response) {
+        let Some(shared) = &self.shared else { return };
+        let Some(tag) = response.id.as_ref().and_then(replica_of) else {
+            tracing::debug!(session = session.id(), "an answer to no request of toolgate's ignored");
+            return;
+        };
+        if tag == shared.replica().as_ref() {
+            tracing::debug!(session = session.id(), "a late answer to a request no longer waiting ignored");
+            return;
+        }
+        let message =
+            BusMessage::Answer { session: session.id().to_owned(), response: Message::Response(response).to_value() };
+        match shared.send_to(&tag, &message).await {
+            Ok(true) => {
+                tracing::debug!(session = session.id(), replica = %tag, "an answer passed to the replica that asked")
+            }
+            Ok(false) => tracing::info!(
+                session = session.id(),
+                replica = %tag,
+                "an answer for a replica that is gone dropped (its call ended with it)"
+            ),
+            Err(e) => tracing::warn!(error = %e, "an answer could not be passed to the replica that asked"),
+        }
+    }
+
+    /// What the bus brought.
+    fn heard(&self, inbound: Inbound) {
+        let Some(shared) = &self.shared else { return };
+        let message = match inbound {
+            Inbound::Message(message) => message,
+            // Sessions ended while the subscriber was away: each session
+            // held here checks its record at its next use.
+            Inbound::Subscribed => {
+                for session in self.sessions.sessions() {
+                    if let Some(link) = session.state.link() {
+                        link.refresh_now();
+                    }
+                }
+                return;
+            }
+        };
+        if message.sender() == Some(shared.replica().as_ref()) {
+            return;
+        }
+        match message {
+            BusMessage::Ended { session, .. } => {
+                if self.sessions.remove(&session) {
+                    tracing::debug!(session, "session ended on another replica");
+                }
+            }
+            BusMessage::Cancel { session, id, .. } => {
+                if let (Some(session), Some(id)) = (self.sessions.get(&session), Id::from_value(&id))
+                    && session.cancel_request(&id)
+                {
+                    tracing::debug!(session = session.id(), %id, "client cancelled a request through another replica");
+                }
+            }
+            BusMessage::Answer { session, response } => {
+                let Some(session) = self.sessions.get(&session) else { return };
+                let Ok(Body::Single(Message::Response(Response { id: Some(id), outcome }))) =
+                    Body::decode(response.to_string().as_bytes())
+                else {
+                    return;
+                };
+                if session.resolve(&id, outcome).is_err() {
+                    tracing::debug!(session = session.id(), %id, "an answer passed on from another replica found no waiter");
+                }
+            }
+        }
+    }
+}
+
+/// The replica tag of a request id toolgate sent a client (`"<tag>-<n>"`).
+fn replica_of(id: &Id) -> Option<String> {
+    let Value::String(text) = id.to_value() else { return None };
+    let (tag, n) = text.rsplit_once('-')?;
+    (!tag.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then(|| tag.to_owned())
+}
+
+/// Starts what the shared store needs: its watch; with shared sessions, the
+/// subscriber, what handles its messages, and the refresh on use.
+pub(super) fn start(gateway: &Arc<Gateway>, connection: Option<Arc<Connection>>) {
+    if let Some(connection) = connection {
+        crate::spawn(watch(Arc::downgrade(gateway), connection));
+    }
+    let Some(shared) = gateway.shared.clone() else { return };
+    let (to, mut heard) = mpsc::unbounded_channel();
+    let channels = vec![shared.bus_channel(), shared.replica_channel(shared.replica())];
+    crate::spawn(bus::listen(shared.connection().clone(), channels, to, gateway.shutdown_token()));
+    let weak = Arc::downgrade(gateway);
+    crate::spawn(async move {
+        while let Some(inbound) = heard.recv().await {
+            let Some(gateway) = weak.upgrade() else { return };
+            gateway.heard(inbound);
+        }
+    });
+    let store = Arc::downgrade(&gateway.sessions);
+    gateway.sessions.on_touch(move |session| touched(&store, session));
+}
+
+/// A session was used: its record's time starts over, at most once a second.
+fn touched(store: &Weak<SessionStore<GatewaySession>>, session: &Arc<GwSession>) {
+    let Some(link) = session.state.link() else { return };
+    if !link.refresh_due() {
+        return;
+    }
+    let (store, session) = (store.clone(), session.clone());
+    crate::spawn(async move {
+        let Some(link) = session.state.link() else { return };
+        match link.sessions.refresh(&link.id).await {
+            Ok(Refresh::Kept) => {}
+            // Lost with Redis's data, or expired a moment before this use.
+            Ok(Refresh::Missing) => link.mark_stale(),
+            Ok(Refresh::Ended) => {
+                if let Some(store) = store.upgrade() {
+                    store.remove(session.id());
+                }
+            }
+            Err(_) => link.mark_stale(),
+        }
+    });
+}
+
+/// Asks Redis every second whether it answers (what `/readyz` reports),
+/// and writes back the records of sessions held here that could not be
+/// written; once Redis answers again after failing, every session's.
+async fn watch(gateway: Weak<Gateway>, connection: Arc<Connection>) {
+    let mut seen = connection.failures();
+    let mut was_failing = false;
+    loop {
+        tokio::time::sleep(WRITE_BACK_EVERY).await;
+        let Some(gateway) = gateway.upgrade() else { return };
+        if gateway.is_shutting_down() {
+            return;
+        }
+        let answers = connection.ping().await.is_ok();
+        if answers == was_failing {
+            if answers {
+                tracing::info!("the shared state store (Redis) answers again");
+            } else {
+                tracing::warn!(
+                    "the shared state store (Redis) does not answer; sessions held here go on from local state"
+                );
+            }
+            was_failing = !answers;
+        }
+        let Some(shared) = gateway.shared.clone() else { continue };
+        if !answers {
+            continue;
+        }
+        let sessions = gateway.sessions.sessions();
+        if connection.failures() != seen {
+            seen = connection.failures();
+            tracing::info!(sessions = sessions.len(), "writing back the shared sessions held here");
+            sessions.iter().filter_map(|s| s.state.link()).for_each(|link| link.mark_stale());
+        }
+        for session in sessions {
+            let (Some(link), Some(record)) = (session.state.link(), session.state.record()) else { continue };
+            if !link.take_stale() {
+                continue;
+            }
+            match shared.put(session.id(), &record).await {
+                Ok(Refresh::Kept | Refresh::Missing) => {}
+                Ok(Refresh::Ended) => drop(gateway.sessions.remove(session.id())),
+                Err(_) => {
+                    link.mark_stale();
+                    break;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_name_the_replica_that_asked() {
+        assert_eq!(replica_of(&Id::string("Ab_c-d9-17")).as_deref(), Some("Ab_c-d9"));
+        assert_eq!(replica_of(&Id::string("x-")), None);
+        assert_eq!(replica_of(&Id::string("-3")), None);
+        assert_eq!(replica_of(&Id::number(3)), None, "an untagged id is no replica's");
+        assert_eq!(replica_of(&Id::string("tag-1e3")), None);
+    }
+}

@@ -1,0 +1,182 @@
+//! Client sessions in Redis (`[state] sessions = "shared"`): records that
+//! any replica may adopt, kept alive by use and ended everywhere at once.
+//!
+//! Keys, under `[state] session_prefix` (`toolgate:session:` by default):
+//! - `<prefix><id>`: the session's record, one hash ([`super::record`]),
+//!   whose time to live is `session_idle_timeout`, started over on use (at
+//!   most once a second per session and replica).
+//! - `<prefix>gone:<id>`: a tombstone a `DELETE` leaves for one idle
+//!   timeout, so that no replica writes an ended session back.
+//!
+//! Every write goes through one Lua script, so that a write never revives an
+//! ended session and an update never creates half a record: it answers
+//! whether the session was ended (the tombstone), is missing (expired, or
+//! lost with Redis's data: the caller writes it back whole) or was kept.
+//!
+//! Channels (pub/sub), under the same prefix: `<prefix>bus`, which every
+//! replica hears (sessions ended, cancellations), and `<prefix>replica:<id>`,
+//! which only that replica hears (answers and notifications routed to it);
+//! see [`super::bus`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::bus::BusMessage;
+use super::connection::{Connection, Unavailable};
+use super::record::{self, Record};
+
+/// Writes fields of a session's record, unless the session ended.
+///
+/// KEYS: the record, its tombstone. ARGV: the TTL in ms, `1` to write the
+/// whole record (create, write back) or `0` to update one that exists, then
+/// field, value, ….
+/// Answers -1 (ended), 0 (missing: nothing written), 1 (written; TTL set).
+const WRITE: &str = r"
+if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+if ARGV[2] == '0' and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if #ARGV > 2 then redis.call('HSET', KEYS[1], unpack(ARGV, 3)) end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1
+";
+
+/// What a write or refresh found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refresh {
+    /// The record is there (and its time starts over).
+    Kept,
+    /// No record: it expired, or Redis lost it. Write it back whole.
+    Missing,
+    /// The client ended the session (`DELETE`, on any replica).
+    Ended,
+}
+
+/// The shared sessions of one replica.
+pub struct SharedSessions {
+    connection: Arc<Connection>,
+    prefix: String,
+    ttl_ms: u64,
+    /// This replica's id: its channel, and the tag of its requests to clients.
+    replica: Arc<str>,
+    write: redis::Script,
+}
+
+impl SharedSessions {
+    /// Sessions under `prefix` that expire after `idle` without use, for
+    /// replica `replica`.
+    pub fn new(connection: Arc<Connection>, prefix: &str, idle: Duration, replica: Arc<str>) -> Self {
+        Self {
+            connection,
+            prefix: prefix.to_owned(),
+            ttl_ms: u64::try_from(idle.as_millis()).unwrap_or(u64::MAX).max(1),
+            replica,
+            write: redis::Script::new(WRITE),
+        }
+    }
+
+    /// This replica's id.
+    pub fn replica(&self) -> &Arc<str> {
+        &self.replica
+    }
+
+    /// The connection (for the bus).
+    pub fn connection(&self) -> &Arc<Connection> {
+        &self.connection
+    }
+
+    /// The key of session `id`'s record.
+    pub fn key(&self, id: &str) -> String {
+        format!("{}{id}", self.prefix)
+    }
+
+    fn tombstone(&self, id: &str) -> String {
+        format!("{}gone:{id}", self.prefix)
+    }
+
+    /// The channel every replica hears.
+    pub fn bus_channel(&self) -> String {
+        format!("{}bus", self.prefix)
+    }
+
+    /// The channel only `replica` hears.
+    pub fn replica_channel(&self, replica: &str) -> String {
+        format!("{}replica:{replica}", self.prefix)
+    }
+
+    async fn write(&self, id: &str, whole: bool, fields: &[(String, String)]) -> Result<Refresh, Unavailable> {
+        let mut invocation = self.write.key(self.key(id));
+        invocation.key(self.tombstone(id)).arg(self.ttl_ms).arg(if whole { "1" } else { "0" });
+        for (field, value) in fields {
+            invocation.arg(field).arg(value);
+        }
+        let answer: i64 = self.connection.query(invocation).await?;
+        Ok(match answer {
+            1 => Refresh::Kept,
+            0 => Refresh::Missing,
+            _ => Refresh::Ended,
+        })
+    }
+
+    /// Records a new session, or writes a live one back whole (fields are
+    /// added to what is there: grants another replica recorded stay).
+    pub async fn put(&self, id: &str, record: &Record) -> Result<Refresh, Unavailable> {
+        self.write(id, true, &record.fields()).await
+    }
+
+    /// Updates fields of a session's record, if it is there.
+    pub async fn update(&self, id: &str, fields: &[(String, String)]) -> Result<Refresh, Unavailable> {
+        self.write(id, false, fields).await
+    }
+
+    /// Starts the time of a session's record over, if it is there.
+    pub async fn refresh(&self, id: &str) -> Result<Refresh, Unavailable> {
+        self.write(id, false, &[]).await
+    }
+
+    /// The record of session `id`, if there is one.
+    pub async fn load(&self, id: &str) -> Result<Option<Record>, Unavailable> {
+        let mut cmd = redis::cmd("HGETALL");
+        cmd.arg(self.key(id));
+        let fields: HashMap<String, String> = self.connection.query(cmd).await?;
+        Ok(Record::from_fields(fields))
+    }
+
+    /// The fingerprint session `id` holds a grant for `tool` with, if any.
+    pub async fn grant_of(&self, id: &str, tool: &str) -> Result<Option<u64>, Unavailable> {
+        let mut cmd = redis::cmd("HGET");
+        cmd.arg(self.key(id)).arg(record::grant_field(tool));
+        let held: Option<String> = self.connection.query(cmd).await?;
+        Ok(held.and_then(|f| f.parse().ok()))
+    }
+
+    /// Ends session `id` everywhere: its record goes, a tombstone stays for
+    /// one idle timeout, and every replica hears of it.
+    pub async fn end(&self, id: &str) -> Result<(), Unavailable> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("DEL").arg(self.key(id)).ignore();
+        pipe.cmd("SET").arg(self.tombstone(id)).arg("1").arg("PX").arg(self.ttl_ms).ignore();
+        let ended = BusMessage::Ended { session: id.to_owned(), from: self.replica.to_string() };
+        pipe.cmd("PUBLISH").arg(self.bus_channel()).arg(ended.encode()).ignore();
+        self.connection.query::<()>(pipe).await
+    }
+
+    /// Sends `message` to every replica. Returns how many heard it.
+    pub async fn broadcast(&self, message: &BusMessage) -> Result<u64, Unavailable> {
+        self.publish(self.bus_channel(), message).await
+    }
+
+    /// Sends `message` to `replica` only. Returns whether it heard it (it
+    /// is gone otherwise).
+    pub async fn send_to(&self, replica: &str, message: &BusMessage) -> Result<bool, Unavailable> {
+        Ok(self.publish(self.replica_channel(replica), message).await? > 0)
+    }
+
+    async fn publish(&self, channel: String, message: &BusMessage) -> Result<u64, Unavailable> {
+        let mut cmd = redis::cmd("PUBLISH");
+        cmd.arg(channel).arg(message.encode());
+        self.connection.query(cmd).await
+    }
+}
+
+#[cfg(test)]
+mod tests;
