@@ -26,10 +26,10 @@ futures=(
     'async fn body of gateway::disclosure::Disclosure::call_tool<'
     'async fn body of gateway::forward::Forwarder::serve()'
     'async fn body of gateway::forward::Forwarder::forward()'
-    'async fn body of upstream::service::call<'
-    'async fn body of upstream::modern::rounds::drive<'
-    'async fn body of <upstream::service::Deadline<'
-    'async fn body of upstream::peer::Peer::call()'
+    'async fn body of toolgate_mcp::client::service::call<'
+    'async fn body of toolgate_mcp::client::modern::rounds::drive<'
+    'async fn body of <toolgate_mcp::client::service::Deadline<'
+    'async fn body of toolgate_mcp::client::peer::Peer::call()'
 )
 for f in "${futures[@]}"; do
     size="$(grep -F "print-type-size type: \`{$f" "$out" | sed -n 's/.*`: \([0-9]*\) bytes.*/\1/p' | sort -n | tail -n1)"

@@ -25,5 +25,6 @@ pub use mrtr::MrtrConfig;
 pub use observability::{MetricsConfig, OTEL_BUILT, TracingConfig};
 pub use schema::{schema, schema_json};
 pub use state::{DEFAULT_KEY_PREFIX, DEFAULT_SESSION_PREFIX, SessionSharing, StateConfig};
-pub use target::{HttpTarget, StdioTarget, Target, TargetError};
+pub use target::TargetError;
+pub use toolgate_mcp::client::{HttpTarget, StdioTarget, Target};
 pub use validate::Problem;

@@ -2,9 +2,10 @@
 //! tool definitions.
 //!
 //! The crate is laid out by responsibility:
-//! - [`jsonrpc`], [`protocol`] and [`server`]: re-exported from the
-//!   `toolgate-mcp` engine crate (envelopes, revisions, the server engine and
-//!   its downstream transports).
+//! - [`jsonrpc`], [`protocol`], [`server`] and [`upstream`]: re-exported
+//!   from the `toolgate-mcp` engine crate (envelopes, revisions, the server
+//!   engine and its downstream transports, and the client of upstream
+//!   servers, `toolgate_mcp::client`).
 //! - [`config`]: the TOML model, loading and validation.
 //! - [`auth`]: client authentication (API keys, JWT), per-client tool policy
 //!   and limits.
@@ -20,9 +21,7 @@
 //!   share through Redis (sessions, messages between replicas).
 //! - [`telemetry`]: logging, OpenTelemetry traces and W3C trace context.
 
-// One audited exception: `upstream::stdio::orphan` (the parent-death signal
-// set between fork and exec).
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod auth;
 pub mod catalog;
@@ -37,7 +36,7 @@ pub mod mrtr;
 pub mod shared;
 pub mod telemetry;
 pub mod tokens;
-pub mod upstream;
 
+pub use toolgate_mcp::client as upstream;
 pub(crate) use toolgate_mcp::spawn;
 pub use toolgate_mcp::{jsonrpc, protocol, server};

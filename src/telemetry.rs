@@ -9,7 +9,7 @@
 //! (SEP-414) or in the HTTP request's headers; the upstream exchange passes
 //! its own context on in the forwarded request's `_meta.traceparent` (and
 //! `tracestate`), which HTTP upstreams also get as headers
-//! ([`trace_headers`]).
+//! ([`trace_headers`](crate::upstream::trace_headers)).
 //!
 //! OpenTelemetry is compiled in with the `otel` cargo feature (on by
 //! default) and costs nothing at run time until configured: without an
@@ -23,13 +23,10 @@ mod otlp;
 #[cfg(all(test, feature = "otel"))]
 mod tests;
 
-use http::HeaderValue;
 use serde_json::Value;
 use tracing_subscriber::EnvFilter;
 
 use crate::config::TracingConfig;
-use crate::jsonrpc::Message;
-use crate::protocol::header;
 use crate::server::TraceHeaders;
 
 /// Why logging or tracing could not start.
@@ -125,15 +122,4 @@ pub fn inject(span: &tracing::Span, params: Option<Value>) -> Option<Value> {
     return context::inject(span, params);
     #[cfg(not(feature = "otel"))]
     params
-}
-
-/// The W3C trace context of an outgoing request, from its
-/// `_meta.traceparent` and `_meta.tracestate`, as HTTP header values (an
-/// HTTP upstream gets both: its HTTP instrumentation reads the headers).
-pub fn trace_headers(message: &Message) -> Option<(HeaderValue, Option<HeaderValue>)> {
-    let Message::Request(request) = message else { return None };
-    let meta = request.params.as_ref()?.get("_meta")?;
-    let parent = HeaderValue::from_str(meta.get(header::TRACEPARENT_KEY)?.as_str()?).ok()?;
-    let state = meta.get(header::TRACESTATE_KEY).and_then(Value::as_str).and_then(|s| HeaderValue::from_str(s).ok());
-    Some((parent, state))
 }

@@ -229,7 +229,7 @@ async fn open_own(
         attribute_to_latest_call: !up.target.attributes_calls(),
         timeout: up.config.timeout,
         cancel_timeout: up.config.cancel_timeout,
-        protocol: up.config.protocol,
+        protocol: up.config.protocol.into(),
         era: Some(up.era.clone()),
         control: false,
     };

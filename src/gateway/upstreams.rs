@@ -358,7 +358,7 @@ async fn supervise(gateway: Weak<Gateway>, up: Arc<UpstreamHandle>) {
             attribute_to_latest_call: false,
             timeout: up.config.timeout,
             cancel_timeout: up.config.cancel_timeout,
-            protocol: up.config.protocol,
+            protocol: up.config.protocol.into(),
             era: Some(up.era.clone()),
             control: true,
         };

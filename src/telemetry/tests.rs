@@ -5,7 +5,6 @@ use serde_json::{Value, json};
 use tracing_subscriber::layer::SubscriberExt as _;
 
 use super::*;
-use crate::jsonrpc::{Id, Request};
 
 const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";
@@ -85,16 +84,4 @@ fn nothing_is_added_without_an_exporter() {
         tracing::subscriber::with_default(subscriber, || inject(&tracing::info_span!("upstream call"), params.clone()));
     assert_eq!(out, params);
     assert_eq!(inject(&tracing::Span::none(), params.clone()), params);
-}
-
-#[test]
-fn outgoing_headers_mirror_meta() {
-    let request = |params: Value| {
-        Message::Request(Request { id: Id::number(1), method: "tools/call".into(), params: Some(params) })
-    };
-    let (parent, state) =
-        trace_headers(&request(json!({"_meta": {"traceparent": "00-a-b-01", "tracestate": "x=1"}}))).unwrap();
-    assert_eq!((parent.to_str().unwrap(), state.unwrap().to_str().unwrap()), ("00-a-b-01", "x=1"));
-    assert!(trace_headers(&request(json!({"name": "t"}))).is_none());
-    assert!(trace_headers(&request(json!({"_meta": {"traceparent": "bad\nvalue"}}))).is_none());
 }

@@ -105,7 +105,7 @@ pub async fn list_tools(config: &UpstreamConfig, http: &reqwest::Client) -> Resu
         attribute_to_latest_call: false,
         timeout: config.timeout,
         cancel_timeout: config.cancel_timeout,
-        protocol: config.protocol,
+        protocol: config.protocol.into(),
         era: None,
         control: false,
     };

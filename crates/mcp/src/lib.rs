@@ -1,5 +1,5 @@
 //! toolgate's MCP engine, shared by the gateway, the demo upstream and the
-//! conformance fixture.
+//! conformance fixture: both sides of the protocol.
 //!
 //! - [`jsonrpc`]: JSON-RPC 2.0 envelopes as toolgate sees them on every leg,
 //!   and the one decoder of message bodies (single messages and batches).
@@ -7,10 +7,18 @@
 //! - [`server`]: the server engine (the MCP lifecycle, sessions, the batch
 //!   policy) and the downstream transports that move its frames
 //!   (Streamable HTTP, legacy HTTP+SSE, stdio).
+//! - [`client`]: the client of upstream servers (the gateway's upstream
+//!   leg): where an upstream lives ([`client::Target`]), opening a session
+//!   in either era, the peer that owns a session's ids and routes what comes
+//!   back, the transports (stdio children, Streamable HTTP, legacy HTTP+SSE,
+//!   an in-process server in tests), and the layers a call goes through.
 //! - [`uri_template`]: matching URIs against resource templates (RFC 6570).
 
-#![forbid(unsafe_code)]
+// One audited exception: `client::stdio::orphan` (the parent-death signal
+// set between fork and exec).
+#![deny(unsafe_code)]
 
+pub mod client;
 pub mod jsonrpc;
 pub mod protocol;
 pub mod server;

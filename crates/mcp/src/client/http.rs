@@ -13,6 +13,8 @@
 
 mod lost;
 mod plain;
+#[cfg(test)]
+mod tests;
 
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
@@ -28,13 +30,28 @@ use super::capped::CappedEvents;
 use tokio_util::sync::CancellationToken;
 
 use super::error::{Cause, HttpStatus, UpstreamError, report};
+use super::target::HttpTarget;
 use super::transport::{Inbox, Transport};
-use crate::config::HttpTarget;
 use crate::jsonrpc::{Body, Id, Message, Outcome, Response};
 use crate::protocol::{self, Version};
 
 /// A request's `traceparent` and `tracestate`, as header values.
 type TraceValues = (HeaderValue, Option<HeaderValue>);
+
+/// The W3C trace context of an outgoing request, from its
+/// `_meta.traceparent` and `_meta.tracestate` (where the gateway put its
+/// span's context), as HTTP header values: an HTTP upstream gets both, as
+/// its HTTP instrumentation reads the headers.
+pub fn trace_headers(message: &Message) -> Option<TraceValues> {
+    let Message::Request(request) = message else { return None };
+    let meta = request.params.as_ref()?.get("_meta")?;
+    let parent = HeaderValue::from_str(meta.get(protocol::header::TRACEPARENT_KEY)?.as_str()?).ok()?;
+    let state = meta
+        .get(protocol::header::TRACESTATE_KEY)
+        .and_then(serde_json::Value::as_str)
+        .and_then(|s| HeaderValue::from_str(s).ok());
+    Some((parent, state))
+}
 
 /// Default wait before resuming a broken stream when the server gave no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
@@ -442,7 +459,7 @@ impl Transport for HttpTransport {
         message: &'a Message,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         // Boxed: the exchange is a large future.
-        Box::pin(self.exchange(call, Bytes::from(message.encode()), crate::telemetry::trace_headers(message), None))
+        Box::pin(self.exchange(call, Bytes::from(message.encode()), trace_headers(message), None))
     }
 
     fn request_modern<'a>(
@@ -452,7 +469,7 @@ impl Transport for HttpTransport {
         text: String,
         headers: &'a [(HeaderName, HeaderValue)],
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
-        let trace = crate::telemetry::trace_headers(message);
+        let trace = trace_headers(message);
         Box::pin(self.exchange(call, Bytes::from(text), trace, Some(headers)))
     }
 

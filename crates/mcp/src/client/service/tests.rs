@@ -11,10 +11,10 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::*;
+use crate::client::peer::PeerEvents;
+use crate::client::peer::TICK;
+use crate::client::transport::{Inbox, Transport};
 use crate::jsonrpc::{Message, Notification, Request, Response};
-use crate::upstream::peer::PeerEvents;
-use crate::upstream::peer::TICK;
-use crate::upstream::transport::{Inbox, Transport};
 
 /// How the scripted upstream answers a request.
 #[derive(Clone, Copy)]

@@ -1,16 +1,14 @@
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use super::*;
-use crate::config::{Target, UpstreamConfig};
+use crate::client::peer::Peer;
+use crate::client::{Call, PeerEvents};
 use crate::jsonrpc::{Notification, Request};
-use crate::upstream::peer::Peer;
-use crate::upstream::{Call, PeerEvents};
 
 fn url(s: &str) -> reqwest::Url {
     reqwest::Url::parse(s).expect("test URL")
@@ -137,13 +135,13 @@ fn serve(listener: TcpListener, script: Script) -> mpsc::UnboundedReceiver<Seen>
 
 /// Opens the legacy stream at `url` as a configured upstream would.
 async fn open_at(url: &str, timeout: &str) -> Result<Opened, UpstreamError> {
-    let config: UpstreamConfig = serde_json::from_value(json!({
-        "name": "legacy", "url": url, "transport": "sse", "timeout": timeout,
-        "headers": {"X-Api-Key": "secret"},
-    }))
-    .expect("config");
-    let Ok(Target::Sse(target)) = config.target() else { panic!("an sse target") };
-    open(&target, &label(), client(), config.timeout).await
+    let mut headers = http::HeaderMap::new();
+    let mut key = http::HeaderValue::from_static("secret");
+    key.set_sensitive(true);
+    headers.insert("x-api-key", key);
+    let target = HttpTarget { url: url.parse().expect("url"), headers, max_message_bytes: 16 * 1024 * 1024 };
+    let timeout = humantime::parse_duration(timeout).expect("timeout");
+    open(&target, &label(), client(), timeout).await
 }
 
 fn client() -> reqwest::Client {

@@ -22,8 +22,8 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
 use super::error::{Cause, UpstreamError};
+use super::target::StdioTarget;
 use super::transport::{Inbox, Transport};
-use crate::config::StdioTarget;
 use crate::jsonrpc::{Body, Message};
 
 /// Longest stderr line logged (the rest is cut).

@@ -10,10 +10,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::super::HttpTransport;
-use crate::config::HttpTarget;
+use crate::client::HttpTarget;
+use crate::client::error::UpstreamError;
+use crate::client::transport::{Inbox, Transport};
 use crate::jsonrpc::{Message, Request, codes};
-use crate::upstream::error::UpstreamError;
-use crate::upstream::transport::{Inbox, Transport};
 
 /// An inbox that drops everything: these calls end in the exchange itself.
 struct Nowhere;

@@ -2,7 +2,7 @@
 //! `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, and the `Mcp-Param-*`
 //! headers that mirror arguments whose property schema carries
 //! `x-mcp-header` (the annotation and value rules are
-//! [`toolgate_mcp::protocol::modern::params`], re-exported here).
+//! [`crate::protocol::modern::params`], re-exported here).
 
 // foldhash: these maps are looked up on every call (see Cargo.toml).
 use foldhash::{HashMap, HashMapExt as _};

@@ -1,4 +1,13 @@
-//! Upstream connections: toolgate as an MCP *client* of the servers it fronts.
+//! The MCP client: toolgate's upstream leg, the servers it fronts.
+//!
+//! The client owns everything on that leg below the gateway's policy: where
+//! an upstream lives ([`Target`], which the gateway resolves from its
+//! configuration), opening a session in either era ([`connect`]: the
+//! `server/discover` probe, or the `initialize` handshake), the peers and
+//! transports, the 2026-07-28 handling in [`modern`], and the call stack in
+//! [`service`]. It depends on the rest of this crate only (envelopes,
+//! revisions, and the server engine for the in-memory target), never on the
+//! gateway.
 //!
 //! A [`Peer`] is one initialized MCP session with an upstream, over a
 //! [`Transport`](transport::Transport): a [`stdio`] child process, Streamable
@@ -21,14 +30,17 @@ mod peer;
 pub mod service;
 mod sse;
 mod stdio;
+mod target;
 mod transport;
 
-pub(crate) use capped::same_origin_redirects;
+pub use capped::same_origin_redirects;
 pub use connect::{ConnectOptions, connect};
 pub use error::{Cause, Report, Retry, UpstreamError, report};
+pub use http::trace_headers;
 #[cfg(any(test, feature = "test-util"))]
 pub use memory::MemoryTarget;
-pub(crate) use peer::Shared as CallShared;
+pub use peer::Shared as CallShared;
 pub use peer::{Call, ClientHello, Peer, PeerEvents, Route, ServerHello};
 pub use service::Connections;
+pub use target::{EraChoice, HttpTarget, StdioTarget, Target};
 pub use transport::{Inbox, Transport};

@@ -3,7 +3,7 @@
 //! routing headers and the `x-mcp-header` rules ([`headers`]), results for
 //! clients of older revisions and the multi-round-trip loop ([`rounds`]),
 //! and the `subscriptions/listen` stream that replaces unsolicited
-//! notifications ([`listen`]). Names come from `toolgate_mcp::protocol::modern`.
+//! notifications ([`listen`]). Names come from [`crate::protocol::modern`].
 
 pub mod envelope;
 pub mod headers;

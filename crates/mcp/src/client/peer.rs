@@ -142,7 +142,7 @@ pub struct Call {
     pub(crate) timeout: Option<Duration>,
     /// What the layers around this attempt share with the peer: why it was
     /// given up, and the request handed back for a retry.
-    pub(crate) shared: Arc<Shared>,
+    pub shared: Arc<Shared>,
     /// 0 for the first attempt, then 1 for a retry.
     pub(crate) attempt: u32,
     /// The downstream client this call is for (modern upstreams only).
@@ -162,10 +162,10 @@ pub struct Call {
 /// What the layers around one attempt at a call share with the peer that
 /// sends it (one allocation per call for both).
 #[derive(Default)]
-pub(crate) struct Shared {
+pub struct Shared {
     /// Why the call was given up, set by the layer that gives it up; the
     /// upstream is told in `notifications/cancelled`.
-    pub(crate) abandoned: OnceLock<&'static str>,
+    pub abandoned: OnceLock<&'static str>,
     /// The request (method and the client's params), handed back by the peer
     /// when the upstream never saw it (it forgot the session), so the retry
     /// layer can send it again without copying every call's params up front.
@@ -174,9 +174,9 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Why a call is given up when its deadline passed.
-    pub(crate) const TIMED_OUT: &'static str = "timed out";
+    pub const TIMED_OUT: &'static str = "timed out";
     /// Why a call is given up when its client cancelled it.
-    pub(crate) const CANCELLED_BY_CLIENT: &'static str = "cancelled by the client";
+    pub const CANCELLED_BY_CLIENT: &'static str = "cancelled by the client";
 }
 
 /// Everything of a call but its request: what another attempt or round

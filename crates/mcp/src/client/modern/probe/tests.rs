@@ -1,8 +1,8 @@
 use serde_json::json;
 
 use super::*;
+use crate::client::error::{Cause, HttpStatus};
 use crate::jsonrpc::ErrorObject;
-use crate::upstream::error::{Cause, HttpStatus};
 
 fn error(code: i64, data: Option<Value>) -> Result<Outcome, UpstreamError> {
     let mut e = ErrorObject::new(code, "no");

@@ -24,8 +24,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::{Cause, UpstreamError, report};
 use super::http::decode_body;
+use super::target::HttpTarget;
 use super::transport::{Inbox, Transport};
-use crate::config::HttpTarget;
 use crate::jsonrpc::Message;
 
 /// Longest wait for the `endpoint` event (or the upstream's `timeout`, if shorter).

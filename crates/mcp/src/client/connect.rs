@@ -13,8 +13,8 @@ use super::http::HttpTransport;
 use super::modern::probe::{self, Verdict};
 use super::modern::{UpstreamEra, envelope, listen};
 use super::peer::{Call, ClientHello, Peer, PeerEvents, ServerHello};
+use super::target::{EraChoice, Target};
 use super::{sse, stdio};
-use crate::config::{Target, UpstreamProtocol};
 use crate::jsonrpc::Outcome;
 use crate::protocol::{Version, method, modern};
 
@@ -39,7 +39,7 @@ pub struct ConnectOptions {
     /// How long telling the upstream of an abandoned call may take.
     pub cancel_timeout: Duration,
     /// Which era to speak (`auto` probes).
-    pub protocol: UpstreamProtocol,
+    pub protocol: EraChoice,
     /// What the upstream's connections share about its era (the last
     /// verdict, the tools' `x-mcp-header`s). `None`: nothing shared.
     pub era: Option<Arc<UpstreamEra>>,
@@ -71,10 +71,10 @@ pub async fn connect(
         Ok::<_, UpstreamError>(peer)
     };
     let peer = open().await?;
-    let known = era.as_ref().filter(|_| !control && protocol == UpstreamProtocol::Auto).and_then(|e| e.known());
+    let known = era.as_ref().filter(|_| !control && protocol == EraChoice::Auto).and_then(|e| e.known());
     // Legacy HTTP+SSE predates the modern era; a known legacy verdict needs
     // no second probe.
-    let probing = !matches!(target, Target::Sse(_)) && protocol != UpstreamProtocol::Legacy && known.is_none();
+    let probing = !matches!(target, Target::Sse(_)) && protocol != EraChoice::Legacy && known.is_none();
     if let Some(known) = known.clone().filter(|h| h.modern.is_some()) {
         adopt(&peer, &hello, known, era.as_ref(), false);
         return Ok(peer);
@@ -176,7 +176,7 @@ async fn discover(
     peer: &Arc<Peer>,
     hello: &ClientHello,
     timeout: Duration,
-    protocol: UpstreamProtocol,
+    protocol: EraChoice,
 ) -> Result<Probed, UpstreamError> {
     let label = peer.label().clone();
     let start_error = |why: String| UpstreamError::Start { upstream: label.clone(), source: Cause::msg(why) };
@@ -212,7 +212,7 @@ async fn discover(
                 tracing::debug!(upstream = %label, asked = version, retry = v, "the upstream wants another modern version");
                 version = v;
             }
-            Verdict::Legacy(why) if protocol == UpstreamProtocol::Modern => {
+            Verdict::Legacy(why) if protocol == EraChoice::Modern => {
                 return Err(start_error(format!(
                     "protocol = \"2026-07-28\", but the upstream does not speak it: {why}"
                 )));

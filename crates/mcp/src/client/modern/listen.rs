@@ -2,7 +2,7 @@
 //! only place such an upstream sends list changes. One stream per control
 //! connection asks for the `list_changed` kinds the upstream's capabilities
 //! offer; what arrives on it reaches the connection's [`PeerEvents`]
-//! (`crate::upstream::PeerEvents`) like any unsolicited notification, so the
+//! (`crate::client::PeerEvents`) like any unsolicited notification, so the
 //! catalog refresh works as it does for handshake-era upstreams. It also
 //! carries the resource URIs toolgate's clients subscribed to (their
 //! `notifications/resources/updated` arrive the same way). The stream is

@@ -20,7 +20,7 @@ const MAX_REDIRECTS: usize = 5;
 /// The redirect policy of the upstream HTTP client: redirects are followed
 /// only within the origin (scheme, host, port) of the first request, so the
 /// configured headers (credentials) never reach another server.
-pub(crate) fn same_origin_redirects() -> reqwest::redirect::Policy {
+pub fn same_origin_redirects() -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(|attempt| {
         let first = attempt.previous().first().map(url::Url::origin);
         match first {
