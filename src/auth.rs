@@ -28,8 +28,6 @@ mod policy;
 mod principal;
 
 #[cfg(test)]
-mod test_keys;
-#[cfg(test)]
 mod tests;
 
 use std::collections::HashMap;

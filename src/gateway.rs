@@ -144,7 +144,7 @@ pub struct Gateway {
     /// The search listing, when `[disclosure] listing` may show it.
     search: Option<search::Search>,
     /// The disclosure layer (it steps aside while no upstream is progressive).
-    disclosure: Option<disclosure::Disclosure>,
+    disclosure: disclosure::Disclosure,
     /// Sessionless clients' grants (`[state]`): in memory, or in Redis.
     grant_store: Arc<GrantStore>,
     /// Client sessions in Redis (`[state] sessions = "shared"`).
@@ -204,7 +204,7 @@ impl Gateway {
         let metrics = Arc::new(Metrics::new(names, config.metrics.enabled));
         // Present even while every upstream is in passthrough mode (it then
         // steps aside), so a reload may make one progressive.
-        let disclosure = Some(disclosure::Disclosure::new(config.disclosure.cache_bytes));
+        let disclosure = disclosure::Disclosure::new(config.disclosure.cache_bytes);
         let connection = match &config.state.redis_url {
             Some(url) => Some(Arc::new(crate::shared::Connection::open(url.expose(), &config.state)?)),
             None => None,

@@ -7,9 +7,9 @@ use std::time::Duration;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::{Value, json};
 
-use super::test_keys::{AUDIENCE, ISSUER, JwksServer, Reply, TestKey, b64, client, good_claims, jwks, now};
 use super::*;
 use crate::config::{ClientConfig, JwtConfig, Secret};
+use toolgate_test_support::jwt::{AUDIENCE, ISSUER, JwksServer, Reply, TestKey, b64, client, good_claims, jwks, now};
 
 const ALICE_KEY: &str = "alice-0123456789abcdef";
 const CI_KEY: &str = "ci-key-0123456789abcdef";

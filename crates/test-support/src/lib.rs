@@ -7,6 +7,10 @@
 //!   and starting a server that prints `LISTENING <url>`.
 //! - [`bins`]: the workspace's built binaries (the conformance fixture), for
 //!   tests of another package than the one that builds them.
+//! - [`jwt`]: signing keys, their JWKs and JWTs signed with them
+//!   ([`TestKey`](jwt::TestKey)), and a JWKS endpoint
+//!   ([`JwksServer`](jwt::JwksServer)), for the gateway's client
+//!   authentication tests.
 //! - [`haproxy`]: a real HAProxy balancing round-robin, without
 //!   stickiness, over servers on loopback ports ([`Balancer`]).
 //! - [`redis`]: a real `redis-server` on a free loopback port, stopped,
@@ -19,6 +23,7 @@
 pub mod bins;
 pub mod client;
 pub mod haproxy;
+pub mod jwt;
 pub mod modern;
 pub mod pipe;
 pub mod process;

@@ -4,7 +4,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::auth::test_keys::{JwksServer, Reply, TestKey, client, jwks};
+use toolgate_test_support::jwt::{JwksServer, Reply, TestKey, client, jwks};
 
 fn settings(min_refresh_interval: Duration) -> JwksSettings {
     JwksSettings {

@@ -250,46 +250,9 @@ impl<H: Handler> Engine<H> {
         &self.store
     }
 
-    /// Looks up the session an `Mcp-Session-Id` names (counts as activity).
-    pub fn session_ref(&self, id: Option<&str>) -> SessionRef<H::State> {
-        self.session_ref_as(id, &Caller::anonymous())
-    }
-
-    /// Looks up the session an `Mcp-Session-Id` names for `caller`: a
-    /// session that belongs to another caller is [`SessionRef::Unknown`],
-    /// exactly like one that does not exist.
-    pub fn session_ref_as(&self, id: Option<&str>, caller: &Caller) -> SessionRef<H::State> {
-        match id {
-            None => SessionRef::Missing,
-            Some(id) => self.live_session(id, caller).map_or(SessionRef::Unknown, SessionRef::Live),
-        }
-    }
-
     /// The live session `id` if it belongs to `caller` (counts as activity).
     pub fn live_session(&self, id: &str, caller: &Caller) -> Option<Arc<Session<H::State>>> {
         self.store.get(id).filter(|s| s.belongs_to(caller))
-    }
-
-    /// The live session an `Mcp-Session-Id` names, for a transport request
-    /// that is not a message (`GET`, `DELETE`), or the refusal.
-    pub fn require_session(&self, id: Option<&str>) -> Result<Arc<Session<H::State>>, (Refusal, Response)> {
-        self.require_session_as(id, &Caller::anonymous())
-    }
-
-    /// [`Engine::require_session`] for `caller`: another caller's session is
-    /// refused as unknown.
-    pub fn require_session_as(
-        &self,
-        id: Option<&str>,
-        caller: &Caller,
-    ) -> Result<Arc<Session<H::State>>, (Refusal, Response)> {
-        match self.session_ref_as(id, caller) {
-            SessionRef::Live(session) => Ok(session),
-            other => {
-                let refusal = refusal_of(&other).unwrap_or(Refusal::SessionRequired);
-                Err((refusal, no_session_error(&other, None, "")))
-            }
-        }
     }
 
     /// Looks up the session an `Mcp-Session-Id` names for `caller`, here or,
@@ -345,8 +308,10 @@ impl<H: Handler> Engine<H> {
         SessionRef::Live(session)
     }
 
-    /// [`Engine::require_session_as`], adopting a session from the shared
-    /// store as [`Engine::find_session`] does.
+    /// The session an `Mcp-Session-Id` names for `caller`, for a transport
+    /// request that is not a message (`GET`, `DELETE`), or the refusal (a
+    /// session of another caller is refused as unknown). Adopts a session
+    /// from the shared store as [`Engine::find_session`] does.
     pub async fn find_required(
         &self,
         id: Option<&str>,
@@ -414,7 +379,7 @@ impl<H: Handler> Engine<H> {
     /// Takes one decoded body (or the reason it did not decode) from
     /// `caller`; a session its `initialize` creates belongs to `caller`. The
     /// transport has looked `session` up for this caller
-    /// ([`Engine::session_ref_as`]).
+    /// ([`Engine::find_session`]).
     pub async fn accept_as(
         &self,
         session: SessionRef<H::State>,

@@ -1,5 +1,5 @@
-//! A coarse clock for the streaming grace of `POST` answers (see
-//! `post::STREAM_GRACE`): one ticker task per server wakes every request
+//! The streaming grace of `POST` answers ([`STREAM_GRACE`]), and the coarse
+//! clock that times it: one ticker task per server wakes every request
 //! waiting out its grace each [`TICK`], instead of each request registering
 //! a timer of its own.
 //!
@@ -16,6 +16,19 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
+
+/// How long answers the application wants streamed
+/// ([`Frame::Stream`](crate::server::session::Frame::Stream)) may take and
+/// still go out as one JSON response, for session requests
+/// ([`post`](super::post)) and sessionless 2026 ones
+/// ([`modern`](super::modern)) alike.
+///
+/// Why 50 ms: a fast tool call, the common case, answers well within it and
+/// then costs one write (and, in a session, no replay bookkeeping); a
+/// slower one is streamed from then on (in a session, resumably), its first
+/// event at most this much later (plus up to one [`TICK`]), a delay no
+/// client notices next to the call it waits for.
+pub(super) const STREAM_GRACE: Duration = Duration::from_millis(50);
 
 /// How often waiting requests look at the time.
 pub(super) const TICK: Duration = Duration::from_millis(10);

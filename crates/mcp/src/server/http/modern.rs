@@ -29,6 +29,7 @@ use futures::{StreamExt as _, stream};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use sse_stream::Sse;
 
+use super::grace::STREAM_GRACE;
 use super::{EmptyResponse, HttpState, reply};
 use crate::jsonrpc::{Body, DecodeError, ErrorObject, Message, Request, Response as RpcResponse, codes};
 use crate::protocol::{self, method, modern};
@@ -36,10 +37,6 @@ use crate::server::caller::Caller;
 use crate::server::engine::{ModernAccepted, RoutingHeaders};
 use crate::server::handler::{Handler, TraceHeaders};
 use crate::server::session::{Downlink, Frame, Session};
-
-/// How long an answer the application wants streamed may take and still go
-/// out as one JSON response (as for session requests).
-const STREAM_GRACE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Which era a POSTed body belongs to.
 pub(super) enum Era {

@@ -6,6 +6,7 @@ use axum::extract::Request;
 use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
 
+use super::grace::STREAM_GRACE;
 use super::{EmptyResponse, HttpState, accepts_all, check_version_header, reply, session_id, stream};
 use crate::jsonrpc::{Body, Message, Response as RpcResponse, codes};
 use crate::protocol::{self, method};
@@ -13,13 +14,6 @@ use crate::server::caller::Caller;
 use crate::server::engine::{Accepted, Refusal, SessionRef};
 use crate::server::handler::{Handler, TraceHeaders};
 use crate::server::session::{Downlink, Frame, Session};
-
-/// How long answers the application wants streamed ([`Frame::Stream`]) may
-/// take and still go out as one JSON response: a fast tool call then costs
-/// one write and no replay bookkeeping; a slower one is streamed (and
-/// resumable) from then on, its priming event this much later (up to one
-/// tick of the server's [`grace`](super::grace) clock more).
-const STREAM_GRACE: std::time::Duration = std::time::Duration::from_millis(50);
 
 pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, caller: Caller) -> Response {
     let (parts, body) = request.into_parts();

@@ -1,6 +1,6 @@
-//! Test support: signing keys made at run time, their JWKs, and JWTs signed
-//! with them (header and claims exactly as a test writes them, so tests can
-//! also forge bad tokens).
+//! Signing keys made at run time, their JWKs, and JWTs signed with them
+//! (header and claims exactly as a test writes them, so tests can also
+//! forge bad tokens); a JWKS endpoint whose answer a test sets.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -15,12 +15,12 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
 /// base64url without padding, as JWS uses.
-pub(crate) fn b64(bytes: impl AsRef<[u8]>) -> String {
+pub fn b64(bytes: impl AsRef<[u8]>) -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
 /// Seconds since the epoch.
-pub(crate) fn now() -> u64 {
+pub fn now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970").as_secs()
 }
 
@@ -31,33 +31,33 @@ enum Signer {
 }
 
 /// A private key with its `kid`.
-pub(crate) struct TestKey {
-    pub(crate) kid: String,
-    pub(crate) alg: &'static str,
+pub struct TestKey {
+    pub kid: String,
+    pub alg: &'static str,
     signer: Signer,
 }
 
 impl TestKey {
     /// A fresh RSA-2048 key for RS256.
-    pub(crate) fn rsa(kid: &str) -> Self {
+    pub fn rsa(kid: &str) -> Self {
         let pair = RsaKeyPair::generate(KeySize::Rsa2048).expect("RSA key generation");
         Self { kid: kid.into(), alg: "RS256", signer: Signer::Rsa(pair) }
     }
 
     /// A fresh P-256 key for ES256.
-    pub(crate) fn ec(kid: &str) -> Self {
+    pub fn ec(kid: &str) -> Self {
         let pair = EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING).expect("EC key generation");
         Self { kid: kid.into(), alg: "ES256", signer: Signer::Ec(pair) }
     }
 
     /// A fresh Ed25519 key for EdDSA.
-    pub(crate) fn ed(kid: &str) -> Self {
+    pub fn ed(kid: &str) -> Self {
         let pair = Ed25519KeyPair::generate().expect("Ed25519 key generation");
         Self { kid: kid.into(), alg: "EdDSA", signer: Signer::Ed(pair) }
     }
 
     /// The public JWK, with `kid`, `use` and `alg`.
-    pub(crate) fn jwk(&self) -> Value {
+    pub fn jwk(&self) -> Value {
         let mut jwk = match &self.signer {
             Signer::Rsa(pair) => {
                 let parts = RsaPublicKeyComponents::<Vec<u8>>::from(pair.public_key());
@@ -77,7 +77,7 @@ impl TestKey {
     }
 
     /// The signature of `message`.
-    pub(crate) fn sign_bytes(&self, message: &[u8]) -> Vec<u8> {
+    pub fn sign_bytes(&self, message: &[u8]) -> Vec<u8> {
         match &self.signer {
             Signer::Rsa(pair) => {
                 let mut sig = vec![0; pair.public_modulus_len()];
@@ -90,41 +90,41 @@ impl TestKey {
     }
 
     /// A compact JWS of `header` and `claims`, signed with this key.
-    pub(crate) fn sign(&self, header: &Value, claims: &Value) -> String {
+    pub fn sign(&self, header: &Value, claims: &Value) -> String {
         let message = format!("{}.{}", b64(header.to_string()), b64(claims.to_string()));
         let signature = self.sign_bytes(message.as_bytes());
         format!("{message}.{}", b64(signature))
     }
 
     /// The usual header: this key's `alg` and `kid`.
-    pub(crate) fn header(&self) -> Value {
+    pub fn header(&self) -> Value {
         json!({ "alg": self.alg, "typ": "JWT", "kid": self.kid })
     }
 
     /// A token with the usual header.
-    pub(crate) fn token(&self, claims: &Value) -> String {
+    pub fn token(&self, claims: &Value) -> String {
         self.sign(&self.header(), claims)
     }
 }
 
 /// A JWK Set of these keys.
-pub(crate) fn jwks(keys: &[&TestKey]) -> Value {
+pub fn jwks(keys: &[&TestKey]) -> Value {
     json!({ "keys": keys.iter().map(|k| k.jwk()).collect::<Vec<_>>() })
 }
 
 /// The issuer and audience the tests configure.
-pub(crate) const ISSUER: &str = "https://idp.example.com";
-pub(crate) const AUDIENCE: &str = "https://gateway.example.com/mcp";
+pub const ISSUER: &str = "https://idp.example.com";
+pub const AUDIENCE: &str = "https://gateway.example.com/mcp";
 
 /// Claims that pass: right issuer and audience, valid for an hour.
-pub(crate) fn good_claims(sub: &str) -> Value {
+pub fn good_claims(sub: &str) -> Value {
     let now = now();
     json!({ "iss": ISSUER, "aud": AUDIENCE, "sub": sub, "iat": now, "exp": now + 3600 })
 }
 
 /// What the test JWKS server answers.
 #[derive(Clone)]
-pub(crate) enum Reply {
+pub enum Reply {
     /// 200 with this body.
     Json(Value),
     /// This status, empty body.
@@ -143,14 +143,14 @@ struct ServerState {
 }
 
 /// A JWKS endpoint on 127.0.0.1:0 that counts its requests.
-pub(crate) struct JwksServer {
-    pub(crate) url: String,
+pub struct JwksServer {
+    pub url: String,
     state: std::sync::Arc<ServerState>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl JwksServer {
-    pub(crate) async fn start(reply: Reply) -> Self {
+    pub async fn start(reply: Reply) -> Self {
         use axum::response::IntoResponse;
         let state = std::sync::Arc::new(ServerState {
             reply: parking_lot::Mutex::new(reply),
@@ -181,19 +181,19 @@ impl JwksServer {
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local addr");
-        let task = crate::spawn(async move {
+        let task = toolgate_mcp::spawn(async move {
             axum::serve(listener, app).await.expect("serve");
         });
         Self { url: format!("http://{addr}/jwks.json"), state, task }
     }
 
     /// Changes what the next requests get.
-    pub(crate) fn set(&self, reply: Reply) {
+    pub fn set(&self, reply: Reply) {
         *self.state.reply.lock() = reply;
     }
 
     /// Requests served so far.
-    pub(crate) fn hits(&self) -> usize {
+    pub fn hits(&self) -> usize {
         self.state.hits.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
@@ -206,7 +206,7 @@ impl Drop for JwksServer {
 
 /// An HTTP client that ignores proxy settings of the environment (the
 /// server is on loopback).
-pub(crate) fn client() -> reqwest::Client {
+pub fn client() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none()).build().expect("HTTP client")
 }
 
