@@ -21,6 +21,21 @@ use crate::metrics::scrape_until;
 
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 const WATCHED: &str = "test://watched-resource";
+
+/// The listen tests' server section and clients: alice, limited by
+/// `alice_limit`, and bob, who may use everything.
+const SERVER: &str = "[server]\nlisten = \"127.0.0.1:0\"\n";
+const ALICE: &str = "listen-alice-0123456789abcdef";
+const BOB: &str = "listen-bob-0123456789abcdefgh";
+
+fn alice_and_bob(alice_limit: &str) -> String {
+    format!("{}{}", client_entry("alice", ALICE, alice_limit), client_entry("bob", BOB, ""))
+}
+
+/// One `[[auth.clients]]` entry, with its key and any policy lines.
+fn client_entry(name: &str, key: &str, policy: &str) -> String {
+    format!("[[auth.clients]]\nname = \"{name}\"\napi_key = \"{key}\"\n{policy}\n\n")
+}
 /// How long a change may take to travel upstream → toolgate → listener on a
 /// loaded machine.
 const WITHIN: Duration = Duration::from_secs(20);
@@ -229,16 +244,12 @@ async fn a_stdio_listen_is_tagged_and_cancelled_with_notifications_cancelled() -
 
 #[tokio::test]
 async fn listen_streams_follow_the_client_policy_and_end_when_a_reload_removes_the_client() -> Result<()> {
-    const SERVER: &str = "[server]\nlisten = \"127.0.0.1:0\"\n";
-    const ALICE: &str = "listen-alice-0123456789abcdef";
-    const BOB: &str = "listen-bob-0123456789abcdefgh";
-    let alice_entry = format!("[[auth.clients]]\nname = \"alice\"\napi_key = \"{ALICE}\"\ntools = [\"echo\"]\n\n");
-    let bob_entry = format!("[[auth.clients]]\nname = \"bob\"\napi_key = \"{BOB}\"\n\n");
+    let clients = alice_and_bob("tools = [\"echo\"]");
     // Shared, so that bob's call changes the upstream's tools for everyone
     // (with `per_session` his sessionless calls have an upstream session of
     // their own, whose tools are his alone).
     let fx = fixture("sharing = \"shared\"");
-    let gw = Toolgate::start_raw(&format!("{SERVER}{alice_entry}{bob_entry}{fx}")).await?;
+    let gw = Toolgate::start_raw(&format!("{SERVER}{clients}{fx}")).await?;
     let alice = Client::with_bearer(&gw.url, ALICE)?;
     let bob = Client::with_bearer(&gw.url, BOB)?;
     let mut alice_tools = Listening::open(&alice, json!(1), json!({"toolsListChanged": true})).await?;
@@ -256,7 +267,7 @@ async fn listen_streams_follow_the_client_policy_and_end_when_a_reload_removes_t
 
     // A reload takes alice out of [auth]: her stream ends, gracefully.
     let tmp = gw.config_path.with_extension("toml.new");
-    std::fs::write(&tmp, format!("{SERVER}{bob_entry}{fx}"))?;
+    std::fs::write(&tmp, format!("{SERVER}{}{fx}", client_entry("bob", BOB, "")))?;
     std::fs::rename(&tmp, &gw.config_path)?;
     let deadline = tokio::time::Instant::now() + WITHIN;
     loop {
@@ -322,13 +333,7 @@ async fn a_tool_change_before_the_upstream_acknowledges_toolgates_listen_is_not_
 
 #[tokio::test]
 async fn a_client_limited_to_some_upstreams_hears_nothing_of_the_others_tools() -> Result<()> {
-    const SERVER: &str = "[server]\nlisten = \"127.0.0.1:0\"\n";
-    const ALICE: &str = "listen-alice-0123456789abcdef";
-    const BOB: &str = "listen-bob-0123456789abcdefgh";
-    let clients = format!(
-        "[[auth.clients]]\nname = \"alice\"\napi_key = \"{ALICE}\"\nupstreams = [\"fx\"]\n\n\
-         [[auth.clients]]\nname = \"bob\"\napi_key = \"{BOB}\"\n\n"
-    );
+    let clients = alice_and_bob("upstreams = [\"fx\"]");
     for mode in ["passthrough", "progressive"] {
         let shared = format!("mode = \"{mode}\"\nsharing = \"shared\"");
         let upstreams = format!("{}{}", fixture_upstream("fx", &[], &shared), fixture_upstream("fy", &[], &shared));
@@ -366,13 +371,7 @@ async fn a_client_limited_to_some_upstreams_hears_nothing_of_the_others_tools() 
 
 #[tokio::test]
 async fn a_session_with_its_own_toolset_hears_nothing_of_upstreams_it_cannot_use() -> Result<()> {
-    const SERVER: &str = "[server]\nlisten = \"127.0.0.1:0\"\n";
-    const ALICE: &str = "listen-alice-0123456789abcdef";
-    const BOB: &str = "listen-bob-0123456789abcdefgh";
-    let clients = format!(
-        "[[auth.clients]]\nname = \"alice\"\napi_key = \"{ALICE}\"\nupstreams = [\"fx\"]\n\n\
-         [[auth.clients]]\nname = \"bob\"\napi_key = \"{BOB}\"\n\n"
-    );
+    let clients = alice_and_bob("upstreams = [\"fx\"]");
     // fx runs a child per session: alice's own changes only her toolset.
     let fx = fixture_upstream("fx", &[], "mode = \"passthrough\"\nprotocol = \"2025-11-25\"");
     let fy = fixture_upstream("fy", &[], "mode = \"passthrough\"\nsharing = \"shared\"");
