@@ -41,6 +41,7 @@ mod connections;
 mod disclosure;
 mod events;
 mod forward;
+mod gauges;
 mod instances;
 mod layer;
 mod limits;
@@ -73,7 +74,7 @@ use tokio_util::sync::CancellationToken;
 pub use catalogs::{CatalogView, Catalogs};
 pub use reload::{Changes, ReloadError, watch as watch_config};
 pub use state::GatewaySession;
-pub use upstreams::{UpstreamHandle, crawl, toolgate_info};
+pub use upstreams::UpstreamHandle;
 
 use crate::auth::{Principal, SessionGuard};
 use crate::catalog::ToolEntry;
@@ -240,7 +241,7 @@ impl Gateway {
             metrics,
             listeners: listeners::Listeners::default(),
         });
-        gateway.metrics.attach(&gateway);
+        gateway.metrics.attach(Arc::<Gateway>::downgrade(&gateway));
         if let Some(authenticator) = gateway.clients.authenticator().filter(|a| a.has_jwt()) {
             // Load the issuer's keys now rather than on the first request.
             crate::spawn(async move {

@@ -15,6 +15,10 @@
 //! (live sessions, upstream connections) is read then ([`gauges`]), not
 //! kept up to date on every change. The catalog's token counts are made
 //! once per catalog change, on a blocking thread ([`catalog`]).
+//!
+//! The metrics name none of the gateway's types: the gateway hands them its
+//! live state as a [`LiveState`] and counts its catalogs itself, so the
+//! dependency runs one way (gateway → metrics).
 
 mod catalog;
 mod cells;
@@ -35,11 +39,12 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 
+pub use catalog::CatalogCounts;
 pub use clients::MAX_CLIENTS;
+pub use gauges::{Live, LiveState, LiveUpstream};
 pub use labels::{Method, Outcome, UpstreamOutcome, Via};
 pub use serve::{Access, CONTENT_TYPE, METRICS_PATH, guarded_routes, routes};
 
-use crate::gateway::{CatalogView, Gateway};
 use crate::jsonrpc;
 use crate::upstream::UpstreamError;
 use cells::{Cells, index3};
@@ -86,7 +91,7 @@ pub struct Metrics {
     fetches: [Counter; 2],
     catalog: Arc<catalog::CatalogGauges>,
     clients: Arc<clients::Clients>,
-    gauges: Arc<gauges::GatewayGauges>,
+    gauges: Arc<gauges::LiveGauges>,
     /// Whether metrics are served (`[metrics] enabled`); requests are
     /// counted and the catalog's tokens measured only then.
     enabled: bool,
@@ -193,7 +198,7 @@ impl Metrics {
 
         let catalog = Arc::new(catalog::CatalogGauges::register(&mut registry, &upstreams));
         let clients = Arc::new(clients::Clients::register(&mut registry));
-        let gauges = Arc::new(gauges::GatewayGauges::new(clients.clone()));
+        let gauges = Arc::new(gauges::LiveGauges::new(clients.clone()));
         registry.register_collector(Box::new(gauges.clone()));
 
         Self {
@@ -222,10 +227,10 @@ impl Metrics {
         }
     }
 
-    /// Lets the scrape read the gateway's live state (sessions, upstream
-    /// connections).
-    pub fn attach(&self, gateway: &Arc<Gateway>) {
-        self.gauges.attach(Arc::downgrade(gateway));
+    /// Lets the scrape read the live state (sessions, upstream
+    /// connections) from `source`, while it lives.
+    pub fn attach(&self, source: Weak<dyn LiveState>) {
+        self.gauges.attach(source);
     }
 
     /// Whether metrics are served.
@@ -353,20 +358,18 @@ impl Metrics {
         }
     }
 
-    /// The gateway-wide catalog changed: count its tokens (when metrics are
-    /// served), on a blocking thread.
-    pub fn catalog_changed(&self, view: Arc<CatalogView>) {
+    /// The gateway-wide catalog of `epoch` changed: `count` counts its
+    /// tokens for this many upstreams (only when metrics are served), on a
+    /// blocking thread.
+    pub fn catalog_changed(&self, epoch: u64, count: impl FnOnce(usize) -> CatalogCounts + Send + 'static) {
         if self.enabled {
-            self.catalog.count_later(view);
+            self.catalog.count_later(epoch, count);
         }
     }
 
-    /// Counts the catalog's tokens now, on this thread (tests).
+    /// Shows the counts of the catalog of `epoch` now, on this thread (tests).
     #[cfg(test)]
-    pub(crate) fn count_catalog_now(&self, view: &CatalogView) {
-        self.catalog.count(view);
+    pub(crate) fn show_catalog_now(&self, epoch: u64, counts: &CatalogCounts) {
+        self.catalog.show(epoch, counts);
     }
 }
-
-/// The gateway a scrape reads, while it lives.
-type GatewayRef = Weak<Gateway>;

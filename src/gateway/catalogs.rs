@@ -17,7 +17,7 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use super::upstreams::{UpstreamHandle, crawl};
+use super::upstreams::UpstreamHandle;
 use super::{Gateway, GwSession};
 use crate::auth::{ClientPolicy, Principal};
 use crate::catalog::{Catalog, UpstreamTools};
@@ -25,7 +25,7 @@ use crate::concerns::{Declared, Filter};
 use crate::config::DisclosureConfig;
 use crate::jsonrpc::{Message, Notification};
 use crate::protocol::method;
-use crate::upstream::Peer;
+use crate::upstream::{Peer, crawl};
 
 /// A catalog and the epoch it was built in.
 pub struct CatalogView {
@@ -107,7 +107,7 @@ impl Catalogs {
         let view = Arc::new(view);
         self.current.store(view.clone());
         gateway.catalog_changed(&view);
-        gateway.metrics().catalog_changed(view);
+        super::gauges::count_catalog(gateway, &view);
         if changed && !(gateway.sessions().is_empty() && gateway.listeners().is_empty()) {
             tracing::info!(tools, "tool catalog changed; notifying sessions");
             self.notify_changed(gateway, &old);

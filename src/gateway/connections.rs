@@ -9,11 +9,12 @@ use tracing::Instrument as _;
 
 use super::events::SessionEvents;
 use super::instances::stop_when_idle;
-use super::upstreams::{UpstreamHandle, toolgate_info};
+use super::upstreams::UpstreamHandle;
 use super::{Gateway, GwSession};
 use crate::auth::{PrincipalId, PrincipalKind};
 use crate::protocol::method;
 use crate::upstream::modern::ClientContext;
+use crate::upstream::toolgate_info;
 use crate::upstream::{self, Call, ClientHello, ConnectOptions, Connections, Peer, UpstreamError};
 
 /// The connections a call of `session` to upstream `index` uses.

@@ -14,10 +14,10 @@ use serde_json::{Value, json};
 use toolgate_mcp::uri_template::UriTemplate;
 
 use super::GwSession;
-use super::upstreams::{UpstreamHandle, crawl};
+use super::upstreams::UpstreamHandle;
 use crate::catalog;
 use crate::config::Sharing;
-use crate::upstream::Peer;
+use crate::upstream::{Peer, crawl};
 
 /// Which list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -28,13 +28,12 @@ use super::state::ConnectionSlot;
 use crate::auth::PrincipalId;
 use crate::catalog::{Extras, load_extras_dir};
 use crate::config::{Sharing, Target, UpstreamConfig};
-use crate::jsonrpc::Outcome;
 use crate::protocol::method;
 use crate::upstream::modern::UpstreamEra;
-use crate::upstream::{self, Call, Cause, ClientHello, ConnectOptions, Peer, ServerHello, UpstreamError};
+use crate::upstream::{
+    self, Cause, ClientHello, ConnectOptions, Peer, ServerHello, UpstreamError, crawl, toolgate_info,
+};
 
-/// Most pages followed in one list crawl (against servers that page forever).
-const MAX_PAGES: usize = 1000;
 /// First and longest pause between restarts of a failed upstream.
 const MIN_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -286,37 +285,6 @@ impl UpstreamHandle {
     fn mark_ready(&self) {
         self.ready.send_replace(true);
     }
-}
-
-/// toolgate's own `clientInfo` / `serverInfo` identity.
-pub use crate::upstream::modern::envelope::client_info as toolgate_info;
-
-/// Follows `nextCursor` through every page of a list method and returns the
-/// items under `key`. Each page may take `timeout`.
-pub async fn crawl(peer: &Arc<Peer>, timeout: Duration, method: &str, key: &str) -> Result<Vec<Value>, UpstreamError> {
-    let mut items = Vec::new();
-    let mut cursor: Option<String> = None;
-    let mut seen = std::collections::HashSet::new();
-    for _ in 0..MAX_PAGES {
-        let params = cursor.as_ref().map(|c| json!({"cursor": c}));
-        let result = match upstream::service::call_on(peer.clone(), timeout, Call::new(method, params)).await? {
-            Outcome::Error(e) => {
-                let cause = Cause::msg(format!("{method} failed: {e}"));
-                return Err(UpstreamError::Protocol { upstream: peer.label().clone(), source: cause });
-            }
-            ok => ok.result_value().unwrap_or(Value::Null),
-        };
-        if let Some(Value::Array(page)) = result.get(key) {
-            items.extend(page.iter().cloned());
-        }
-        match result.get("nextCursor").and_then(Value::as_str) {
-            // A repeated cursor would loop forever.
-            Some(next) if !next.is_empty() && seen.insert(next.to_owned()) => cursor = Some(next.to_owned()),
-            _ => return Ok(items),
-        }
-    }
-    tracing::warn!(upstream = %peer.label(), %method, "stopped after {MAX_PAGES} pages");
-    Ok(items)
 }
 
 /// The pause before restart attempt `n` (0-based): doubling, capped.

@@ -1,9 +1,9 @@
 //! The catalog's size and token cost per upstream: the full definitions
-//! against what `tools/list` serves. Tokens are counted as `toolgate
-//! tokens` counts them (o200k_base, the model projection of each tool: name,
-//! description, input schema), once per catalog change and on a blocking
-//! thread: loading the tokenizer takes a fraction of a second the first time,
-//! and a large catalog takes milliseconds to count.
+//! against what `tools/list` serves. The gateway counts them (as `toolgate
+//! tokens` does: o200k_base, the model projection of each tool), once per
+//! catalog change and on a blocking thread: loading the tokenizer takes a
+//! fraction of a second the first time, and a large catalog takes
+//! milliseconds to count. These gauges show the newest catalog's counts.
 
 use std::sync::Arc;
 
@@ -13,9 +13,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use super::labels::{Label, Labels};
-use crate::config::Mode;
-use crate::gateway::CatalogView;
-use crate::tokens::projection_tokens;
 
 /// The catalog gauges, per upstream.
 #[derive(Debug)]
@@ -29,12 +26,16 @@ pub struct CatalogGauges {
     shown: Mutex<Option<u64>>,
 }
 
-/// One catalog's counts.
+/// One catalog's counts, by upstream index.
 #[derive(Debug, Default, PartialEq)]
-pub struct Counts {
+pub struct CatalogCounts {
+    /// Tools listed.
     pub tools: Vec<i64>,
+    /// Tokens of the full definitions.
     pub full: Vec<i64>,
+    /// Tokens of what `tools/list` serves.
     pub served: Vec<i64>,
+    /// Tokens of the `describe_tools` tool (0 without it).
     pub describe_tool: i64,
 }
 
@@ -66,18 +67,19 @@ impl CatalogGauges {
         }
     }
 
-    /// Counts `view` on a blocking thread (outside a runtime: not at all).
-    pub fn count_later(self: &Arc<Self>, view: Arc<CatalogView>) {
+    /// Runs `count` (the counts of the catalog of `epoch`) on a blocking
+    /// thread and shows them (outside a runtime: not at all).
+    pub fn count_later(self: &Arc<Self>, epoch: u64, count: impl FnOnce(usize) -> CatalogCounts + Send + 'static) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let gauges = self.clone();
-        runtime.spawn_blocking(move || gauges.count(&view));
+        runtime.spawn_blocking(move || gauges.show(epoch, &count(gauges.tools.len())));
     }
 
-    /// Counts `view` and shows the counts, unless a newer catalog's are shown.
-    pub fn count(&self, view: &CatalogView) {
-        let counts = counts(view, self.tools.len());
+    /// Shows the counts of the catalog of `epoch`, unless a newer catalog's
+    /// are shown.
+    pub fn show(&self, epoch: u64, counts: &CatalogCounts) {
         let mut shown = self.shown.lock();
-        if shown.is_some_and(|epoch| epoch > view.epoch) {
+        if shown.is_some_and(|newer| newer > epoch) {
             return;
         }
         for (gauges, values) in
@@ -88,31 +90,6 @@ impl CatalogGauges {
             }
         }
         self.describe_tool.set(counts.describe_tool);
-        *shown = Some(view.epoch);
+        *shown = Some(epoch);
     }
-}
-
-/// The counts of a catalog of `upstreams` upstreams.
-pub fn counts(view: &CatalogView, upstreams: usize) -> Counts {
-    let mut counts =
-        Counts { tools: vec![0; upstreams], full: vec![0; upstreams], served: vec![0; upstreams], describe_tool: 0 };
-    for entry in view.catalog.tools() {
-        let u = entry.upstream;
-        if u >= upstreams {
-            continue;
-        }
-        let full = projection_tokens(&entry.full) as i64;
-        // A passthrough tool is served as the upstream lists it.
-        let served = match entry.mode {
-            Mode::Passthrough => full,
-            Mode::Progressive => projection_tokens(&entry.minimal) as i64,
-        };
-        counts.tools[u] += 1;
-        counts.full[u] += full;
-        counts.served[u] += served;
-    }
-    if let Some(name) = view.catalog.describe_tool_name() {
-        counts.describe_tool = projection_tokens(&crate::disclosure::describe_tool_definition(name)) as i64;
-    }
-    counts
 }

@@ -1,11 +1,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::*;
-use crate::catalog::{Catalog, UpstreamTools};
-use crate::config::{DisclosureConfig, UpstreamConfig};
 
 fn metrics() -> Metrics {
     Metrics::new(vec![Arc::from("alpha"), Arc::from("beta")], true)
@@ -118,60 +116,24 @@ fn clients_past_the_cap_are_other() {
     assert_eq!(value(&m, "toolgate_client_requests_total", &[("client", "other")]), Some(10.0));
 }
 
-fn upstream(name: &str, mode: &str) -> UpstreamConfig {
-    serde_json::from_value(json!({"name": name, "command": "x", "mode": mode})).unwrap()
-}
-
-fn tool(name: &str) -> Value {
-    json!({
-        "name": name,
-        "description": "Searches the issue tracker for issues matching a query. Supports filters for state, labels, \
-                        assignee and milestone, and sorts by any field; results are paged.",
-        "inputSchema": {"type": "object", "properties": {
-            "query": {"type": "string", "description": "Free text, matched against titles and bodies"},
-            "state": {"type": "string", "enum": ["open", "closed", "all"]},
-            "page": {"type": "integer", "minimum": 1}
-        }, "required": ["query"]}
-    })
-}
-
 #[test]
-fn catalog_tokens_compare_full_and_served_per_upstream() {
-    let (a, b) = (upstream("alpha", "progressive"), upstream("beta", "passthrough"));
-    let (tools_a, tools_b) = (vec![tool("search"), tool("find")], vec![tool("list")]);
-    let extras = HashMap::new();
-    let inputs = [
-        UpstreamTools { config: &a, tools: &tools_a, extras: &extras },
-        UpstreamTools { config: &b, tools: &tools_b, extras: &extras },
-    ];
-    let view = CatalogView { catalog: Catalog::build(&inputs, &DisclosureConfig::default()), epoch: 5 };
+fn catalog_gauges_show_the_newest_catalog() {
     let m = metrics();
-    m.count_catalog_now(&view);
-    let get = |labels: &[(&str, &str)]| value(&m, "toolgate_catalog_tokens", labels).unwrap();
-    let (full_a, served_a) =
-        (get(&[("upstream", "alpha"), ("form", "full")]), get(&[("upstream", "alpha"), ("form", "served")]));
-    assert!(served_a > 0.0 && served_a < full_a / 2.0, "progressive saves: {served_a} of {full_a}");
-    assert_eq!(get(&[("upstream", "beta"), ("form", "full")]), get(&[("upstream", "beta"), ("form", "served")]));
-    assert_eq!(value(&m, "toolgate_catalog_tools", &[("upstream", "alpha")]), Some(2.0));
-    assert!(value(&m, "toolgate_catalog_describe_tool_tokens", &[]).unwrap() > 0.0);
-
-    // The figures are the ones `toolgate tokens` reports for the same
-    // upstreams (both: with two, tool names are prefixed).
-    let input = |config: &UpstreamConfig, tools: &Vec<Value>| crate::tokens::UpstreamInput {
-        config: config.clone(),
-        tools: Ok(tools.clone()),
-        server_info: None,
-        package: None,
-        version: None,
-        extras: HashMap::new(),
+    let counts = |tools: i64| CatalogCounts {
+        tools: vec![tools, 1],
+        full: vec![100 * tools, 50],
+        served: vec![10 * tools, 50],
+        describe_tool: 7,
     };
-    let measured =
-        crate::tokens::measure("test", &DisclosureConfig::default(), &[input(&a, &tools_a), input(&b, &tools_b)]);
-    assert_eq!(measured.upstreams[0].totals.full as f64, full_a);
-    assert_eq!(measured.upstreams[0].totals.minimal as f64, served_a);
+    m.show_catalog_now(5, &counts(2));
+    assert_eq!(value(&m, "toolgate_catalog_tools", &[("upstream", "alpha")]), Some(2.0));
+    assert_eq!(value(&m, "toolgate_catalog_tokens", &[("upstream", "alpha"), ("form", "full")]), Some(200.0));
+    assert_eq!(value(&m, "toolgate_catalog_tokens", &[("upstream", "beta"), ("form", "served")]), Some(50.0));
+    assert_eq!(value(&m, "toolgate_catalog_describe_tool_tokens", &[]), Some(7.0));
 
     // An older catalog counted late does not replace a newer one's figures.
-    let older = CatalogView { catalog: Catalog::build(&inputs[..1], &DisclosureConfig::default()), epoch: 4 };
-    m.count_catalog_now(&older);
-    assert_eq!(value(&m, "toolgate_catalog_tools", &[("upstream", "beta")]), Some(1.0));
+    m.show_catalog_now(4, &counts(9));
+    assert_eq!(value(&m, "toolgate_catalog_tools", &[("upstream", "alpha")]), Some(2.0));
+    m.show_catalog_now(6, &counts(3));
+    assert_eq!(value(&m, "toolgate_catalog_tools", &[("upstream", "alpha")]), Some(3.0));
 }

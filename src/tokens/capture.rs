@@ -19,10 +19,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::measure::UpstreamInput;
 use crate::config::UpstreamConfig;
-use crate::gateway::{crawl, toolgate_info};
 use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request, codes};
 use crate::protocol::method;
 use crate::upstream::{self, Cause, ClientHello, ConnectOptions, Peer, PeerEvents, UpstreamError};
+use crate::upstream::{crawl, toolgate_info};
 
 #[cfg(test)]
 mod tests;

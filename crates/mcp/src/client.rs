@@ -21,6 +21,7 @@
 
 mod capped;
 mod connect;
+mod crawl;
 mod error;
 mod http;
 #[cfg(any(test, feature = "test-util"))]
@@ -35,10 +36,13 @@ mod transport;
 
 pub use capped::same_origin_redirects;
 pub use connect::{ConnectOptions, connect};
+pub use crawl::crawl;
 pub use error::{Cause, Report, Retry, UpstreamError, report};
 pub use http::trace_headers;
 #[cfg(any(test, feature = "test-util"))]
 pub use memory::MemoryTarget;
+/// toolgate's own `clientInfo` (and `serverInfo`) identity.
+pub use modern::envelope::client_info as toolgate_info;
 pub use peer::Shared as CallShared;
 pub use peer::{Call, ClientHello, Peer, PeerEvents, Route, ServerHello};
 pub use service::Connections;
