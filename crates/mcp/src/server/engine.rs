@@ -11,6 +11,10 @@
 //! answers it already has. Transports only move frames and map
 //! [`Refusal`]s to their own status codes.
 //!
+//! Which era a body belongs to is the engine's call too ([`era`]): a
+//! transport hands it the body and what it knows besides (an HTTP header, the
+//! era its connection is pinned to).
+//!
 //! Requests of the sessionless 2026-07-28 era take another way in
 //! ([`Engine::accept_modern`], see `engine/modern.rs`): validated one by one,
 //! answered (`server/discover`) or run on a transient session, never stored.
@@ -282,6 +286,30 @@ impl<H: Handler> Engine<H> {
             adopting.remove(id);
         }
         adopted
+    }
+
+    /// The session a handshake-era `body` naming session `id` is for:
+    /// `initialize` names none (a stale id just gets a new session) unless it
+    /// names a live one (re-initializing is a client bug, refused by
+    /// [`Engine::accept`]); a malformed body none, whatever it names (it is
+    /// answered as such); anything else the one [`Engine::find_session`]
+    /// finds.
+    pub async fn session_of(
+        &self,
+        body: &Result<Body, DecodeError>,
+        id: Option<&str>,
+        caller: &Caller,
+    ) -> SessionRef<H::State> {
+        if era::opens_session(body) {
+            return match id.and_then(|id| self.live_session(id, caller)) {
+                Some(live) => SessionRef::Live(live),
+                None => SessionRef::Missing,
+            };
+        }
+        match body {
+            Err(_) => SessionRef::Missing,
+            Ok(_) => self.find_session(id, caller).await,
+        }
     }
 
     /// Adopts session `id` of `caller` from the shared store, if it is there.
@@ -742,6 +770,7 @@ fn initialize_result(version: Version, offer: ServerOffer) -> Value {
     Value::Object(result)
 }
 
+pub mod era;
 mod listen;
 mod modern;
 

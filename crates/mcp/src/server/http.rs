@@ -9,6 +9,7 @@
 //! cancellation).
 
 mod admit;
+mod answer;
 mod body;
 mod grace;
 mod guard;

@@ -18,14 +18,13 @@
 //! never dropped.
 //!
 //! A stdio connection ([`Lifetime::Connection`]) may also speak the
-//! sessionless 2026-07-28 era: its first request pins the era (see [`era`]).
+//! sessionless 2026-07-28 era: its first request pins the era, as the engine
+//! decides ([`era::Pinned`]).
 //! Legacy HTTP+SSE is a handshake-era transport only.
 //!
 //! A connection's session lives as the transport says ([`Lifetime`]): as
 //! long as the connection (stdio), or until it is idle too long (legacy
 //! HTTP+SSE), when the connection ends with it.
-
-mod era;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -40,7 +39,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::caller::Caller;
-use super::engine::{Accepted, Engine, Hold, SessionRef};
+use super::engine::{Accepted, Engine, Hold, SessionRef, era};
 use super::handler::Handler;
 use super::replay::{self, Event};
 use super::session::{Downlink, Frame, Session};
@@ -127,7 +126,7 @@ where
     // Set when the input ended with requests still running.
     let mut ending: Option<Instant> = None;
     // The connection's era (stdio only) and its modern requests running.
-    let mut pinned = if engine.handler().serves_modern() { era::Pinned::default() } else { era::Pinned::Legacy };
+    let mut pinned = if engine.handler().serves_modern() { era::Pinned::default() } else { era::Pinned::Handshake };
     let mut modern: HashMap<Id, Arc<Session<H::State>>> = HashMap::new();
     let initialize_by = unopened.as_ref().map(|u| u.deadline);
     let mut hold = unopened.map(|u| u.hold);
@@ -184,9 +183,9 @@ where
                     continue;
                 };
                 let body = match lifetime {
-                    Lifetime::Connection => match pinned.route(body) {
-                        era::Route::Legacy(body) => body,
-                        era::Route::Modern(request) => {
+                    Lifetime::Connection => match pinned.of(body) {
+                        era::Era::Handshake(body) => body,
+                        era::Era::Sessionless(request) => {
                             match engine.accept_modern(request, None, &caller).await {
                                 crate::server::ModernAccepted::Answered { response, .. } => {
                                     out.message(&Message::Response(response)).await;
@@ -201,18 +200,18 @@ where
                             }
                             continue;
                         }
-                        era::Route::Cancel(id) => {
+                        era::Era::Cancel(id) => {
                             if let Some(session) = modern.remove(&id) {
                                 tracing::debug!(%id, "client cancelled a modern request");
                                 session.close();
                             }
                             continue;
                         }
-                        era::Route::Answer(response) => {
+                        era::Era::Refused(response, _) => {
                             out.message(&Message::Response(response)).await;
                             continue;
                         }
-                        era::Route::Drop => continue,
+                        era::Era::Dropped => continue,
                     },
                     Lifetime::Idle => body,
                 };

@@ -19,9 +19,8 @@ use tokio::time::Instant;
 
 /// How long answers the application wants streamed
 /// ([`Frame::Stream`](crate::server::session::Frame::Stream)) may take and
-/// still go out as one JSON response, for session requests
-/// ([`post`](super::post)) and sessionless 2026 ones
-/// ([`modern`](super::modern)) alike.
+/// still go out as one JSON response ([`answer`](super::answer)), for
+/// session requests and sessionless 2026 ones alike.
 ///
 /// Why 50 ms: a fast tool call, the common case, answers well within it and
 /// then costs one write (and, in a session, no replay bookkeeping); a

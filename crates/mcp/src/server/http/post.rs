@@ -6,14 +6,14 @@ use axum::extract::Request;
 use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
 
-use super::grace::STREAM_GRACE;
-use super::{EmptyResponse, HttpState, accepts_all, check_version_header, reply, session_id, stream};
+use super::answer::{self, Streamed};
+use super::{EmptyResponse, HttpState, accepts_all, check_version_header, reply, session_id};
 use crate::jsonrpc::{Body, Message, Response as RpcResponse, codes};
-use crate::protocol::{self, method};
+use crate::protocol;
 use crate::server::caller::Caller;
-use crate::server::engine::{Accepted, Refusal, SessionRef};
-use crate::server::handler::{Handler, TraceHeaders};
-use crate::server::session::{Downlink, Frame, Session};
+use crate::server::engine::era::{self, Era};
+use crate::server::engine::{Accepted, Refusal};
+use crate::server::handler::Handler;
 
 pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, caller: Caller) -> Response {
     let (parts, body) = request.into_parts();
@@ -41,35 +41,29 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, call
             Ok(b) => b,
             Err(e) => return e.into_response(),
         };
-    let body = match super::modern::classify(Body::decode(&bytes), headers) {
-        super::modern::Era::Legacy(body) => body,
-        super::modern::Era::Modern(request) => return super::modern::serve(state, request, headers, caller).await,
-        super::modern::Era::Answered(response) => return response,
-    };
-    let session = match body {
-        // `initialize` names no session (a stale id just gets a new one),
-        // unless it names a live one: re-initializing is a client bug.
-        Ok(Body::Single(Message::Request(ref r))) if r.method == method::INITIALIZE => {
-            match session_id(headers).and_then(|id| state.engine.live_session(id, &caller)) {
-                Some(live) => SessionRef::Live(live),
-                None => SessionRef::Missing,
-            }
+    let version = headers.get(protocol::header::PROTOCOL_VERSION).map(|v| String::from_utf8_lossy(v.as_bytes()));
+    let body = match era::of_post(Body::decode(&bytes), version.as_deref()) {
+        Era::Handshake(body) => body,
+        Era::Sessionless(request) => return super::modern::serve(state, request, headers, caller).await,
+        Era::Refused(response, status) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+            return reply::json(status, &Message::Response(response));
         }
-        // A malformed body is answered as such, whatever session it names.
-        Err(_) => SessionRef::Missing,
-        Ok(_) => {
-            let id = session_id(headers);
-            // A request that names a session must speak a revision toolgate
-            // knows; one without a session is refused by the engine (with its
-            // id, which a 2026-era probe needs to fall back).
-            if id.is_some()
-                && let Err(r) = check_version_header(headers)
-            {
-                return r.into_response();
-            }
-            state.engine.find_session(id, &caller).await
-        }
+        Era::Dropped | Era::Cancel(_) => return StatusCode::ACCEPTED.into_response_empty(),
     };
+    let id = session_id(headers);
+    // A request that names a session must speak a revision toolgate knows;
+    // one without a session is refused by the engine (with its id, which a
+    // 2026-era probe needs to fall back). A malformed body is answered as
+    // such, whatever it names.
+    if body.is_ok()
+        && !era::opens_session(&body)
+        && id.is_some()
+        && let Err(r) = check_version_header(headers)
+    {
+        return r.into_response();
+    }
+    let session = state.engine.session_of(&body, id, &caller).await;
     match state.engine.accept_as(session, body, &caller).await {
         Accepted::Answered { responses, refusal, batch } => answered(responses, refusal, batch),
         Accepted::Initialized { session, response } => {
@@ -79,8 +73,9 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, call
             }
             r
         }
-        Accepted::Run { session, requests, mut answered, batch } => {
-            respond(&state, session, requests, &mut answered, batch, headers).await
+        Accepted::Run { session, requests, answered, batch } => {
+            let streamed = Streamed::Session(session.clone());
+            answer::respond(&state, session, requests, answered, batch, headers, streamed).await
         }
     }
 }
@@ -133,184 +128,4 @@ pub(super) fn refusal_response<T: serde::Serialize + ?Sized>(
         response.headers_mut().insert(header::RETRY_AFTER, STORE_RETRY_AFTER);
     }
     response
-}
-
-/// Runs the requests and answers with JSON if every response is ready
-/// before anything else has to be sent (and, for work the application wants
-/// streamed, within [`STREAM_GRACE`]), else with SSE.
-///
-/// The requests run in this task while the answer may still be one JSON
-/// response: a fast call then never leaves the connection's task (a task of
-/// its own cost a spawn and a hand-off of the answer back, often a wake-up
-/// of another worker thread). Once the answer is streamed, or if the client
-/// goes away first, the requests move to a task of their own ([`Work`]),
-/// so they finish whatever happens to this response.
-async fn respond<H: Handler>(
-    state: &Arc<HttpState<H>>,
-    session: Arc<Session<H::State>>,
-    requests: Vec<crate::jsonrpc::Request>,
-    answers: &mut Vec<RpcResponse>,
-    batch: bool,
-    headers: &http::HeaderMap,
-) -> Response {
-    let expected = requests.len() + answers.len();
-    // The client's trace context, for a handler that traces requests.
-    let remote = TraceHeaders::from_headers(headers);
-    let (downlink, mut rx) = Downlink::with_capacity(state.engine.store().limits().stream_buffer);
-    let engine = state.engine.clone();
-    let stream_session = session.clone();
-    let mut work = Work::new(async move {
-        let mut requests = requests;
-        if requests.len() == 1
-            && let Some(r) = requests.pop()
-        {
-            // The usual case, without join_all's bookkeeping.
-            if let Some(resp) = engine.run_traced(&session, r, downlink.clone(), remote.as_ref()).await {
-                downlink.finish(resp);
-            }
-        } else {
-            let work = requests.into_iter().map(|r| {
-                let (engine, session, downlink) = (engine.clone(), session.clone(), downlink.clone());
-                let remote = remote.clone();
-                async move {
-                    if let Some(resp) = engine.run_traced(&session, r, downlink.clone(), remote.as_ref()).await {
-                        downlink.finish(resp);
-                    }
-                }
-            });
-            futures::future::join_all(work).await;
-        }
-        downlink.end();
-    });
-
-    let mut finals: Vec<RpcResponse> = std::mem::take(answers);
-    // Set once the application asked for a stream: how long the answers
-    // may still take to go out as plain JSON.
-    let mut grace: Option<tokio::time::Instant> = None;
-    loop {
-        let next = std::future::poll_fn(|cx| {
-            work.poll(cx);
-            rx.poll_recv(cx)
-        });
-        let frame = match grace {
-            None => next.await,
-            // The grace ends on the server's coarse clock, not on a timer of
-            // this request's own (see `grace`).
-            Some(until) => match select_first(next, state.grace.until(until)).await {
-                Some(frame) => frame,
-                None => {
-                    work.detach();
-                    let mut prelude: Vec<Frame> = finals.into_iter().map(Frame::Final).collect();
-                    prelude.push(Frame::Stream);
-                    return stream::request_stream(stream_session, prelude, rx, state.options.keep_alive);
-                }
-            },
-        };
-        match frame {
-            Some(Frame::Final(r)) => {
-                finals.push(r);
-                if finals.len() == expected {
-                    return json_answer(finals, batch);
-                }
-            }
-            // Work that may take a while (a forwarded tool call): streamed,
-            // and resumable, unless its answer is ready within the grace
-            // period; then one JSON answer is cheaper for both sides.
-            Some(Frame::Stream) => {
-                grace.get_or_insert_with(|| tokio::time::Instant::now() + STREAM_GRACE);
-            }
-            // Something must go out before the answer: answer with SSE.
-            Some(frame @ Frame::Message(_)) => {
-                work.detach();
-                let mut prelude: Vec<Frame> = finals.into_iter().map(Frame::Final).collect();
-                prelude.push(frame);
-                return stream::request_stream(stream_session, prelude, rx, state.options.keep_alive);
-            }
-            Some(Frame::End) | None => {
-                if finals.is_empty() {
-                    // Every request was cancelled by the client: nothing to answer.
-                    return stream::request_stream(stream_session, vec![Frame::End], rx, state.options.keep_alive);
-                }
-                return json_answer(finals, batch);
-            }
-        }
-    }
-}
-
-/// The frame `next` yields, or `None` if `ends` resolves first.
-async fn select_first<F: std::future::Future>(
-    next: F,
-    ends: impl std::future::Future<Output = ()>,
-) -> Option<F::Output> {
-    tokio::select! {
-        biased;
-        frame = next => Some(frame),
-        () = ends => None,
-    }
-}
-
-/// A POST's requests, run in the connection's task until they must outlive
-/// the answer being built: then (or when dropped unfinished, as when the
-/// client goes away) they move to a task of their own.
-struct Work(Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>);
-
-impl Work {
-    fn new(work: impl std::future::Future<Output = ()> + Send + 'static) -> Self {
-        use futures::FutureExt as _;
-        // A panic ends the requests, as it would end their own task, not
-        // the connection: the answer sees the downlink gone.
-        Self(Some(Box::pin(std::panic::AssertUnwindSafe(work).catch_unwind().map(|_| ()))))
-    }
-
-    /// Drives the requests here, until they are done or detached.
-    fn poll(&mut self, cx: &mut std::task::Context<'_>) {
-        if let Some(work) = self.0.as_mut()
-            && work.as_mut().poll(cx).is_ready()
-        {
-            self.0 = None;
-        }
-    }
-
-    /// Moves the requests to a task of their own.
-    fn detach(&mut self) {
-        if let Some(work) = self.0.take() {
-            // A plain spawn: the request span starts inside the engine, and
-            // looking up the current span here would cost every POST for nothing.
-            #[allow(clippy::disallowed_methods)]
-            tokio::spawn(work);
-        }
-    }
-}
-
-impl Drop for Work {
-    fn drop(&mut self) {
-        // Outside the runtime (at exit) there is nowhere to finish them.
-        if tokio::runtime::Handle::try_current().is_ok() {
-            self.detach();
-        }
-    }
-}
-
-fn json_answer(mut finals: Vec<RpcResponse>, batch: bool) -> Response {
-    if let ([RpcResponse { id: Some(id), outcome: crate::jsonrpc::Outcome::Prepared(raw) }], false) =
-        (finals.as_slice(), batch)
-    {
-        return reply::prepared(id, raw.clone());
-    }
-    // Room for the prepared results plus their envelopes.
-    let capacity = finals
-        .iter()
-        .map(|r| match &r.outcome {
-            crate::jsonrpc::Outcome::Prepared(raw) => raw.get().len() + 64,
-            _ => 256,
-        })
-        .sum();
-    if batch {
-        reply::json_sized(StatusCode::OK, &finals.into_iter().map(Message::Response).collect::<Vec<_>>(), capacity)
-    } else {
-        match finals.pop() {
-            Some(r) => reply::json_sized(StatusCode::OK, &Message::Response(r), capacity),
-            None => StatusCode::ACCEPTED.into_response_empty(),
-        }
-    }
 }

@@ -1,0 +1,309 @@
+//! The answer to a `POST`'s requests, for both eras: one JSON response when
+//! every response is ready before anything else has to be sent (and, for
+//! work the application wants streamed, within [`STREAM_GRACE`]), else an
+//! SSE stream. Only how a stream goes out differs ([`Streamed`]): in a
+//! session it is resumable, with event ids; a sessionless 2026-07-28
+//! request's has no ids, and closing it cancels the request.
+//!
+//! The requests run in this task while the answer may still be one JSON
+//! response: a fast call then never leaves the connection's task (a task of
+//! its own cost a spawn and a hand-off of the answer back, often a wake-up
+//! of another worker thread). Once the answer is streamed, or if the client
+//! goes away first, the requests move to a task of their own ([`Work`]),
+//! so they finish whatever happens to this response (unless the client's
+//! going away cancels them: sessionless requests).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::response::Response;
+use futures::{StreamExt as _, stream};
+use http::{HeaderMap, HeaderValue, StatusCode};
+use sse_stream::Sse;
+
+use super::grace::STREAM_GRACE;
+use super::{EmptyResponse, HttpState, reply};
+use crate::jsonrpc::{Message, Outcome, Request, Response as RpcResponse};
+use crate::protocol::modern;
+use crate::server::handler::{Handler, TraceHeaders};
+use crate::server::session::{Downlink, Frame, Frames, Session};
+
+/// How an answer that has to be streamed goes out.
+pub(super) enum Streamed<S: Send + Sync + 'static> {
+    /// In a session: resumable ([`super::stream::request_stream`]).
+    Session(Arc<Session<S>>),
+    /// A sessionless request on its transient session: plain SSE, and the
+    /// client's going away before the response cancels the request.
+    Sessionless(CancelOnDrop<S>),
+}
+
+impl<S: Send + Sync + 'static> Streamed<S> {
+    /// The stream: `prelude`, then the frames up to the requests' end.
+    fn stream(self, prelude: Vec<Frame>, rx: Frames, keep_alive: std::time::Duration) -> Response {
+        match self {
+            Streamed::Session(session) => super::stream::request_stream(session, prelude, rx, keep_alive),
+            Streamed::Sessionless(guard) => sessionless_sse(prelude, rx, guard, keep_alive),
+        }
+    }
+
+    /// The JSON answer of the responses (`batch`: as an array).
+    fn json(self, finals: Vec<RpcResponse>, batch: bool) -> Response {
+        match self {
+            Streamed::Session(_) => json_answer(finals, batch, StatusCode::OK),
+            Streamed::Sessionless(mut guard) => {
+                guard.disarm();
+                // A modern error answers with the HTTP status its code calls for.
+                let status = match finals.first().and_then(|r| r.outcome.error_code()) {
+                    Some(code) => StatusCode::from_u16(modern::http_status(code)).unwrap_or(StatusCode::OK),
+                    None => StatusCode::OK,
+                };
+                json_answer(finals, batch, status)
+            }
+        }
+    }
+
+    /// The answer when every request was cancelled before it answered.
+    fn cancelled(self, rx: Frames, keep_alive: std::time::Duration) -> Response {
+        match self {
+            Streamed::Session(session) => super::stream::request_stream(session, vec![Frame::End], rx, keep_alive),
+            Streamed::Sessionless(mut guard) => {
+                guard.disarm();
+                StatusCode::ACCEPTED.into_response_empty()
+            }
+        }
+    }
+}
+
+/// Cancels the request of a transient session unless disarmed: dropped with
+/// the response (the client went away), it is the client's cancellation.
+pub(super) struct CancelOnDrop<S: Send + Sync + 'static>(Option<Arc<Session<S>>>);
+
+impl<S: Send + Sync + 'static> CancelOnDrop<S> {
+    /// Cancels `session`'s request if dropped armed.
+    pub(super) fn new(session: Arc<Session<S>>) -> Self {
+        Self(Some(session))
+    }
+
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl<S: Send + Sync + 'static> Drop for CancelOnDrop<S> {
+    fn drop(&mut self) {
+        if let Some(session) = self.0.take() {
+            tracing::debug!(session = session.id(), "the client closed a modern request's stream: cancelled");
+            session.close();
+        }
+    }
+}
+
+/// Runs `requests` on `session` and answers them, with `answers` (the
+/// responses the engine already has) first: see the module doc.
+pub(super) async fn respond<H: Handler>(
+    state: &Arc<HttpState<H>>,
+    session: Arc<Session<H::State>>,
+    requests: Vec<Request>,
+    answers: Vec<RpcResponse>,
+    batch: bool,
+    headers: &HeaderMap,
+    streamed: Streamed<H::State>,
+) -> Response {
+    let expected = requests.len() + answers.len();
+    // The client's trace context, for a handler that traces requests.
+    let remote = TraceHeaders::from_headers(headers);
+    let (downlink, mut rx) = Downlink::with_capacity(state.engine.store().limits().stream_buffer);
+    let engine = state.engine.clone();
+    let mut work = Work::new(async move {
+        let mut requests = requests;
+        if requests.len() == 1
+            && let Some(r) = requests.pop()
+        {
+            // The usual case, without join_all's bookkeeping.
+            if let Some(resp) = engine.run_traced(&session, r, downlink.clone(), remote.as_ref()).await {
+                downlink.finish(resp);
+            }
+        } else {
+            let work = requests.into_iter().map(|r| {
+                let (engine, session, downlink) = (engine.clone(), session.clone(), downlink.clone());
+                let remote = remote.clone();
+                async move {
+                    if let Some(resp) = engine.run_traced(&session, r, downlink.clone(), remote.as_ref()).await {
+                        downlink.finish(resp);
+                    }
+                }
+            });
+            futures::future::join_all(work).await;
+        }
+        downlink.end();
+    });
+
+    let keep_alive = state.options.keep_alive;
+    let mut finals = answers;
+    // Set once the application asked for a stream: how long the answers
+    // may still take to go out as plain JSON.
+    let mut grace: Option<tokio::time::Instant> = None;
+    loop {
+        let next = std::future::poll_fn(|cx| {
+            work.poll(cx);
+            rx.poll_recv(cx)
+        });
+        let frame = match grace {
+            None => next.await,
+            // The grace ends on the server's coarse clock, not on a timer of
+            // this request's own (see `grace`).
+            Some(until) => match select_first(next, state.grace.until(until)).await {
+                Some(frame) => frame,
+                None => {
+                    work.detach();
+                    let mut prelude: Vec<Frame> = finals.into_iter().map(Frame::Final).collect();
+                    prelude.push(Frame::Stream);
+                    return streamed.stream(prelude, rx, keep_alive);
+                }
+            },
+        };
+        match frame {
+            Some(Frame::Final(r)) => {
+                finals.push(r);
+                if finals.len() == expected {
+                    return streamed.json(finals, batch);
+                }
+            }
+            // Work that may take a while (a forwarded tool call): streamed
+            // (in a session, resumably), unless its answer is ready within
+            // the grace period; then one JSON answer is cheaper for both sides.
+            Some(Frame::Stream) => {
+                grace.get_or_insert_with(|| tokio::time::Instant::now() + STREAM_GRACE);
+            }
+            // Something must go out before the answer: answer with SSE.
+            Some(frame @ Frame::Message(_)) => {
+                work.detach();
+                let mut prelude: Vec<Frame> = finals.into_iter().map(Frame::Final).collect();
+                prelude.push(frame);
+                return streamed.stream(prelude, rx, keep_alive);
+            }
+            Some(Frame::End) | None => {
+                if finals.is_empty() {
+                    // Every request was cancelled by the client: nothing to answer.
+                    return streamed.cancelled(rx, keep_alive);
+                }
+                return streamed.json(finals, batch);
+            }
+        }
+    }
+}
+
+/// The frame `next` yields, or `None` if `ends` resolves first.
+async fn select_first<F: std::future::Future>(
+    next: F,
+    ends: impl std::future::Future<Output = ()>,
+) -> Option<F::Output> {
+    tokio::select! {
+        biased;
+        frame = next => Some(frame),
+        () = ends => None,
+    }
+}
+
+/// A POST's requests, run in the connection's task until they must outlive
+/// the answer being built: then (or when dropped unfinished, as when the
+/// client goes away) they move to a task of their own.
+struct Work(Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>);
+
+impl Work {
+    fn new(work: impl std::future::Future<Output = ()> + Send + 'static) -> Self {
+        use futures::FutureExt as _;
+        // A panic ends the requests, as it would end their own task, not
+        // the connection: the answer sees the downlink gone.
+        Self(Some(Box::pin(std::panic::AssertUnwindSafe(work).catch_unwind().map(|_| ()))))
+    }
+
+    /// Drives the requests here, until they are done or detached.
+    fn poll(&mut self, cx: &mut std::task::Context<'_>) {
+        if let Some(work) = self.0.as_mut()
+            && work.as_mut().poll(cx).is_ready()
+        {
+            self.0 = None;
+        }
+    }
+
+    /// Moves the requests to a task of their own.
+    fn detach(&mut self) {
+        if let Some(work) = self.0.take() {
+            // A plain spawn: the request span starts inside the engine, and
+            // looking up the current span here would cost every POST for nothing.
+            #[allow(clippy::disallowed_methods)]
+            tokio::spawn(work);
+        }
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        // Outside the runtime (at exit) there is nowhere to finish them.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.detach();
+        }
+    }
+}
+
+fn json_answer(mut finals: Vec<RpcResponse>, batch: bool, status: StatusCode) -> Response {
+    if let ([RpcResponse { id: Some(id), outcome: Outcome::Prepared(raw) }], false) = (finals.as_slice(), batch) {
+        return reply::prepared(id, raw.clone());
+    }
+    // Room for the prepared results plus their envelopes.
+    let capacity = finals
+        .iter()
+        .map(|r| match &r.outcome {
+            Outcome::Prepared(raw) => raw.get().len() + 64,
+            _ => 256,
+        })
+        .sum();
+    if batch {
+        reply::json_sized(status, &finals.into_iter().map(Message::Response).collect::<Vec<_>>(), capacity)
+    } else {
+        match finals.pop() {
+            Some(r) => reply::json_sized(status, &Message::Response(r), capacity),
+            None => StatusCode::ACCEPTED.into_response_empty(),
+        }
+    }
+}
+
+/// The SSE answer of a sessionless request: `prelude`, then its frames up to
+/// and including the response. No ids (modern streams do not resume);
+/// dropping the body before the response cancels the request.
+fn sessionless_sse<S: Send + Sync + 'static>(
+    prelude: Vec<Frame>,
+    rx: Frames,
+    guard: CancelOnDrop<S>,
+    keep_alive: std::time::Duration,
+) -> Response {
+    let frames = stream::unfold((prelude.into_iter(), rx, Some(guard)), |(mut prelude, mut rx, guard)| async move {
+        let mut guard = guard?;
+        loop {
+            let frame = match prelude.next() {
+                Some(frame) => Some(frame),
+                None => rx.recv().await,
+            };
+            match frame {
+                Some(Frame::Message(m)) => return Some((m, (prelude, rx, Some(guard)))),
+                Some(Frame::Final(r)) => {
+                    guard.disarm();
+                    return Some((Message::Response(r), (prelude, rx, None)));
+                }
+                Some(Frame::Stream) => continue,
+                Some(Frame::End) | None => {
+                    guard.disarm();
+                    return None;
+                }
+            }
+        }
+    });
+    let mut response = super::stream::sse(frames.map(event), keep_alive);
+    response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+fn event(message: Message) -> Result<Sse, Infallible> {
+    Ok(Sse::default().data(message.encode()))
+}
