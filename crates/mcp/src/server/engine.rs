@@ -16,7 +16,7 @@
 //! era its connection is pinned to).
 //!
 //! Requests of the sessionless 2026-07-28 era take another way in
-//! ([`Engine::accept_modern`], see `engine/modern.rs`): validated one by one,
+//! ([`Engine::accept_modern`], see `engine/sessionless.rs`): validated one by one,
 //! answered (`server/discover`) or run on a transient session, never stored.
 //! A `server/discover` without the modern envelope still gets the
 //! handshake-era refusal below, which sends a probing client to `initialize`.
@@ -131,7 +131,7 @@ pub struct Engine<H: Handler> {
     stopping: CancellationToken,
     /// What every modern result carries in `_meta` as the server's identity
     /// ([`Handler::server_info`], asked once).
-    server_info: Option<modern::ServerInfo>,
+    server_info: Option<sessionless::ServerInfo>,
     /// The tag of requests to clients ([`Handler::request_tag`], asked once).
     request_tag: Option<Arc<str>>,
     /// Sessions being adopted ([`Handler::adopt`]) now, so that concurrent
@@ -159,7 +159,7 @@ impl<H: Handler> Engine<H> {
             running: AtomicUsize::new(0),
             idle: Notify::new(),
             stopping: CancellationToken::new(),
-            server_info: handler.server_info().map(modern::ServerInfo::new),
+            server_info: handler.server_info().map(sessionless::ServerInfo::new),
             request_tag: handler.request_tag(),
             adopting: Default::default(),
         });
@@ -772,11 +772,11 @@ fn initialize_result(version: Version, offer: ServerOffer) -> Value {
 
 pub mod era;
 mod listen;
-mod modern;
+mod sessionless;
 
 pub(crate) use listen::not_served as listen_not_served;
 pub use listen::{Listen, ListenSink, Subscriptions};
-pub use modern::{ModernAccepted, RoutingHeaders};
+pub use sessionless::{ModernAccepted, RoutingHeaders};
 
 #[cfg(test)]
 mod tests;

@@ -15,10 +15,10 @@ mod grace;
 mod guard;
 pub mod health;
 mod legacy;
-mod listen;
-mod modern;
+mod listener;
 mod post;
 mod reply;
+mod sessionless;
 mod stream;
 
 use std::sync::Arc;
@@ -34,7 +34,7 @@ use http::{HeaderMap, Method, StatusCode, header};
 pub use admit::Admit;
 pub use body::BodyError;
 pub use guard::{Guard, Refused};
-pub use listen::{
+pub use listener::{
     DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_KEEP_ALIVE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, ListenOptions, Server,
 };
 
@@ -137,7 +137,7 @@ async fn endpoint<H: Handler>(State(state): State<Arc<HttpState<H>>>, mut reques
     match *request.method() {
         Method::POST => post::handle(state, request, caller).await,
         Method::GET | Method::DELETE if !request.headers().contains_key(protocol::header::SESSION_ID) => {
-            modern::not_allowed()
+            sessionless::not_allowed()
         }
         Method::GET => stream::open(state, request.headers(), &caller).await,
         Method::DELETE => delete(state, request.headers(), &caller).await,

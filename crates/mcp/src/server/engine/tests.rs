@@ -306,5 +306,5 @@ async fn a_shutting_down_engine_refuses_new_work_and_drains_the_running() {
     assert!(run.await.unwrap().is_none());
 }
 
-#[path = "modern_tests.rs"]
-mod modern_tests;
+#[path = "sessionless_tests.rs"]
+mod sessionless_tests;

@@ -44,7 +44,7 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, call
     let version = headers.get(protocol::header::PROTOCOL_VERSION).map(|v| String::from_utf8_lossy(v.as_bytes()));
     let body = match era::of_post(Body::decode(&bytes), version.as_deref()) {
         Era::Handshake(body) => body,
-        Era::Sessionless(request) => return super::modern::serve(state, request, headers, caller).await,
+        Era::Sessionless(request) => return super::sessionless::serve(state, request, headers, caller).await,
         Era::Refused(response, status) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
             return reply::json(status, &Message::Response(response));
