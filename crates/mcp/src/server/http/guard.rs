@@ -86,43 +86,4 @@ fn host_name(authority: &str) -> &str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use http::HeaderValue;
-
-    fn headers(host: &str, origin: Option<&str>) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        h.insert(header::HOST, HeaderValue::from_str(host).unwrap());
-        if let Some(o) = origin {
-            h.insert(header::ORIGIN, HeaderValue::from_str(o).unwrap());
-        }
-        h
-    }
-
-    #[test]
-    fn default_accepts_loopback_only() {
-        let g = Guard::new(&[], &[]);
-        let uri = Uri::from_static("/mcp");
-        for ok in ["localhost:8080", "127.0.0.1", "[::1]:9", "LOCALHOST"] {
-            assert!(g.check(&headers(ok, None), &uri).is_ok(), "{ok}");
-        }
-        assert!(g.check(&headers("localhost:1", Some("http://localhost:3000")), &uri).is_ok());
-        assert!(g.check(&headers("evil.example.com", None), &uri).is_err());
-        assert!(g.check(&headers("127.0.0.1:80", Some("http://evil.example.com")), &uri).is_err());
-        assert!(g.check(&headers("127.0.0.1:80", Some("null")), &uri).is_err());
-        assert!(g.check(&headers("localhost.evil.com", None), &uri).is_err());
-    }
-
-    #[test]
-    fn configured_lists_replace_the_defaults() {
-        let g = Guard::new(&["gw.example.com".into(), "10.0.0.5:8080".into()], &["https://app.example.com/".into()]);
-        let uri = Uri::from_static("/mcp");
-        assert!(g.check(&headers("gw.example.com:443", Some("https://app.example.com")), &uri).is_ok());
-        assert!(g.check(&headers("10.0.0.5:8080", None), &uri).is_ok());
-        assert!(g.check(&headers("10.0.0.5:9090", None), &uri).is_err());
-        assert!(g.check(&headers("localhost", None), &uri).is_err());
-        assert!(g.check(&headers("gw.example.com", Some("http://localhost")), &uri).is_err());
-        let any = Guard::new(&["*".into()], &["*".into()]);
-        assert!(any.check(&headers("anything", Some("https://x.y")), &uri).is_ok());
-    }
-}
+mod tests;
