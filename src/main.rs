@@ -93,7 +93,7 @@ enum Command {
     /// Run the demo MCP server (used by config/demo.toml).
     ///
     /// A project tracker with 12 documented tools, over stdio unless
-    /// `--http` is given.
+    /// `--http` is given. Builds without the `demo` cargo feature refuse it.
     DemoUpstream {
         /// Serve Streamable HTTP on this address instead of stdio.
         #[arg(long, value_name = "ADDR")]
@@ -206,8 +206,14 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command, gateway_config: Opti
                 _ => Ok(()),
             }
         }
+        #[cfg(feature = "demo")]
         Command::DemoUpstream { http: None } => Ok(runtime.block_on(toolgate_demo::run_stdio())?),
+        #[cfg(feature = "demo")]
         Command::DemoUpstream { http: Some(addr) } => Ok(runtime.block_on(toolgate_demo::run_http(addr))?),
+        #[cfg(not(feature = "demo"))]
+        Command::DemoUpstream { .. } => {
+            anyhow::bail!("this toolgate was built without the demo (cargo feature `demo`); configure your own upstreams")
+        }
         Command::Tokens(args) => runtime.block_on(tokens(args)),
         Command::Forms(args) => {
             let config = args.config.as_deref().map(load).transpose()?;
