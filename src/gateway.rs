@@ -1,10 +1,12 @@
 //! The gateway: the MCP application behind the server engine.
 //!
-//! A client request goes through the gateway's [`layer`]s, then to the
-//! [`forward`]er, which routes it to the upstream that owns it:
+//! A client request is [`resolve`]d once (the tool it calls, its caller, a
+//! retry's checked state), then goes through the gateway's [`layer`]s to
+//! the [`forward`]er, which routes it to the upstream that owns it:
 //!
 //! ```text
-//! engine → Policy ([auth] only) → Disclosure (progressive upstreams only) → Forwarder → upstream stack
+//! engine → resolve → Policy ([auth] only) → Concerns ([[concerns]] only) → Search (search listing only)
+//!        → Disclosure (progressive upstreams only) → Forwarder → upstream stack
 //! ```
 //!
 //! Each session belongs to a client ([`GatewaySession::principal`]): the
@@ -53,6 +55,7 @@ mod pages;
 mod policy;
 mod reload;
 mod replicas;
+mod resolve;
 mod search;
 mod startup;
 mod state;
@@ -77,7 +80,6 @@ pub use state::GatewaySession;
 pub use upstreams::UpstreamHandle;
 
 use crate::auth::{Principal, SessionGuard};
-use crate::catalog::ToolEntry;
 use crate::config::{Config, Target};
 use crate::grants::{GrantStore, Grants, Scope};
 use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request};
@@ -93,6 +95,7 @@ use crate::shared::SharedSessions;
 use forward::Forwarder;
 use layer::{Exchange, Layer, Next, Then};
 use note::RequestNote;
+use resolve::Resolved;
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -205,7 +208,10 @@ impl Gateway {
         let metrics = Arc::new(Metrics::new(names, config.metrics.enabled));
         // Present even while every upstream is in passthrough mode (it then
         // steps aside), so a reload may make one progressive.
-        let disclosure = disclosure::Disclosure::new(config.disclosure.cache_bytes);
+        // List answers are paged alike by the forwarder and the layers that
+        // serve `tools/list` themselves.
+        let pager = Arc::new(pages::Pager::new(config.server.page_size));
+        let disclosure = disclosure::Disclosure::new(config.disclosure.cache_bytes, pager.clone());
         let connection = match &config.state.redis_url {
             Some(url) => Some(Arc::new(crate::shared::Connection::open(url.expose(), &config.state)?)),
             None => None,
@@ -222,9 +228,9 @@ impl Gateway {
         let declared = Arc::new(crate::concerns::Declared::new(&config.concerns));
         let gateway = Arc::new(Self {
             concerns: concerns::Concerns::new(&declared),
-            search: search::Search::new(&config.disclosure),
+            search: search::Search::new(&config.disclosure, &pager),
             catalogs: Catalogs::new(config.disclosure.clone(), declared),
-            forwarder: Forwarder::new(config.server.page_size),
+            forwarder: Forwarder::new(pager),
             mrtr: mrtr::Translator::new(&config.mrtr),
             config: ArcSwap::from_pointee(config),
             upstreams: ArcSwap::from_pointee(upstreams),
@@ -365,17 +371,6 @@ impl Gateway {
 
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutdown.is_cancelled()
-    }
-
-    /// The tool `session` may reach under `name`, waiting for the catalog
-    /// if it is not (yet) there.
-    pub(crate) async fn tool(&self, session: &GwSession, name: &str) -> Option<Arc<ToolEntry>> {
-        if let Some(entry) = self.catalog_for(session).catalog.get(name) {
-            return Some(entry.clone());
-        }
-        // Perhaps the catalog is still loading.
-        self.wait_ready(session).await;
-        self.catalog_for(session).catalog.get(name).cloned()
     }
 
     /// Waits for upstreams still starting, within the session's one
@@ -565,7 +560,8 @@ impl Handler for Gateway {
         }
         let method = metrics::Method::of(&request.method);
         let note = RequestNote::default();
-        let cx = Exchange { gateway: self, session, ctx: &ctx, note: &note };
+        let resolved = Resolved::of(self, session, &request, &ctx).await;
+        let cx = Exchange { gateway: self, session, ctx: &ctx, resolved: &resolved, note: &note };
         let chain = Then { layer: &self.disclosure, next: &self.forwarder };
         let chain = Then { layer: &self.search, next: chain };
         let chain = Then { layer: &self.concerns, next: chain };

@@ -16,6 +16,8 @@ use std::future::Future;
 
 use super::catalogs::CatalogView;
 use super::layer::{Exchange, Layer, Next};
+use super::pages::Pager;
+use super::resolve::Target;
 use super::{Gateway, GwSession};
 use crate::config::Mode;
 use crate::disclosure::{self, Selection};
@@ -32,6 +34,8 @@ const ECHOED_URI: usize = 4096;
 
 /// The disclosure layer.
 pub struct Disclosure {
+    /// Pages the minimal `tools/list`.
+    pager: Arc<Pager>,
     /// Rendered `resources/read` results of the descriptions resource, by
     /// catalog epoch and URI (cheap answers to repeated fetches), weighed in
     /// bytes (`disclosure.cache_bytes`).
@@ -47,8 +51,9 @@ struct Rendered {
 }
 
 impl Disclosure {
-    /// The layer, keeping at most `cache_bytes` of rendered answers.
-    pub fn new(cache_bytes: u64) -> Self {
+    /// The layer, keeping at most `cache_bytes` of rendered answers and
+    /// paging with `pager`.
+    pub fn new(cache_bytes: u64, pager: Arc<Pager>) -> Self {
         let rendered = moka::sync::Cache::builder()
             .weigher(|key: &(u64, String), rendered: &Arc<Rendered>| {
                 let names: usize = rendered.authorized.iter().map(|(n, _)| n.len() + 32).sum();
@@ -56,7 +61,7 @@ impl Disclosure {
             })
             .max_capacity(cache_bytes)
             .build();
-        Self { rendered }
+        Self { pager, rendered }
     }
 
     async fn serve_request<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
@@ -68,7 +73,7 @@ impl Disclosure {
             method::TOOLS_LIST => {
                 cx.gateway.wait_ready(cx.session).await;
                 let view = cx.gateway.listing_for(cx.session);
-                cx.gateway.forwarder().pager().tools_page(view.catalog.list_result_raw(), request.params.as_ref())
+                self.pager.tools_page(view.catalog.list_result_raw(), request.params.as_ref())
             }
             method::TOOLS_CALL => self.call_tool(cx, request, next).await,
             method::RESOURCES_LIST | method::RESOURCES_TEMPLATES_LIST => {
@@ -87,11 +92,10 @@ impl Disclosure {
                 };
                 prepend(outcome, key, entry)
             }
-            method::RESOURCES_READ => match own_uri(&request) {
-                Some(uri) => {
-                    let Some(selection) = disclosure::parse_selection(&uri) else { return next.run(cx, request).await };
+            method::RESOURCES_READ => match cx.resolved.descriptions() {
+                Some(read) => {
                     cx.gateway.wait_ready(cx.session).await;
-                    self.read_descriptions(cx.gateway, cx.session, &uri, selection).await
+                    self.read_descriptions(cx.gateway, cx.session, &read.uri, &read.selection).await
                 }
                 None => next.run(cx, request).await,
             },
@@ -113,30 +117,22 @@ impl Disclosure {
     /// The gate: the describe tool is served here; a progressive tool whose
     /// current description the session has not fetched is refused.
     async fn call_tool<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
-        let name = request.params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str);
-        let Some(name) = name else { return next.run(cx, request).await };
-        cx.ctx.span.record("tool", name);
-        let mut view = cx.gateway.catalog_for(cx.session);
-        if view.catalog.get(name).is_none() && view.catalog.describe_tool_name() != Some(name) {
-            // Perhaps the catalog is still loading.
-            cx.gateway.wait_ready(cx.session).await;
-            view = cx.gateway.catalog_for(cx.session);
-        }
-        if view.catalog.describe_tool_name() == Some(name) {
-            // What it describes may still be loading (as for the resource).
-            cx.gateway.wait_ready(cx.session).await;
-            let view = cx.gateway.catalog_for(cx.session);
-            let arguments = request.params.as_ref().and_then(|p| p.get("arguments"));
-            return describe_tool(cx.gateway, cx.session, &view, arguments).await;
-        }
+        let Some(call) = cx.resolved.call() else { return next.run(cx, request).await };
+        let entry = match &call.target {
+            // The resolution waited for what it describes (as for the resource).
+            Target::Describe => {
+                let arguments = request.params.as_ref().and_then(|p| p.get("arguments"));
+                return describe_tool(cx.gateway, cx.session, &call.view, arguments).await;
+            }
+            Target::Tool(entry) => entry,
+            Target::Other(_) => return next.run(cx, request).await,
+        };
         // The retry of a held call (a sessionless client answering what its
         // upstream asked) was admitted in its first round; the forwarder
         // checks that its state is for exactly this call.
-        let retry = cx.session.is_sessionless() && cx.gateway.mrtr().is_own_state(request.params.as_ref());
-        if let Some(entry) = view.catalog.get(name)
-            && entry.mode == Mode::Progressive
-            && !retry
-        {
+        let retry = call.retry.as_ref().is_some_and(|state| state.own);
+        if entry.mode == Mode::Progressive && !retry {
+            let (name, view) = (entry.exposed.as_str(), &call.view);
             match cx.session.state.grants.allows(name, entry.fingerprint).await {
                 Ok(true) => {}
                 Ok(false) => {
@@ -158,12 +154,12 @@ impl Disclosure {
         gateway: &Gateway,
         session: &GwSession,
         uri: &str,
-        selection: Selection,
+        selection: &Selection,
     ) -> Outcome {
         let view = gateway.catalog_for(session);
         let key = (view.epoch, uri.to_owned());
         let rendered = self.rendered.get(&key).unwrap_or_else(|| {
-            let echoed = match &selection {
+            let echoed = match selection {
                 _ if uri.len() <= ECHOED_URI => uri.to_owned(),
                 Selection::Tools(names) if view.catalog.fetch_limits().refusal(names).is_none() => {
                     disclosure::selection_uri(names)
@@ -174,7 +170,7 @@ impl Disclosure {
                 Selection::Missing => (disclosure::missing_selection(&view.catalog), Vec::new()),
                 Selection::Tools(names) => {
                     let budget = view.catalog.fetch_limits().body_budget(disclosure::escaped_len(&echoed));
-                    let described = disclosure::describe_within(&view.catalog, &names, budget);
+                    let described = disclosure::describe_within(&view.catalog, names, budget);
                     (described.body, fingerprints(&view, described.authorized))
                 }
             };

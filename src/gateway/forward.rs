@@ -36,10 +36,11 @@ use crate::upstream::{self, Call, UpstreamError};
 const ELICITATION_TTL: Duration = Duration::from_secs(3600);
 
 /// The forwarder's own state: what the merged lists taught about ownership,
-/// the pager, and who started which URL-mode elicitation.
+/// the pager it shares with the layers, and who started which URL-mode
+/// elicitation.
 pub struct Forwarder {
     routes: RouteMaps,
-    pager: Pager,
+    pager: Arc<Pager>,
     /// URL-mode elicitation id → the session it was sent to, so a shared
     /// upstream's unsolicited `notifications/elicitation/complete` reaches
     /// only that client.
@@ -95,18 +96,13 @@ fn str_param<'a>(params: Option<&'a Value>, key: &str) -> Option<&'a str> {
 }
 
 impl Forwarder {
-    /// A forwarder that pages lists by `page_size` (0: whole lists).
-    pub fn new(page_size: usize) -> Self {
+    /// A forwarder that pages lists with `pager`.
+    pub fn new(pager: Arc<Pager>) -> Self {
         Self {
             routes: RouteMaps::default(),
-            pager: Pager::new(page_size),
+            pager,
             elicitations: moka::sync::Cache::builder().max_capacity(10_000).time_to_live(ELICITATION_TTL).build(),
         }
-    }
-
-    /// The pager of list answers.
-    pub fn pager(&self) -> &Pager {
-        &self.pager
     }
 
     /// Answers one client request.
@@ -228,7 +224,12 @@ impl Forwarder {
         // A 2026 client of a handshake-era upstream gets what the upstream
         // asks mid-call as input requests (toolgate holds the call); a retry
         // carrying toolgate's own requestState only ever reaches its held call.
-        let translated = sessionless && (!modern_upstream || cx.gateway.mrtr().is_own_state(params.as_ref()));
+        // (A tool call's state was checked as the request was resolved.)
+        let own_state = |params: Option<&Value>| match cx.resolved.retry() {
+            Some(state) => state.own,
+            None => cx.gateway.mrtr().is_own_state(params),
+        };
+        let translated = sessionless && (!modern_upstream || own_state(params.as_ref()));
         let result = if translated {
             // Boxed, as below: a held call's state would otherwise size every
             // forwarded call's future.
@@ -293,19 +294,20 @@ impl Forwarder {
         let Some(mut params) = params.filter(Value::is_object) else {
             return invalid("tools/call needs params with a tool name");
         };
-        let Some(name) = params.get("name").and_then(Value::as_str) else {
+        // The name was parsed and looked up as the request was resolved.
+        let Some(call) = cx.resolved.call() else {
             return invalid("tools/call needs a string \"name\"");
         };
-        cx.ctx.span.record("tool", name);
-        let Some(entry) = cx.gateway.tool(cx.session, name).await else {
-            if let Some(upstream) = cx.gateway.removed_tool(name, &cx.session.state.principal()) {
+        let Some(entry) = call.entry() else {
+            let name = call.name();
+            if let Some(upstream) = cx.gateway.removed_tool(name, cx.resolved.caller()) {
                 return invalid(format!(
                     "Unknown tool: {name} (its upstream `{upstream}` was removed from toolgate's configuration)"
                 ));
             }
             return invalid(format!("Unknown tool: {name}"));
         };
-        if let Err(e) = check_param_headers(cx, &entry, &params) {
+        if let Err(e) = check_param_headers(cx, entry, &params) {
             return Outcome::error(e);
         }
         params["name"] = json!(entry.original);

@@ -11,12 +11,17 @@
 //!
 //! The chain is static ([`Then`]), so a request's future holds every
 //! layer's state inline: no allocation or copy per layer on the hot path.
+//!
+//! A request is [resolved](super::resolve) once before the chain: the
+//! [`Exchange`] carries the result, so no layer parses the tool name, looks
+//! the tool up or verifies a multi-round-trip state again.
 
 use std::future::Future;
 use std::sync::Arc;
 
 use super::forward::Forwarder;
 use super::note::RequestNote;
+use super::resolve::Resolved;
 use super::{Gateway, GwSession};
 use crate::jsonrpc::{Outcome, Request};
 use crate::server::{RequestCtx, ServerOffer};
@@ -27,6 +32,9 @@ pub struct Exchange<'a> {
     pub gateway: &'a Arc<Gateway>,
     pub session: &'a Arc<GwSession>,
     pub ctx: &'a RequestCtx,
+    /// The request resolved once before the layers (the tool called, the
+    /// caller, a retry's checked state): layers read it, never re-parse.
+    pub resolved: &'a Resolved,
     /// What the layers learn about the request, for its metrics.
     pub note: &'a RequestNote,
 }

@@ -26,6 +26,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::layer::Exchange;
+use super::resolve::RetryState;
 use super::upstreams::UpstreamHandle;
 use crate::auth::Principal;
 use crate::config::MrtrConfig;
@@ -79,16 +80,26 @@ impl Translator {
         params.and_then(|p| p.get(result::REQUEST_STATE)).and_then(Value::as_str).is_some_and(|s| self.codec.is_own(s))
     }
 
-    /// Whether the request `method` with `params` (in the upstream's terms:
-    /// its own tool name) to upstream `upstream` from `principal` is the
-    /// retry of a call held now for that very client and request: its
-    /// `requestState` verifies in full (signature, replica, expiry, client,
-    /// request) and names a held call. Only such a retry is the same call
-    /// as its first round; a state that is merely authentic proves nothing.
-    pub fn resumes(&self, principal: &Principal, upstream: &str, method: &str, params: &Value) -> bool {
-        let Some(token) = params.get(result::REQUEST_STATE).and_then(Value::as_str) else { return false };
+    /// Checks `token`, the `requestState` of the request `method` with
+    /// `params` (in the upstream's terms: its own tool name) to upstream
+    /// `upstream` from `principal`, once: whether toolgate signed it, the
+    /// held call it names if it verifies in full (signature, replica,
+    /// expiry, client, request), and whether that call is held now. Only
+    /// such a retry is the same call as its first round; a state that is
+    /// merely authentic proves nothing.
+    pub fn check(
+        &self,
+        token: &str,
+        principal: &Principal,
+        upstream: &str,
+        method: &str,
+        params: &Value,
+    ) -> RetryState {
         let binding = Binding::of(upstream, method, Some(params), Scope::of(principal).as_str());
-        self.codec.verify(token, &binding, SystemTime::now()).is_ok_and(|hold| self.holds.contains(&hold))
+        let hold = self.codec.verify(token, &binding, SystemTime::now());
+        let own = !matches!(hold, Err(StateError::Malformed | StateError::Tampered));
+        let held = hold.as_ref().is_ok_and(|hold| self.holds.contains(hold));
+        RetryState { own, hold, held }
     }
 
     /// Serves a sessionless request to the handshake-era upstream `index`:
@@ -159,9 +170,15 @@ impl Translator {
         params: Option<&Value>,
     ) -> Result<Result<Outcome, UpstreamError>, Failure> {
         let answers = input_responses(params)?;
-        let token = params.and_then(|p| p.get(result::REQUEST_STATE)).and_then(Value::as_str);
-        let token = token.ok_or(MrtrError::InvalidState(StateError::Malformed))?;
-        let hold = self.codec.verify(token, &binding, SystemTime::now()).map_err(MrtrError::InvalidState)?;
+        // A tool call's state was checked as the request was resolved.
+        let hold = match cx.resolved.retry().filter(|_| binding.method == method::TOOLS_CALL) {
+            Some(checked) => checked.hold.clone(),
+            None => {
+                let token = params.and_then(|p| p.get(result::REQUEST_STATE)).and_then(Value::as_str);
+                token.ok_or(StateError::Malformed).and_then(|t| self.codec.verify(t, &binding, SystemTime::now()))
+            }
+        };
+        let hold = hold.map_err(MrtrError::InvalidState)?;
         let mut held = self.holds.take(&hold).ok_or(MrtrError::InvalidState(StateError::NotHeld))?;
         // Waited on again before the answers go: what the upstream asks next is this call's.
         held.route.attach(Some(cx.ctx.downlink.clone()));

@@ -17,14 +17,12 @@
 //! reaches the client the same way on every transport (a JSON answer, an
 //! SSE stream, legacy SSE, stdio).
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::layer::{Exchange, Layer, Next};
 use crate::auth::{CallLimiter, Principal, RetryAfter};
-use crate::disclosure;
 use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
 use crate::protocol::method;
-use crate::protocol::modern::result;
 
 /// The policy layer.
 #[derive(Default)]
@@ -40,8 +38,8 @@ impl Policy {
 
 impl Layer for Policy {
     async fn serve<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
-        if counts(&request) && !resumes_held_call(&cx, &request).await {
-            let principal = &cx.session.state.principal();
+        if counts(&cx, &request) && !resumes_held_call(&cx) {
+            let principal = cx.resolved.caller();
             if let Err(wait) = self.calls.check(principal) {
                 tracing::info!(client = %principal.id(), retry_after = ?wait.0, "request refused: calls_per_minute");
                 return Outcome::error(rate_limited(principal, wait));
@@ -51,36 +49,22 @@ impl Layer for Policy {
     }
 }
 
-/// Whether `request` is the retry of a call held for this very client and
+/// Whether the request is the retry of a call held for this very client and
 /// request (a sessionless client answering a handshake-era upstream's
-/// question): the same call, counted in its first round. Only a tool call
-/// can be one; the describe tool and the descriptions resource never are,
-/// whatever `requestState` they carry.
-async fn resumes_held_call(cx: &Exchange<'_>, request: &Request) -> bool {
-    let Some(params) = request.params.as_ref().filter(|_| request.method == method::TOOLS_CALL) else { return false };
-    if !cx.session.is_sessionless() || params.get(result::REQUEST_STATE).is_none() {
-        return false;
-    }
-    let Some(name) = params.get("name").and_then(Value::as_str) else { return false };
-    let Some(entry) = cx.gateway.tool(cx.session, name).await else { return false };
-    let Some(up) = cx.gateway.upstreams().get(entry.upstream).cloned() else { return false };
-    // The held call was bound to the request as it went upstream.
-    let mut upstream_params = params.clone();
-    upstream_params["name"] = Value::from(entry.original.as_str());
-    cx.gateway.mrtr().resumes(&cx.session.state.principal(), &up.label, method::TOOLS_CALL, &upstream_params)
+/// question): the same call, counted in its first round. Only a call of a
+/// catalog tool can be one (the request's resolution checked its state);
+/// the describe tool and the descriptions resource never are, whatever
+/// `requestState` they carry.
+fn resumes_held_call(cx: &Exchange<'_>) -> bool {
+    cx.resolved.retry().is_some_and(|state| state.held)
 }
 
 /// Whether `request` takes from the client's `calls_per_minute`: a tool
 /// call, or a fetch of tool descriptions.
-fn counts(request: &Request) -> bool {
+fn counts(cx: &Exchange<'_>, request: &Request) -> bool {
     match request.method.as_str() {
         method::TOOLS_CALL => true,
-        method::RESOURCES_READ => request
-            .params
-            .as_ref()
-            .and_then(|p| p.get("uri"))
-            .and_then(Value::as_str)
-            .is_some_and(|uri| disclosure::parse_selection(uri).is_some()),
+        method::RESOURCES_READ => cx.resolved.descriptions().is_some(),
         _ => false,
     }
 }

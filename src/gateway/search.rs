@@ -26,6 +26,7 @@ use toolgate_search::{Document, Index};
 
 use super::catalogs::CatalogView;
 use super::layer::{Exchange, Layer, Next};
+use super::pages::Pager;
 use super::{Gateway, GwSession};
 use crate::config::{DisclosureConfig, Listing};
 use crate::jsonrpc::{Outcome, Request};
@@ -43,6 +44,8 @@ const SESSION_INDEXES: u64 = 64;
 /// The search layer.
 pub struct Search {
     listing: Listing,
+    /// Pages the search listing.
+    pager: Arc<Pager>,
     above: usize,
     tool_name: String,
     pinned: GlobSet,
@@ -72,8 +75,9 @@ pub struct Indexes {
 }
 
 impl Search {
-    /// The layer, when `disclosure` may show the search listing.
-    pub fn new(disclosure: &DisclosureConfig) -> Option<Self> {
+    /// The layer, when `disclosure` may show the search listing, paging it
+    /// with `pager`.
+    pub fn new(disclosure: &DisclosureConfig, pager: &Arc<Pager>) -> Option<Self> {
         if !disclosure.may_search() {
             return None;
         }
@@ -86,6 +90,7 @@ impl Search {
         }
         Some(Self {
             listing: disclosure.listing,
+            pager: pager.clone(),
             above: disclosure.search_above,
             tool_name: disclosure.search_tool_name.clone(),
             pinned: pinned.build().unwrap_or_else(|_| GlobSet::empty()),
@@ -188,15 +193,11 @@ impl Layer for Search {
                 cx.gateway.wait_ready(cx.session).await;
                 let view = cx.gateway.listing_for(cx.session);
                 match self.listing_of(&view).filter(|_| self.searches(&view)) {
-                    Some(listing) => cx.gateway.forwarder().pager().tools_page(&listing, request.params.as_ref()),
+                    Some(listing) => self.pager.tools_page(&listing, request.params.as_ref()),
                     None => next.run(cx, request).await,
                 }
             }
-            method::TOOLS_CALL
-                if request.params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str)
-                    == Some(self.tool_name.as_str()) =>
-            {
-                cx.ctx.span.record("tool", self.tool_name.as_str());
+            method::TOOLS_CALL if cx.resolved.tool_name() == Some(self.tool_name.as_str()) => {
                 self.search(cx, request.params.as_ref().and_then(|p| p.get("arguments"))).await
             }
             _ => next.run(cx, request).await,

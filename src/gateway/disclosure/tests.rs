@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use super::{Disclosure, Rendered};
+use super::{Disclosure, Pager, Rendered};
 
 /// A rendered answer of about `bytes` bytes authorizing `tools` names.
 fn rendered(bytes: usize, tools: usize) -> Arc<Rendered> {
@@ -19,7 +19,7 @@ fn rendered(bytes: usize, tools: usize) -> Arc<Rendered> {
 #[test]
 fn the_cache_holds_at_most_cache_bytes_of_answers() {
     const CACHE: u64 = 256 * 1024;
-    let layer = Disclosure::new(CACHE);
+    let layer = Disclosure::new(CACHE, Arc::new(Pager::new(0)));
     // 200 distinct answers of 16 KiB: 3.2 MiB offered, 256 KiB kept.
     for i in 0..200 {
         let uri = format!("resource:///tool_descriptions?tools=t{i}");
@@ -35,7 +35,7 @@ fn the_cache_holds_at_most_cache_bytes_of_answers() {
     assert!(layer.rendered.weighted_size() >= kept * 16 * 1024, "weighed below their size");
     // A long URI is weighed too: 64 answers of a few bytes with 4 KiB keys
     // fit within the bound as well.
-    let small = Disclosure::new(64 * 1024);
+    let small = Disclosure::new(64 * 1024, Arc::new(Pager::new(0)));
     for i in 0..64 {
         let uri = format!("resource:///tool_descriptions?tools={i}{}", ",y".repeat(2000));
         small.rendered.insert((1, uri), rendered(8, 1));

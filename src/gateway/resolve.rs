@@ -1,0 +1,189 @@
+//! A client request resolved once, before the layers: the tool a
+//! `tools/call` names (parsed, looked up in the session's catalog view),
+//! the selection a read of the descriptions resource asks for, the caller,
+//! and the verified multi-round-trip state of a sessionless retry.
+//!
+//! Every layer and the forwarder read this one value ([`Exchange::resolved`](super::layer::Exchange))
+//! rather than parsing the name, looking the tool up or verifying the
+//! state again: the gate checks the very entry the forwarder routes.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::catalogs::CatalogView;
+use super::{Gateway, GwSession};
+use crate::auth::Principal;
+use crate::catalog::ToolEntry;
+use crate::disclosure::{self, Selection};
+use crate::jsonrpc::Request;
+use crate::mrtr::StateError;
+use crate::protocol::method;
+use crate::protocol::modern::result;
+use crate::server::RequestCtx;
+
+/// What the gateway learned about a request before its layers run.
+pub struct Resolved {
+    /// The client the request comes from.
+    caller: Principal,
+    /// What a `tools/call` with a string `name` calls.
+    call: Option<ToolCall>,
+    /// What a `resources/read` of the descriptions resource selects.
+    read: Option<DescriptionsRead>,
+}
+
+/// The tool a `tools/call` names, in the catalog the session sees.
+pub struct ToolCall {
+    /// The session's catalog view the name was looked up in (after waiting
+    /// for upstreams still starting when the name was not in it).
+    pub view: Arc<CatalogView>,
+    /// What the name names.
+    pub target: Target,
+    /// A sessionless retry's `requestState`, checked once.
+    pub retry: Option<RetryState>,
+}
+
+/// What a called name names.
+pub enum Target {
+    /// A tool of the catalog.
+    Tool(Arc<ToolEntry>),
+    /// The synthesized describe tool.
+    Describe,
+    /// Nothing in the catalog (the search tool, or an unknown name).
+    Other(Box<str>),
+}
+
+/// A read of `resource:///tool_descriptions?tools=…`.
+pub struct DescriptionsRead {
+    /// The URI as the client sent it.
+    pub uri: String,
+    /// The tools it selects.
+    pub selection: Selection,
+}
+
+/// The `requestState` of a sessionless client's tool call to a
+/// handshake-era upstream, checked once against the call it claims to be.
+pub struct RetryState {
+    /// Signed by this process: the retry of a call the gate and the rate
+    /// limit admitted in its first round (it only ever reaches its held
+    /// call, which checks the rest).
+    pub own: bool,
+    /// The held call the state names, once signature, replica, expiry,
+    /// client and request all check out; or why not.
+    pub hold: Result<String, StateError>,
+    /// Whether that call was held when the request came: only then is the
+    /// retry the same call as its first round (for the rate limit).
+    pub held: bool,
+}
+
+impl Resolved {
+    /// Resolves `request` of `session`: waits for upstreams still starting
+    /// only when a called name is not (yet) in the session's catalog.
+    pub async fn of(gateway: &Gateway, session: &GwSession, request: &Request, ctx: &RequestCtx) -> Self {
+        let caller = session.state.principal();
+        let params = request.params.as_ref();
+        let (mut call, mut read) = (None, None);
+        match request.method.as_str() {
+            method::TOOLS_CALL => {
+                if let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) {
+                    ctx.span.record("tool", name);
+                    call = Some(ToolCall::of(gateway, session, &caller, name, params).await);
+                }
+            }
+            method::RESOURCES_READ => {
+                let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str);
+                read = uri.and_then(|uri| {
+                    let selection = disclosure::parse_selection(uri)?;
+                    Some(DescriptionsRead { uri: uri.to_owned(), selection })
+                });
+            }
+            _ => {}
+        }
+        Self { caller, call, read }
+    }
+
+    /// The client the request comes from.
+    pub fn caller(&self) -> &Principal {
+        &self.caller
+    }
+
+    /// What a `tools/call` calls (`None` for other requests, and for a
+    /// call without a string `name`).
+    pub fn call(&self) -> Option<&ToolCall> {
+        self.call.as_ref()
+    }
+
+    /// The name a `tools/call` calls.
+    pub fn tool_name(&self) -> Option<&str> {
+        self.call.as_ref().map(ToolCall::name)
+    }
+
+    /// What a read of the descriptions resource selects (`None` for other
+    /// requests and other URIs).
+    pub fn descriptions(&self) -> Option<&DescriptionsRead> {
+        self.read.as_ref()
+    }
+
+    /// The `requestState` of a sessionless tool call, as checked.
+    pub fn retry(&self) -> Option<&RetryState> {
+        self.call.as_ref()?.retry.as_ref()
+    }
+}
+
+impl ToolCall {
+    async fn of(
+        gateway: &Gateway,
+        session: &GwSession,
+        caller: &Principal,
+        name: &str,
+        params: Option<&Value>,
+    ) -> Self {
+        let mut view = gateway.catalog_for(session);
+        // Not there (the describe tool included, whose tools may still be
+        // loading): perhaps the catalog is.
+        if view.catalog.get(name).is_none() {
+            gateway.wait_ready(session).await;
+            view = gateway.catalog_for(session);
+        }
+        // No catalog tool takes the describe tool's name (it is reserved).
+        let target = match view.catalog.get(name) {
+            _ if view.catalog.describe_tool_name() == Some(name) => Target::Describe,
+            Some(entry) => Target::Tool(entry.clone()),
+            None => Target::Other(name.into()),
+        };
+        let retry = match (&target, params) {
+            (Target::Tool(entry), Some(params)) if session.is_sessionless() => {
+                retry_state(gateway, caller, entry, params)
+            }
+            _ => None,
+        };
+        Self { view, target, retry }
+    }
+
+    /// The called name.
+    pub fn name(&self) -> &str {
+        match &self.target {
+            Target::Tool(entry) => &entry.exposed,
+            Target::Describe => self.view.catalog.describe_tool_name().unwrap_or_default(),
+            Target::Other(name) => name,
+        }
+    }
+
+    /// The catalog tool called, if the name is one.
+    pub fn entry(&self) -> Option<&Arc<ToolEntry>> {
+        match &self.target {
+            Target::Tool(entry) => Some(entry),
+            _ => None,
+        }
+    }
+}
+
+/// The check of a string `requestState` in a sessionless call of `entry`,
+/// bound as the call goes upstream (under the upstream's own tool name).
+fn retry_state(gateway: &Gateway, caller: &Principal, entry: &ToolEntry, params: &Value) -> Option<RetryState> {
+    let token = params.get(result::REQUEST_STATE)?.as_str()?;
+    let up = gateway.upstreams().get(entry.upstream).cloned()?;
+    let mut upstream_params = params.clone();
+    upstream_params["name"] = Value::from(entry.original.as_str());
+    Some(gateway.mrtr().check(token, caller, &up.label, method::TOOLS_CALL, &upstream_params))
+}
