@@ -81,6 +81,10 @@ pub struct Settings {
     pub concurrency: usize,
     pub compare_calls: u64,
     pub compare_concurrency: usize,
+    /// The soak goes on past `calls` until this many kills happened (the
+    /// test suite's small run, which a fast machine would otherwise finish
+    /// before the first kill).
+    pub min_kills: usize,
 }
 
 impl Settings {
@@ -111,20 +115,22 @@ impl Settings {
             compare_concurrency: value("--compare-concurrency", "TOOLGATE_SOAK_COMPARE_CONCURRENCY")?
                 .unwrap_or(8.0)
                 .max(1.0) as usize,
+            min_kills: 0,
         })
     }
 
     /// The size `cargo test --all-targets` runs (a debug build, on a CI
-    /// machine shared with the rest of the suite): a few kills in well under
-    /// a minute.
+    /// machine shared with the rest of the suite): 4,000 calls or more, until
+    /// each replica was killed at least once, in well under a minute.
     pub fn for_tests() -> Settings {
         Settings {
             sessions: 20,
             calls: 4_000,
-            kill_every: Duration::from_secs(2),
+            kill_every: Duration::from_secs(1),
             concurrency: 16,
             compare_calls: 500,
             compare_concurrency: 4,
+            min_kills: 2,
         }
     }
 }
@@ -214,6 +220,10 @@ impl Kills {
     fn near(&self, sent: u64, done: u64) -> bool {
         self.at_ms.lock().iter().any(|&k| k <= done && k + KILL_WINDOW_MS >= sent)
     }
+
+    fn count(&self) -> usize {
+        self.at_ms.lock().len()
+    }
 }
 
 /// What the calls of one phase gave.
@@ -269,10 +279,12 @@ impl Counts {
 }
 
 /// Drives `calls` calls over `slots` with `concurrency` workers, each
-/// owning every concurrency-th session; `kills` says when calls may be cut.
+/// owning every concurrency-th session, and more until `min_kills` kills
+/// happened (for at most a minute more); `kills` says when calls may be cut.
 async fn drive(
     slots: Vec<Slot>,
     calls: u64,
+    min_kills: usize,
     concurrency: usize,
     kills: Arc<Kills>,
     label: &'static str,
@@ -304,7 +316,7 @@ async fn drive(
         .filter(|mine| !mine.is_empty())
         .map(|mine| {
             let (next, done, kills, nonce) = (next.clone(), done.clone(), kills.clone(), nonce.clone());
-            tokio::spawn(worker(mine, next, done, calls, kills, nonce))
+            tokio::spawn(worker(mine, next, done, (calls, min_kills), kills, nonce))
         })
         .collect();
     let mut counts = Counts::default();
@@ -328,16 +340,20 @@ async fn worker(
     mut mine: Vec<Slot>,
     next: Arc<AtomicU64>,
     done: Arc<AtomicU64>,
-    total: u64,
+    (total, min_kills): (u64, usize),
     kills: Arc<Kills>,
     nonce: String,
 ) -> (Counts, Vec<Slot>) {
     let mut counts = Counts::default();
     let mut turn = 0;
+    let mut past_total = None;
     loop {
         let n = next.fetch_add(1, Ordering::Relaxed);
         if n >= total {
-            break;
+            let since = *past_total.get_or_insert_with(Instant::now);
+            if kills.count() >= min_kills || since.elapsed() > Duration::from_secs(60) {
+                break;
+            }
         }
         let at = turn % mine.len();
         let slot = &mut mine[at];
@@ -454,11 +470,10 @@ async fn compare_phase(
     let (slots, open_secs) =
         open_sessions(http, &balancer.url(), settings.sessions, settings.compare_concurrency).await?;
     let warm = (2 * settings.sessions as u64).max(100);
-    let (warmup, slots) =
-        drive(slots, warm, settings.compare_concurrency, kills.clone(), sessions_label(sessions)).await;
+    let label = sessions_label(sessions);
+    let (warmup, slots) = drive(slots, warm, 0, settings.compare_concurrency, kills.clone(), label).await;
     let (measured, slots) =
-        drive(slots, settings.compare_calls, settings.compare_concurrency, kills.clone(), sessions_label(sessions))
-            .await;
+        drive(slots, settings.compare_calls, 0, settings.compare_concurrency, kills.clone(), label).await;
     let phase = Phase {
         mode: sessions,
         balancer: if sticky { "sticky on `Mcp-Session-Id`" } else { "round-robin, no stickiness" },
@@ -552,12 +567,13 @@ pub async fn run(settings: &Settings) -> Result<bool> {
         kills.clone(),
         stop.clone(),
     ));
-    let (soak, slots) = drive(slots, settings.calls, settings.concurrency, kills.clone(), "soak").await;
+    let (soak, slots) =
+        drive(slots, settings.calls, settings.min_kills, settings.concurrency, kills.clone(), "soak").await;
     stop.cancel();
     let mut replicas = killer.await.context("the killer panicked")??;
     // Every session is still served, by either replica: one more call each.
     let twice = 2 * slots.len() as u64;
-    let (after, slots) = drive(slots, twice, 1, kills.clone(), "after").await;
+    let (after, slots) = drive(slots, twice, 0, 1, kills.clone(), "after").await;
     drop(slots);
     drop(balancer);
     for r in replicas.iter_mut() {
@@ -677,6 +693,7 @@ fn report(
         && after.failures() == 0
         && after.count("ok") == after.total()
         && compare_failures == 0
+        && kill_count >= settings.min_kills
         && (kill_count > 0 || soak.secs < settings.kill_every.as_secs_f64());
     let _ = writeln!(
         w,
