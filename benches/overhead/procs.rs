@@ -213,9 +213,15 @@ pub struct Toolgate {
 impl Toolgate {
     /// Starts toolgate on a free loopback port with these `[[upstream]]` blocks.
     pub async fn start(bins: &Bins, name: &str, upstreams: &str) -> Result<Toolgate> {
+        Self::start_on(bins, name, "127.0.0.1:0", upstreams).await
+    }
+
+    /// Starts toolgate listening on `listen` with this configuration after
+    /// `[server] listen` (so it may begin with more `[server]` keys).
+    pub async fn start_on(bins: &Bins, name: &str, listen: &str, upstreams: &str) -> Result<Toolgate> {
         let dir = tempfile::tempdir()?;
         let config = dir.path().join("toolgate.toml");
-        std::fs::write(&config, format!("[server]\nlisten = \"127.0.0.1:0\"\n\n{upstreams}"))?;
+        std::fs::write(&config, format!("[server]\nlisten = {listen:?}\n\n{upstreams}"))?;
         let config = config.display().to_string();
         // Info for the `listening on` line; nothing logs at info per request.
         let env = [("TOOLGATE_LOG", "warn,toolgate=info")];

@@ -38,7 +38,16 @@
 //! default `per_session`), `TOOLGATE_BENCH_BIN_DIR` (where `toolgate` and
 //! `toolgate-fixture` are; default: cargo's release build).
 //!
-//! Without `--bench` (as under `cargo test --all-targets`) it does nothing.
+//! `benches/soak.sh replicas [--sessions N --calls N --kill-every SECS …]`
+//! (or `TOOLGATE_SOAK_MODE=replicas`) runs the replicas mode instead: two
+//! toolgate replicas sharing sessions through Redis behind HAProxy, one
+//! SIGKILLed in turn, and shared against local sessions; see `replicas.rs`.
+//!
+//! Without `--bench` (as under `cargo test --all-targets`, which is how the
+//! test suite runs it) it runs the replicas mode at a small size
+//! ([`replicas::Settings::for_tests`]), unless the run names a test filter
+//! or `TOOLGATE_SOAK_IN_TESTS=0`; it skips itself like the other Redis
+//! tests with `TOOLGATE_SKIP_REDIS=1` and no `redis-server`.
 
 // Test and benchmark drivers have no request spans to carry into their tasks.
 #![allow(clippy::disallowed_methods)]
@@ -52,6 +61,7 @@ mod client;
 mod procs;
 
 mod outage;
+mod replicas;
 mod report;
 mod tally;
 mod watch;
@@ -107,9 +117,30 @@ const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 const UPSTREAM_TIMEOUT: &str = "10s";
 
 fn main() -> Result<()> {
-    // `cargo test --all-targets` runs bench targets without `--bench`.
-    if !std::env::args().any(|a| a == "--bench") {
-        eprintln!("soak: run with `cargo bench --bench soak` (skipped: not a bench run)");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `cargo test --all-targets` runs bench targets without `--bench`: the
+    // suite's run of the replicas soak, small.
+    if !args.iter().any(|a| a == "--bench") {
+        let filtered = args.iter().any(|a| !a.starts_with('-'));
+        if filtered || std::env::var("TOOLGATE_SOAK_IN_TESTS").as_deref() == Ok("0") {
+            eprintln!("soak: skipped (a filtered test run, or TOOLGATE_SOAK_IN_TESTS=0)");
+            return Ok(());
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+        if !runtime.block_on(replicas::run(&replicas::Settings::for_tests()))? {
+            std::process::exit(1);
+        }
+        return Ok(());
+    }
+    let replicas_at = args.iter().position(|a| a == "replicas");
+    if replicas_at.is_some() || std::env::var("TOOLGATE_SOAK_MODE").as_deref() == Ok("replicas") {
+        let rest = replicas_at.map(|i| &args[i + 1..]).unwrap_or_default();
+        let settings = replicas::Settings::from_env_and_args(rest)?;
+        let threads = std::env::var("TOOLGATE_SOAK_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(1);
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build()?;
+        if !runtime.block_on(replicas::run(&settings))? {
+            std::process::exit(1);
+        }
         return Ok(());
     }
     let settings = Settings::from_env();

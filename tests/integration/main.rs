@@ -37,6 +37,7 @@ mod search;
 mod security;
 mod security_review;
 mod sessions;
+mod state_tls;
 mod traces;
 mod transport;
 mod upstream_faults;

@@ -1,7 +1,9 @@
 //! A real HAProxy (Debian's `haproxy`) in front of servers on loopback
 //! ports: round-robin per request, no stickiness, health checks every 200
 //! ms on `/healthz`, a refused connection retried on another server. Killed
-//! when dropped.
+//! when dropped. [`Balancer::start_sticky`] pins each MCP session to the
+//! server that created it instead, as replicas that keep sessions locally
+//! need.
 //!
 //! Missing `haproxy` fails the test with how to install it, unless
 //! `TOOLGATE_SKIP_REDIS=1` says to skip the tests that need Redis: every
@@ -35,6 +37,17 @@ impl Balancer {
     /// `None` when `TOOLGATE_SKIP_REDIS=1` and there is no `haproxy`.
     /// Panics, saying how to install it, otherwise.
     pub fn start(servers: &[u16]) -> Option<Self> {
+        Self::start_with(servers, false)
+    }
+
+    /// The same, but sticky: a request naming an `Mcp-Session-Id` goes to
+    /// the server whose response carried that id (the `initialize` that
+    /// created the session), as for replicas with `sessions = "local"`.
+    pub fn start_sticky(servers: &[u16]) -> Option<Self> {
+        Self::start_with(servers, true)
+    }
+
+    fn start_with(servers: &[u16], sticky: bool) -> Option<Self> {
         let exe = executable();
         let present = Command::new(&exe).arg("-v").stdout(Stdio::null()).stderr(Stdio::null()).status();
         if !present.is_ok_and(|s| s.success()) {
@@ -51,7 +64,7 @@ impl Balancer {
         let port = free_port();
         let dir = tempfile::tempdir().expect("a temporary directory");
         let config = dir.path().join("haproxy.cfg");
-        std::fs::write(&config, config_text(port, servers)).expect("write haproxy.cfg");
+        std::fs::write(&config, config_text(port, servers, sticky)).expect("write haproxy.cfg");
         let child = Command::new(exe)
             .arg("-f")
             .arg(&config)
@@ -82,8 +95,8 @@ impl Balancer {
 }
 
 /// The configuration: HTTP mode, each request balanced on its own (no
-/// stickiness), long timeouts for SSE streams.
-fn config_text(port: u16, servers: &[u16]) -> String {
+/// stickiness) unless `sticky`, long timeouts for SSE streams.
+fn config_text(port: u16, servers: &[u16], sticky: bool) -> String {
     let mut text = format!(
         "global\n  maxconn 1000\n\
          defaults\n  mode http\n  timeout connect 2s\n  timeout client 1h\n  timeout server 1h\n  \
@@ -92,6 +105,14 @@ fn config_text(port: u16, servers: &[u16]) -> String {
          backend toolgate\n  balance roundrobin\n  option httpchk GET /healthz\n  \
          default-server inter 200ms fall 1 rise 1\n"
     );
+    if sticky {
+        // The session id is learnt from the response that creates it, and
+        // every request naming it goes where it was created.
+        text.push_str(
+            "  stick-table type string len 64 size 1m expire 1h\n  \
+             stick match req.hdr(mcp-session-id)\n  stick store-response res.hdr(mcp-session-id)\n",
+        );
+    }
     for (i, server) in servers.iter().enumerate() {
         text.push_str(&format!("  server replica{i} 127.0.0.1:{server} check\n"));
     }

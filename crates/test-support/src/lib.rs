@@ -14,7 +14,8 @@
 //! - [`haproxy`]: a real HAProxy balancing round-robin, without
 //!   stickiness, over servers on loopback ports ([`Balancer`]).
 //! - [`redis`]: a real `redis-server` on a free loopback port, stopped,
-//!   frozen and restarted at will ([`RedisServer`]).
+//!   frozen and restarted at will ([`RedisServer`]), optionally with TLS
+//!   signed by a CA made for the test ([`TestCa`]) and an ACL user.
 //! - [`pipe`]: an in-process client that drives an [`Engine`] through its
 //!   real stdio transport over an in-memory pipe, for handler tests.
 //!
@@ -35,4 +36,4 @@ pub use haproxy::{Balancer, free_port};
 pub use modern::{MODERN, modern_body, modern_post};
 pub use pipe::{PipeClient, first_text};
 pub use process::{Proc, START_TIMEOUT, collect_stderr, start_http_server};
-pub use redis::RedisServer;
+pub use redis::{RedisServer, TestCa};
