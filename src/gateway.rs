@@ -224,7 +224,7 @@ impl Gateway {
             search: search::Search::new(&config.disclosure),
             catalogs: Catalogs::new(config.disclosure.clone(), declared),
             forwarder: Forwarder::new(config.server.page_size),
-            mrtr: mrtr::Translator::new(&config.mrtr),
+            mrtr: mrtr::Translator::new(&config.mrtr, shared.clone()),
             config: ArcSwap::from_pointee(config),
             upstreams: ArcSwap::from_pointee(upstreams),
             reload: reload::ReloadState::default(),

@@ -67,7 +67,7 @@ async fn resumes_held_call(cx: &Exchange<'_>, request: &Request) -> bool {
     // The held call was bound to the request as it went upstream.
     let mut upstream_params = params.clone();
     upstream_params["name"] = Value::from(entry.original.as_str());
-    cx.gateway.mrtr().resumes(&cx.session.state.principal(), &up.label, method::TOOLS_CALL, &upstream_params)
+    cx.gateway.mrtr().resumes(&cx.session.state.principal(), &up.label, method::TOOLS_CALL, &upstream_params).await
 }
 
 /// Whether `request` takes from the client's `calls_per_minute`: a tool

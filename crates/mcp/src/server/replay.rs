@@ -176,6 +176,11 @@ impl Replay {
         }
     }
 
+    /// Whether a live connection holds the standalone stream now.
+    pub fn has_standalone(&self) -> bool {
+        self.streams.get(&STANDALONE).and_then(|s| s.subscriber.as_ref()).is_some_and(|sub| !sub.is_closed())
+    }
+
     /// Attaches `subscriber` to the standalone stream, first handing it what
     /// no connection received yet. `false` when a live connection already
     /// holds it.
@@ -330,6 +335,7 @@ mod tests {
         assert_eq!(got.len(), STREAM_BUFFER);
         assert_eq!(got[0], "0-6=5", "the oldest were dropped");
         let (tx2, _rx2) = mpsc::channel(STREAM_BUFFER * 2);
+        assert!(r.has_standalone());
         assert!(!r.attach_standalone(tx2), "one live standalone stream at a time");
         drop(rx);
         r.push(STANDALONE, data("later"));
