@@ -38,10 +38,10 @@ use crate::config::MrtrConfig;
 use crate::grants::Scope;
 use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request, codes};
 use crate::mrtr::{Binding, Codec, Holds, MrtrError, StateError};
-use crate::shared::SharedSessions;
 use crate::protocol::method;
 use crate::protocol::modern::{input, result};
 use crate::server::Downlink;
+use crate::shared::SharedSessions;
 use crate::upstream::{self, Call, CallShared, Peer, Route, UpstreamError};
 
 /// How long toolgate waits, after the upstream's first request of a round,

@@ -203,8 +203,7 @@ impl Gateway {
     /// replica holding it delivers it; the one that produced it kept it).
     fn deliver_elsewhere_notification(&self, session: &str, message: Value) {
         let Some(session) = self.sessions.get(session).filter(|s| s.has_standalone()) else { return };
-        let Ok(Body::Single(Message::Notification(notification))) = Body::decode(message.to_string().as_bytes())
-        else {
+        let Ok(Body::Single(Message::Notification(notification))) = Body::decode(message.to_string().as_bytes()) else {
             return;
         };
         tracing::debug!(session = session.id(), method = %notification.method, "a notification from another replica delivered on the standalone stream held here");

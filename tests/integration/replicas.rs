@@ -32,8 +32,9 @@ struct Replica {
 impl Replica {
     async fn start(redis_url: &str, extra: &str, upstream: &str, env: &[(&str, &str)]) -> Result<Replica> {
         let port = free_port();
-        let config =
-            format!("[server]\nlisten = \"127.0.0.1:{port}\"\n[state]\nredis_url = \"{redis_url}\"\n{extra}\n{upstream}");
+        let config = format!(
+            "[server]\nlisten = \"127.0.0.1:{port}\"\n[state]\nredis_url = \"{redis_url}\"\n{extra}\n{upstream}"
+        );
         let env = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
         let mut replica = Replica { port, config, env, gw: None, earlier: String::new() };
         replica.resume().await?;

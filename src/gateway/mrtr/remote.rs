@@ -188,11 +188,8 @@ impl Drop for CancelThere<'_> {
             return;
         }
         let ask = encode(&Ask::Cancel { exchange: std::mem::take(&mut self.exchange) });
-        let message = crate::shared::BusMessage::Call {
-            id: String::new(),
-            from: self.shared.replica().to_string(),
-            call: ask,
-        };
+        let message =
+            crate::shared::BusMessage::Call { id: String::new(), from: self.shared.replica().to_string(), call: ask };
         let (to, shared) = (self.replica.to_owned(), self.shared.clone());
         crate::spawn(async move {
             let _ = shared.send_to(&to, &message).await;

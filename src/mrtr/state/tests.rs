@@ -98,8 +98,14 @@ fn with_a_shared_key_every_replica_checks_a_state_and_learns_who_holds_its_call(
     let verified = here.check(&token, &b, SystemTime::now()).expect("checks out");
     assert_eq!(verified, Verified { hold: "hold-1".into(), replica: "replica-b".into() });
     // Everything but the replica is still checked here.
-    assert_eq!(here.check(&token, &binding(json!({"x": 1}), "key.bob"), SystemTime::now()), Err(StateError::OtherClient));
-    assert_eq!(here.check(&token, &binding(json!({"x": 2}), "key.alice"), SystemTime::now()), Err(StateError::OtherRequest));
+    assert_eq!(
+        here.check(&token, &binding(json!({"x": 1}), "key.bob"), SystemTime::now()),
+        Err(StateError::OtherClient)
+    );
+    assert_eq!(
+        here.check(&token, &binding(json!({"x": 2}), "key.alice"), SystemTime::now()),
+        Err(StateError::OtherRequest)
+    );
     assert_eq!(here.check(&token, &b, later(120)), Err(StateError::Expired));
     let (payload, tag) = token.split_once('.').expect("two parts");
     let flipped = if tag.starts_with('A') { "B" } else { "A" };
