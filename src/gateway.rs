@@ -231,7 +231,7 @@ impl Gateway {
             search: search::Search::new(&config.disclosure, &pager),
             catalogs: Catalogs::new(config.disclosure.clone(), declared),
             forwarder: Forwarder::new(pager),
-            mrtr: mrtr::Translator::new(&config.mrtr),
+            mrtr: mrtr::Translator::new(&config.mrtr, shared.clone()),
             config: ArcSwap::from_pointee(config),
             upstreams: ArcSwap::from_pointee(upstreams),
             reload: reload::ReloadState::default(),

@@ -212,7 +212,9 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command, gateway_config: Opti
         Command::DemoUpstream { http: Some(addr) } => Ok(runtime.block_on(toolgate_demo::run_http(addr))?),
         #[cfg(not(feature = "demo"))]
         Command::DemoUpstream { .. } => {
-            anyhow::bail!("this toolgate was built without the demo (cargo feature `demo`); configure your own upstreams")
+            anyhow::bail!(
+                "this toolgate was built without the demo (cargo feature `demo`); configure your own upstreams"
+            )
         }
         Command::Tokens(args) => runtime.block_on(tokens(args)),
         Command::Forms(args) => {

@@ -21,7 +21,7 @@ use serde_json::json;
 use crate::jsonrpc::{ErrorObject, codes};
 
 pub use holds::{HoldId, Holds};
-pub use state::{Binding, Codec, StateError};
+pub use state::{Binding, Codec, StateError, Verified};
 
 /// Why a multi-round-trip request failed before reaching its held call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -7,6 +7,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::Secret;
 use super::path::TomlPath;
 use super::validate::Problem;
 
@@ -29,11 +30,22 @@ pub struct MrtrConfig {
     /// Most calls held at once for all clients together; as above. At least `1`.
     #[schemars(range(min = 1))]
     pub max_held: usize,
+    /// The secret that signs and verifies `requestState`s, shared by every replica (at least 32
+    /// bytes; usually `"${TOOLGATE_MRTR_KEY}"`). With it and shared sessions (`[state]`), a retry
+    /// that reaches another replica than the one holding its call is passed to that one over Redis.
+    /// Without it each process signs with a random key of its own: a retry is only good on the
+    /// replica (and process) that issued its state, elsewhere it gets `-32602`. Never printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<Secret>,
 }
+
+/// The shortest accepted `[mrtr] key`, in bytes (what HMAC-SHA256 needs to
+/// be as strong as its output).
+pub const MIN_KEY_BYTES: usize = 32;
 
 impl Default for MrtrConfig {
     fn default() -> Self {
-        Self { hold_timeout: Duration::from_secs(600), max_held_per_client: 16, max_held: 1000 }
+        Self { hold_timeout: Duration::from_secs(600), max_held_per_client: 16, max_held: 1000, key: None }
     }
 }
 
@@ -48,6 +60,13 @@ pub(super) fn check(mrtr: &MrtrConfig) -> Vec<Problem> {
     for (key, value) in [("max_held_per_client", mrtr.max_held_per_client), ("max_held", mrtr.max_held)] {
         if value < 1 {
             push(root.key(key), format!("must be at least 1 (found {value})"));
+        }
+    }
+    if let Some(key) = &mrtr.key {
+        let len = key.expose().len();
+        if len < MIN_KEY_BYTES {
+            // The length only: never the key.
+            push(root.key("key"), format!("must be at least {MIN_KEY_BYTES} bytes (found {len})"));
         }
     }
     out

@@ -161,7 +161,11 @@ impl PeerEvents for SessionEvents {
             return;
         }
         if let Some(session) = self.session.upgrade() {
-            session.notify(Message::Notification(notification));
+            // Perhaps to the replica holding its `GET` stream.
+            match self.gateway.upgrade() {
+                Some(gw) => gw.notify_session(&session, notification),
+                None => session.notify(Message::Notification(notification)),
+            }
         }
     }
 
@@ -237,7 +241,7 @@ impl PeerEvents for ControlEvents {
                 };
                 for s in hearers {
                     if s.state.is_subscribed(uri) {
-                        s.notify(Message::Notification(notification.clone()));
+                        gw.notify_session(&s, notification.clone());
                     }
                 }
             }
@@ -247,7 +251,7 @@ impl PeerEvents for ControlEvents {
                 let id = notification.params.as_ref().and_then(|p| p.get("elicitationId")).and_then(Value::as_str);
                 let owner = id.and_then(|id| gw.forwarder().elicitation_owner(id));
                 match owner.and_then(|session| gw.sessions().get(&session)) {
-                    Some(session) => session.notify(Message::Notification(notification)),
+                    Some(session) => gw.notify_session(&session, notification),
                     None => tracing::debug!(upstream = %peer.label(), "completion of an unknown elicitation dropped"),
                 }
             }

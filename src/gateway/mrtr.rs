@@ -15,6 +15,12 @@
 //! state. A held call that expires, is refused or is dropped answers the
 //! upstream's open requests (elicitation with `{"action": "cancel"}`, the
 //! others with an error) and cancels the upstream call.
+//!
+//! With a shared `[mrtr] key` and shared sessions, a retry whose state names
+//! another replica is passed to that one over Redis and answered from there
+//! ([`remote`]).
+
+mod remote;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -36,6 +42,7 @@ use crate::mrtr::{Binding, Codec, Holds, MrtrError, StateError};
 use crate::protocol::method;
 use crate::protocol::modern::{input, result};
 use crate::server::Downlink;
+use crate::shared::SharedSessions;
 use crate::upstream::{self, Call, CallShared, Peer, Route, UpstreamError};
 
 /// How long toolgate waits, after the upstream's first request of a round,
@@ -57,14 +64,36 @@ const NO_DEADLINE: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 pub(crate) struct Translator {
     codec: Codec,
     holds: Arc<Holds<Held>>,
+    /// With shared sessions: the bus to the replicas holding other calls.
+    shared: Option<Arc<SharedSessions>>,
+    /// Rounds driven here for a retry that reached another replica, by the
+    /// asker's exchange id: what cancels them when that client goes away.
+    remote_rounds: remote::Rounds,
 }
 
 impl Translator {
-    /// A translator with a fresh key, bounded by `[mrtr]`.
-    pub fn new(config: &MrtrConfig) -> Self {
+    /// A translator bounded by `[mrtr]`, signing with its `key` (else a
+    /// fresh random one); with shared sessions its states name this
+    /// replica's tag, and retries holding another replica's go there.
+    pub fn new(config: &MrtrConfig, shared: Option<Arc<SharedSessions>>) -> Self {
+        let mut codec = match &config.key {
+            Some(key) => Codec::keyed(key.expose().as_bytes()),
+            None => Codec::random(),
+        };
+        if let Some(shared) = &shared {
+            codec = codec.naming(shared.replica());
+            if config.key.is_none() {
+                tracing::warn!(
+                    "sessions are shared across replicas but [mrtr] key is not set: a 2026-07-28 client's retry \
+                     of a held call that reaches another replica is refused (-32602); set the same key on every replica"
+                );
+            }
+        }
         Self {
-            codec: Codec::random(),
+            codec,
             holds: Holds::new(config.hold_timeout, config.max_held_per_client, config.max_held),
+            shared,
+            remote_rounds: remote::Rounds::default(),
         }
     }
 
@@ -82,11 +111,9 @@ impl Translator {
 
     /// Checks `token`, the `requestState` of the request `method` with
     /// `params` (in the upstream's terms: its own tool name) to upstream
-    /// `upstream` from `principal`, once: whether toolgate signed it, the
-    /// held call it names if it verifies in full (signature, replica,
-    /// expiry, client, request), and whether that call is held now. Only
-    /// such a retry is the same call as its first round; a state that is
-    /// merely authentic proves nothing.
+    /// `upstream` from `principal`, once: whether toolgate signed it, what it
+    /// verifies as (signature, expiry, client, request: everything but
+    /// which replica holds the call), and whether its call is held here now.
     pub fn check(
         &self,
         token: &str,
@@ -96,10 +123,29 @@ impl Translator {
         params: &Value,
     ) -> RetryState {
         let binding = Binding::of(upstream, method, Some(params), Scope::of(principal).as_str());
-        let hold = self.codec.verify(token, &binding, SystemTime::now());
-        let own = !matches!(hold, Err(StateError::Malformed | StateError::Tampered));
-        let held = hold.as_ref().is_ok_and(|hold| self.holds.contains(hold));
-        RetryState { own, hold, held }
+        let checked = self.codec.check(token, &binding, SystemTime::now());
+        let own = !matches!(checked, Err(StateError::Malformed | StateError::Tampered));
+        let held_here = checked
+            .as_ref()
+            .is_ok_and(|state| state.replica == self.codec.replica() && self.holds.contains(&state.hold));
+        RetryState { own, token: token.into(), binding, checked, held_here }
+    }
+
+    /// Whether `retry` is the retry of a call held now for that very client
+    /// and request: its state verifies in full and names a held call. Only
+    /// such a retry is the same call as its first round; a state that is
+    /// merely authentic proves nothing. A call held on another replica is
+    /// asked about there (a short exchange over the bus; `false` if it does
+    /// not answer).
+    pub async fn resumes(&self, retry: &RetryState) -> bool {
+        match &retry.checked {
+            Ok(state) if state.replica == self.codec.replica() => retry.held_here,
+            Ok(state) => match &self.shared {
+                Some(shared) => remote::holds(shared, &state.replica, &retry.token, &retry.binding).await,
+                None => false,
+            },
+            Err(_) => false,
+        }
     }
 
     /// Serves a sessionless request to the handshake-era upstream `index`:
@@ -117,10 +163,16 @@ impl Translator {
         let principal = Scope::of(&cx.session.state.principal());
         let binding = Binding::of(&up.label, method, params.as_ref(), principal.as_str());
         let retry = params.as_ref().is_some_and(|p| p.get(result::REQUEST_STATE).is_some());
+        let waiter = Waiter {
+            sink: Sink::Local(cx.ctx.downlink.clone()),
+            cancel: cx.ctx.cancel.clone(),
+            capabilities: cx.session.client_capabilities().clone(),
+        };
         let outcome = if retry {
-            self.resume(cx, &up, binding, params.as_ref()).await
+            let checked = cx.resolved.retry().filter(|_| method == method::TOOLS_CALL);
+            self.retry(&waiter, &up, binding, params.as_ref(), checked).await
         } else {
-            self.start(cx, &up, binding, method, params).await
+            self.start(cx, &waiter, &up, binding, method, params).await
         };
         match outcome {
             Ok(outcome) => outcome,
@@ -136,6 +188,7 @@ impl Translator {
     async fn start(
         &self,
         cx: Exchange<'_>,
+        waiter: &Waiter,
         up: &Arc<UpstreamHandle>,
         binding: Binding,
         method: &str,
@@ -143,7 +196,7 @@ impl Translator {
     ) -> Result<Result<Outcome, UpstreamError>, Failure> {
         let (asks_tx, asks) = mpsc::unbounded_channel();
         // Waited on from the start: what the upstream asks at once is this call's.
-        let downlink = Mutex::new(Some(cx.ctx.downlink.clone()));
+        let downlink = Mutex::new(Some(waiter.sink.clone()));
         let route = Arc::new(HeldRoute { asks: asks_tx, downlink, progressed: Notify::new() });
         let cancel = CancellationToken::new();
         let mut call = Call::new(method, params).routed(route.clone()).cancelled_by(cancel.clone());
@@ -157,31 +210,53 @@ impl Translator {
             let _ = tx.send(upstream::service::call(connections, NO_DEADLINE, call).await);
         });
         let held = Held { result, asks, open: BTreeMap::new(), next_key: 1, cancel, shared, route, binding };
-        self.drive(cx, up, held).await
+        self.drive(waiter, up, held).await
     }
 
-    /// A retry: verifies and consumes the state, sends the answers upstream,
-    /// and waits on the held call again.
-    async fn resume(
+    /// A retry: checks its state (unless `checked` already, as the request
+    /// was resolved) and resumes the held call it names, here or on the
+    /// replica holding it.
+    async fn retry(
         &self,
-        cx: Exchange<'_>,
+        waiter: &Waiter,
         up: &Arc<UpstreamHandle>,
         binding: Binding,
         params: Option<&Value>,
+        checked: Option<&RetryState>,
     ) -> Result<Result<Outcome, UpstreamError>, Failure> {
         let answers = input_responses(params)?;
-        // A tool call's state was checked as the request was resolved.
-        let hold = match cx.resolved.retry().filter(|_| binding.method == method::TOOLS_CALL) {
-            Some(checked) => checked.hold.clone(),
+        // Everything but where the call is held is checked here, whichever
+        // replica holds it (a tool call's state as the request was resolved).
+        let (token, state) = match checked {
+            Some(retry) => (&*retry.token, retry.checked.clone()),
             None => {
                 let token = params.and_then(|p| p.get(result::REQUEST_STATE)).and_then(Value::as_str);
-                token.ok_or(StateError::Malformed).and_then(|t| self.codec.verify(t, &binding, SystemTime::now()))
+                let token = token.ok_or(MrtrError::InvalidState(StateError::Malformed))?;
+                (token, self.codec.check(token, &binding, SystemTime::now()))
             }
         };
-        let hold = hold.map_err(MrtrError::InvalidState)?;
-        let mut held = self.holds.take(&hold).ok_or(MrtrError::InvalidState(StateError::NotHeld))?;
+        let state = state.map_err(MrtrError::InvalidState)?;
+        if state.replica == self.codec.replica() {
+            return self.resume(waiter, up, &state.hold, answers).await;
+        }
+        match &self.shared {
+            Some(shared) => remote::resume(shared, &state.replica, token, &binding, answers, waiter).await,
+            None => Err(MrtrError::InvalidState(StateError::OtherReplica).into()),
+        }
+    }
+
+    /// Consumes the held call `hold` (single use), sends the answers
+    /// upstream, and waits on it again.
+    async fn resume(
+        &self,
+        waiter: &Waiter,
+        up: &Arc<UpstreamHandle>,
+        hold: &str,
+        answers: Map<String, Value>,
+    ) -> Result<Result<Outcome, UpstreamError>, Failure> {
+        let mut held = self.holds.take(hold).ok_or(MrtrError::InvalidState(StateError::NotHeld))?;
         // Waited on again before the answers go: what the upstream asks next is this call's.
-        held.route.attach(Some(cx.ctx.downlink.clone()));
+        held.route.attach(Some(waiter.sink.clone()));
         for (key, answer) in answers {
             // Unknown keys are ignored (the spec says so).
             if let Some(ask) = held.open.remove(&key) {
@@ -194,7 +269,7 @@ impl Translator {
             let requests = held.open.iter().map(|(key, ask)| (key.clone(), ask.input_request())).collect();
             return Ok(Ok(self.hold(held, requests)?));
         }
-        self.drive(cx, up, held).await
+        self.drive(waiter, up, held).await
     }
 
     /// Waits on the held call for this client request: its result, or the
@@ -202,11 +277,11 @@ impl Translator {
     /// gets them), within the upstream's `timeout` (restarted by progress).
     async fn drive(
         &self,
-        cx: Exchange<'_>,
+        waiter: &Waiter,
         up: &Arc<UpstreamHandle>,
         mut held: Held,
     ) -> Result<Result<Outcome, UpstreamError>, Failure> {
-        held.route.attach(Some(cx.ctx.downlink.clone()));
+        held.route.attach(Some(waiter.sink.clone()));
         let after = up.config.timeout;
         let mut deadline = std::pin::pin!(tokio::time::sleep(after));
         loop {
@@ -228,7 +303,7 @@ impl Translator {
                     }
                     let mut requests = Map::new();
                     for ask in asks {
-                        if let Err(why) = admissible(cx, up, &ask.request) {
+                        if let Err(why) = admissible(&waiter.capabilities, up, &ask.request) {
                             let e = ErrorObject::new(codes::METHOD_NOT_FOUND, why);
                             ask.peer.respond(ask.request.id, Outcome::error(e)).await;
                             continue;
@@ -247,7 +322,7 @@ impl Translator {
                     let _ = held.shared.abandoned.set(CallShared::TIMED_OUT);
                     return Err(Failure::Upstream(UpstreamError::Timeout { upstream: up.label.clone(), after }));
                 }
-                _ = cx.ctx.cancel.cancelled() => {
+                _ = waiter.cancel.cancelled() => {
                     let _ = held.shared.abandoned.set(CallShared::CANCELLED_BY_CLIENT);
                     return Err(Failure::Upstream(UpstreamError::Cancelled));
                 }
@@ -270,6 +345,40 @@ impl Translator {
             result::INPUT_REQUESTS: requests,
             result::REQUEST_STATE: state,
         })))
+    }
+}
+
+/// The client request waiting on a round: here, or on the replica the
+/// retry reached (then its notifications travel back over the bus).
+pub(crate) struct Waiter {
+    /// Where the call's notifications go while the round lasts.
+    sink: Sink,
+    /// Fires when the client gives up the request.
+    cancel: CancellationToken,
+    /// What the client declared it can be asked (its envelope's capabilities).
+    capabilities: Value,
+}
+
+/// Where a held call's notifications go while a client request waits on it.
+#[derive(Clone)]
+enum Sink {
+    /// The client request's own stream, on this replica.
+    Local(Downlink),
+    /// Back to the replica that passed the retry here.
+    Remote(mpsc::UnboundedSender<Notification>),
+}
+
+impl Sink {
+    fn send(&self, notification: Notification) {
+        match self {
+            Sink::Local(downlink) => {
+                downlink.send(notification);
+            }
+            // The round's relay ended: the retry was answered.
+            Sink::Remote(to) => {
+                let _ = to.send(notification);
+            }
+        }
     }
 }
 
@@ -298,13 +407,14 @@ fn input_responses(params: Option<&Value>) -> Result<Map<String, Value>, MrtrErr
     }
 }
 
-/// Whether the client may be asked `request`: an input request it declared
-/// the capability for (roots only where the upstream may have them), or why not.
-fn admissible(cx: Exchange<'_>, up: &UpstreamHandle, request: &Request) -> Result<(), String> {
+/// Whether the client, which declared `capabilities`, may be asked
+/// `request`: an input request it declared the capability for (roots only
+/// where the upstream may have them), or why not.
+fn admissible(capabilities: &Value, up: &UpstreamHandle, request: &Request) -> Result<(), String> {
     let Some(capability) = input::capability(&request.method) else {
         return Err(format!("{} cannot be carried to a 2026-07-28 client", request.method));
     };
-    if cx.session.client_capabilities().get(capability).is_none_or(Value::is_null) {
+    if capabilities.get(capability).is_none_or(Value::is_null) {
         return Err(format!("the client did not declare support for {} (capability {capability})", request.method));
     }
     if request.method == input::ROOTS_LIST && !up.config.forward_roots {
@@ -391,7 +501,7 @@ impl Drop for Held {
 /// notifications (progress, logs) to the client request waiting on it, if any.
 struct HeldRoute {
     asks: mpsc::UnboundedSender<Ask>,
-    downlink: Mutex<Option<Downlink>>,
+    downlink: Mutex<Option<Sink>>,
     /// Signalled on each progress notification (restarts the round's timeout).
     progressed: Notify,
 }
@@ -399,7 +509,7 @@ struct HeldRoute {
 impl HeldRoute {
     /// Sends the call's notifications to `downlink` (`None`: between rounds,
     /// when they are dropped).
-    fn attach(&self, downlink: Option<Downlink>) {
+    fn attach(&self, downlink: Option<Sink>) {
         *self.downlink.lock() = downlink;
     }
 }

@@ -38,7 +38,7 @@ impl Policy {
 
 impl Layer for Policy {
     async fn serve<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
-        if counts(&cx, &request) && !resumes_held_call(&cx) {
+        if counts(&cx, &request) && !resumes_held_call(&cx).await {
             let principal = cx.resolved.caller();
             if let Err(wait) = self.calls.check(principal) {
                 tracing::info!(client = %principal.id(), retry_after = ?wait.0, "request refused: calls_per_minute");
@@ -54,9 +54,13 @@ impl Layer for Policy {
 /// question): the same call, counted in its first round. Only a call of a
 /// catalog tool can be one (the request's resolution checked its state);
 /// the describe tool and the descriptions resource never are, whatever
-/// `requestState` they carry.
-fn resumes_held_call(cx: &Exchange<'_>) -> bool {
-    cx.resolved.retry().is_some_and(|state| state.held)
+/// `requestState` they carry. A call held on another replica is asked
+/// about there.
+async fn resumes_held_call(cx: &Exchange<'_>) -> bool {
+    match cx.resolved.retry() {
+        Some(retry) => cx.gateway.mrtr().resumes(retry).await,
+        None => false,
+    }
 }
 
 /// Whether `request` takes from the client's `calls_per_minute`: a tool

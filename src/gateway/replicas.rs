@@ -17,7 +17,10 @@
 //!   second of the record (the record's time is started over on use, at
 //!   most a second late).
 //! - A client's answer to a request another replica sent it, and a
-//!   cancellation of a request running elsewhere, travel over pub/sub.
+//!   cancellation of a request running elsewhere, travel over pub/sub; so
+//!   do a 2026-07-28 client's retry of a call another replica holds
+//!   (`gateway/mrtr/remote.rs`) and a session's notifications for a
+//!   standalone stream another replica holds ([`Gateway::notify_session`]).
 //! - Redis unreachable: sessions held here go on from local state; what
 //!   failed to be written is written back whole once Redis answers
 //!   ([`write_back`]). Shutting down ends nothing in Redis: the other
@@ -30,7 +33,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{Gateway, GatewaySession, GwSession, caller_principal};
-use crate::jsonrpc::{Body, ErrorObject, Id, Message, Response};
+use crate::jsonrpc::{Body, ErrorObject, Id, Message, Notification, Response};
 use crate::protocol::Version;
 use crate::server::{Adoption, Caller, InitContext, SessionStore};
 use crate::shared::{BusMessage, Connection, Inbound, Record, Refresh, SessionLink, bus};
@@ -165,8 +168,50 @@ impl Gateway {
         }
     }
 
+    /// Sends `notification` to `session`'s standalone stream (`GET`). With
+    /// shared sessions, a replica holding no such stream for the session
+    /// also passes it to every replica over the bus, and the one holding the
+    /// stream delivers it ([`Gateway::deliver_elsewhere_notification`]): the
+    /// client's `GET` and its POSTs may reach different replicas. It is
+    /// still kept here too (the standalone backlog, bounded), for a `GET`
+    /// that opens here later. `list_changed` notifications never travel:
+    /// every replica sees a catalog change and tells its own streams.
+    pub(crate) fn notify_session(&self, session: &GwSession, notification: Notification) {
+        let elsewhere = self.shared.as_ref().filter(|_| {
+            session.state.link().is_some()
+                && !notification.method.ends_with("/list_changed")
+                && !session.has_standalone()
+        });
+        if let Some(shared) = elsewhere {
+            let message = BusMessage::Notify {
+                session: session.id().to_owned(),
+                message: Message::Notification(notification.clone()).to_value(),
+                from: shared.replica().to_string(),
+            };
+            let shared = shared.clone();
+            crate::spawn(async move {
+                if let Err(e) = shared.broadcast(&message).await {
+                    tracing::debug!(error = %e, "a session notification could not be passed to the other replicas");
+                }
+            });
+        }
+        session.notify(Message::Notification(notification));
+    }
+
+    /// A notification another replica produced for a session's standalone
+    /// stream: delivered if that stream is held here, else ignored (the
+    /// replica holding it delivers it; the one that produced it kept it).
+    fn deliver_elsewhere_notification(&self, session: &str, message: Value) {
+        let Some(session) = self.sessions.get(session).filter(|s| s.has_standalone()) else { return };
+        let Ok(Body::Single(Message::Notification(notification))) = Body::decode(message.to_string().as_bytes()) else {
+            return;
+        };
+        tracing::debug!(session = session.id(), method = %notification.method, "a notification from another replica delivered on the standalone stream held here");
+        session.notify(Message::Notification(notification));
+    }
+
     /// What the bus brought.
-    fn heard(&self, inbound: Inbound) {
+    fn heard(self: &Arc<Self>, inbound: Inbound) {
         let Some(shared) = &self.shared else { return };
         let message = match inbound {
             Inbound::Message(message) => message,
@@ -208,6 +253,13 @@ impl Gateway {
                     tracing::debug!(session = session.id(), %id, "an answer passed on from another replica found no waiter");
                 }
             }
+            BusMessage::Call { id, from, call } => super::mrtr::Translator::answer_call(self, from, id, call),
+            BusMessage::Reply { id, reply, .. } => {
+                if !shared.replied(&id, reply) {
+                    tracing::debug!("a reply from another replica for an exchange no longer waiting ignored");
+                }
+            }
+            BusMessage::Notify { session, message, .. } => self.deliver_elsewhere_notification(&session, message),
         }
     }
 }

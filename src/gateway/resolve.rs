@@ -17,7 +17,7 @@ use crate::auth::Principal;
 use crate::catalog::ToolEntry;
 use crate::disclosure::{self, Selection};
 use crate::jsonrpc::Request;
-use crate::mrtr::StateError;
+use crate::mrtr::{Binding, StateError, Verified};
 use crate::protocol::method;
 use crate::protocol::modern::result;
 use crate::server::RequestCtx;
@@ -64,16 +64,21 @@ pub struct DescriptionsRead {
 /// The `requestState` of a sessionless client's tool call to a
 /// handshake-era upstream, checked once against the call it claims to be.
 pub struct RetryState {
-    /// Signed by this process: the retry of a call the gate and the rate
+    /// Signed with toolgate's key: the retry of a call the gate and the rate
     /// limit admitted in its first round (it only ever reaches its held
     /// call, which checks the rest).
     pub own: bool,
-    /// The held call the state names, once signature, replica, expiry,
-    /// client and request all check out; or why not.
-    pub hold: Result<String, StateError>,
-    /// Whether that call was held when the request came: only then is the
-    /// retry the same call as its first round (for the rate limit).
-    pub held: bool,
+    /// The state as the client sent it (passed on to the replica holding
+    /// its call, which checks it again).
+    pub token: Box<str>,
+    /// What it must be bound to: the call as it goes upstream.
+    pub binding: Binding,
+    /// What it names (the held call and the replica holding it), once
+    /// signature, expiry, client and request all check out; or why not.
+    pub checked: Result<Verified, StateError>,
+    /// Whether it names a call held on this replica now: only then, here,
+    /// is the retry the same call as its first round (for the rate limit).
+    pub held_here: bool,
 }
 
 impl Resolved {

@@ -8,8 +8,10 @@
 //! replica, the expiry, and what it is bound to ([`Binding`]: the upstream,
 //! the method, the tool, prompt or resource name, a digest of the request's
 //! params, and the client). Nothing in it is secret, so it is signed, not
-//! encrypted. The key is random per process: held calls live in this
-//! process, so a state is only good on the replica that issued it.
+//! encrypted. The key is `[mrtr] key`, which every replica shares, so any
+//! replica verifies any replica's state and can pass a retry to the replica
+//! named in it (the held call lives there); without one it is random per
+//! process, and a state is only good on the replica that issued it.
 //! Single use is the hold table's business ([`super::holds`]).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -40,6 +42,10 @@ pub enum StateError {
     /// Issued by another toolgate replica (or before a restart).
     #[error("it was issued by another toolgate replica or before a restart")]
     OtherReplica,
+    /// Issued by another toolgate replica, which is gone or did not answer
+    /// in time: its held call ended with it.
+    #[error("the toolgate replica holding its call is gone or did not answer; its call is no longer held")]
+    ReplicaGone,
     /// Past its expiry.
     #[error("it expired")]
     Expired,
@@ -139,7 +145,16 @@ struct Payload {
     binding: Binding,
 }
 
-/// Signs and verifies states with this process's key.
+/// A state whose signature, expiry, client and request check out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// The held call it names.
+    pub hold: String,
+    /// The replica that holds it.
+    pub replica: String,
+}
+
+/// Signs and verifies states with the shared key or this process's own.
 pub struct Codec {
     key: hmac::Key,
     replica: String,
@@ -159,7 +174,21 @@ impl Codec {
         Self { key, replica: B64.encode(id) }
     }
 
-    /// A codec with a given key and replica id (tests).
+    /// A codec with `key` (`[mrtr] key`) and a fresh random replica id.
+    pub fn keyed(key: &[u8]) -> Self {
+        let mut codec = Self::random();
+        codec.key = hmac::Key::new(hmac::HMAC_SHA256, key);
+        codec
+    }
+
+    /// This codec, naming `replica` in its states (with shared sessions:
+    /// the replica's tag, which is also its channel on the bus).
+    pub fn naming(mut self, replica: &str) -> Self {
+        replica.clone_into(&mut self.replica);
+        self
+    }
+
+    /// A codec with a given key (a test's) and replica id.
     pub fn with_key(key: &[u8], replica: &str) -> Self {
         Self { key: hmac::Key::new(hmac::HMAC_SHA256, key), replica: replica.to_owned() }
     }
@@ -187,10 +216,23 @@ impl Codec {
     /// The held call `token` names, once its signature, replica, expiry,
     /// client and request all check out against `expected` at `now`.
     pub fn verify(&self, token: &str, expected: &Binding, now: SystemTime) -> Result<String, StateError> {
-        let payload = self.authentic(token)?;
-        if payload.r != self.replica {
+        let verified = self.check(token, expected, now)?;
+        if verified.replica != self.replica {
             return Err(StateError::OtherReplica);
         }
+        Ok(verified.hold)
+    }
+
+    /// This codec's replica id (what its states name).
+    pub fn replica(&self) -> &str {
+        &self.replica
+    }
+
+    /// The held call `token` names and the replica holding it, once its
+    /// signature, expiry, client and request check out against `expected`
+    /// at `now` (whichever replica issued it: with a shared key, any).
+    pub fn check(&self, token: &str, expected: &Binding, now: SystemTime) -> Result<Verified, StateError> {
+        let payload = self.authentic(token)?;
         if now_ms(now) >= payload.e {
             return Err(StateError::Expired);
         }
@@ -200,7 +242,7 @@ impl Codec {
         if payload.binding != *expected {
             return Err(StateError::OtherRequest);
         }
-        Ok(payload.h)
+        Ok(Verified { hold: payload.h, replica: payload.r })
     }
 
     /// The payload of a state whose signature verifies (in constant time).

@@ -56,6 +56,40 @@ pub enum BusMessage {
         /// The JSON-RPC response, as the client sent it.
         response: Value,
     },
+    /// A request for the receiving replica (on its channel), which answers
+    /// with [`BusMessage::Reply`]s under the same id on the asker's channel
+    /// (see [`super::exchange`]). What is asked is the asking module's
+    /// business (a retry of a held call: `gateway/mrtr/remote.rs`).
+    Call {
+        /// The exchange's correlation id.
+        id: String,
+        /// The replica that asks (where the replies go).
+        from: String,
+        /// What is asked.
+        call: Value,
+    },
+    /// One reply to a [`BusMessage::Call`] (an exchange may have several:
+    /// signs of life, then its answer).
+    Reply {
+        /// The exchange's correlation id.
+        id: String,
+        /// The replica that replies.
+        from: String,
+        /// The reply.
+        reply: Value,
+    },
+    /// A notification for a session's standalone stream (`GET`), produced by
+    /// a replica that holds no such stream for it (on the bus): the replica
+    /// that holds one delivers it.
+    Notify {
+        /// The session.
+        #[serde(rename = "s")]
+        session: String,
+        /// The JSON-RPC notification.
+        message: Value,
+        /// The replica that produced it.
+        from: String,
+    },
 }
 
 impl BusMessage {
@@ -72,7 +106,11 @@ impl BusMessage {
     /// The replica that sent it, where the message says (bus messages).
     pub fn sender(&self) -> Option<&str> {
         match self {
-            Self::Ended { from, .. } | Self::Cancel { from, .. } => Some(from),
+            Self::Ended { from, .. }
+            | Self::Cancel { from, .. }
+            | Self::Call { from, .. }
+            | Self::Reply { from, .. }
+            | Self::Notify { from, .. } => Some(from),
             Self::Answer { .. } => None,
         }
     }

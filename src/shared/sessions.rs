@@ -22,8 +22,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::Value;
+
 use super::bus::BusMessage;
 use super::connection::{Connection, Unavailable};
+use super::exchange::{ExchangeError, Exchanges, Waiting};
 use super::record::{self, Record};
 
 /// Writes fields of a session's record, unless the session ended.
@@ -59,6 +62,8 @@ pub struct SharedSessions {
     /// This replica's id: its channel, and the tag of its requests to clients.
     replica: Arc<str>,
     write: redis::Script,
+    /// This replica's exchanges waiting for replies from others.
+    exchanges: Arc<Exchanges>,
 }
 
 impl SharedSessions {
@@ -71,6 +76,7 @@ impl SharedSessions {
             ttl_ms: u64::try_from(idle.as_millis()).unwrap_or(u64::MAX).max(1),
             replica,
             write: redis::Script::new(WRITE),
+            exchanges: Arc::new(Exchanges::default()),
         }
     }
 
@@ -169,6 +175,26 @@ impl SharedSessions {
     /// is gone otherwise).
     pub async fn send_to(&self, replica: &str, message: &BusMessage) -> Result<bool, Unavailable> {
         Ok(self.publish(self.replica_channel(replica), message).await? > 0)
+    }
+
+    /// Asks `replica` `call` (a [`BusMessage::Call`]); its replies come to
+    /// the returned exchange. [`ExchangeError::Gone`] when no one heard it.
+    pub async fn ask(&self, replica: &str, call: Value) -> Result<Waiting, ExchangeError> {
+        let waiting = self.exchanges.open();
+        let message = BusMessage::Call { id: waiting.id().to_owned(), from: self.replica.to_string(), call };
+        if self.send_to(replica, &message).await? { Ok(waiting) } else { Err(ExchangeError::Gone) }
+    }
+
+    /// Replies `reply` to the exchange `id` of replica `to`. Returns whether
+    /// it heard it (it is gone otherwise).
+    pub async fn reply(&self, to: &str, id: &str, reply: Value) -> Result<bool, Unavailable> {
+        let message = BusMessage::Reply { id: id.to_owned(), from: self.replica.to_string(), reply };
+        self.send_to(to, &message).await
+    }
+
+    /// A reply another replica sent: to the exchange waiting for it, if any.
+    pub fn replied(&self, id: &str, reply: Value) -> bool {
+        self.exchanges.deliver(id, reply)
     }
 
     async fn publish(&self, channel: String, message: &BusMessage) -> Result<u64, Unavailable> {

@@ -30,11 +30,10 @@ struct Replica {
 }
 
 impl Replica {
-    async fn start(redis_url: &str, extra: &str, env: &[(&str, &str)]) -> Result<Replica> {
+    async fn start(redis_url: &str, extra: &str, upstream: &str, env: &[(&str, &str)]) -> Result<Replica> {
         let port = free_port();
         let config = format!(
-            "[server]\nlisten = \"127.0.0.1:{port}\"\n[state]\nredis_url = \"{redis_url}\"\n{extra}\n{}",
-            upstream()
+            "[server]\nlisten = \"127.0.0.1:{port}\"\n[state]\nredis_url = \"{redis_url}\"\n{extra}\n{upstream}"
         );
         let env = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
         let mut replica = Replica { port, config, env, gw: None, earlier: String::new() };
@@ -80,6 +79,16 @@ impl Replica {
         self.earlier.push_str(&gw.logs());
         Ok(())
     }
+
+    /// A crash: SIGKILL, then waits for the process to be gone.
+    async fn sigkill(&mut self) -> Result<()> {
+        let mut gw = self.gw.take().context("running")?;
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(gw.proc.pid())?);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL)?;
+        tokio::time::timeout(Duration::from_secs(30), gw.proc.child.wait()).await??;
+        self.earlier.push_str(&gw.logs());
+        Ok(())
+    }
 }
 
 /// Redis, two replicas and a balancer in front of them; `None` when the
@@ -97,9 +106,14 @@ impl Cluster {
 
     /// The same, with `extra` in both replicas' configuration.
     async fn start_with(extra: &str) -> Result<Option<Cluster>> {
+        Self::start_full(extra, &upstream(), &[]).await
+    }
+
+    /// The same, with `upstream` as the replicas' upstream and `env` in their environment.
+    async fn start_full(extra: &str, upstream: &str, env: &[(&str, &str)]) -> Result<Option<Cluster>> {
         let Some(redis) = RedisServer::start() else { return Ok(None) };
-        let a = Replica::start(&redis.url(), extra, &[]).await?;
-        let b = Replica::start(&redis.url(), extra, &[]).await?;
+        let a = Replica::start(&redis.url(), extra, upstream, env).await?;
+        let b = Replica::start(&redis.url(), extra, upstream, env).await?;
         let Some(balancer) = Balancer::start(&[a.port, b.port]) else { return Ok(None) };
         Ok(Some(Cluster { redis, replicas: [a, b], balancer }))
     }
@@ -413,4 +427,212 @@ fn initialize() -> Value {
 /// An id shaped like toolgate's (32 hex digits) that no one issued.
 fn uuid_like() -> String {
     format!("{:032x}", u128::from(std::process::id()) << 64 | 0x5eed)
+}
+
+// --- multi-round-trip retries across replicas ---------------------------------
+
+/// The fixture as a handshake-era upstream without the gate: a 2026-07-28
+/// client's call that elicits is held by toolgate (see `mrtr.rs`).
+fn pinned_upstream() -> String {
+    fixture_upstream("fx", &[], "protocol = \"2025-11-25\"\nmode = \"passthrough\"")
+}
+
+/// The `[mrtr] key` every replica shares, from the environment.
+const MRTR_KEY: &str = "the-replicas-shared-requestState-key-0123456789";
+
+/// Two replicas sharing `[mrtr] key` (and `extra`), in front of the pinned fixture.
+async fn mrtr_cluster(extra: &str) -> Result<Option<Cluster>> {
+    let extra = format!("[mrtr]\nkey = \"${{TOOLGATE_TEST_MRTR_KEY}}\"\n{extra}");
+    Cluster::start_full(&extra, &pinned_upstream(), &[("TOOLGATE_TEST_MRTR_KEY", MRTR_KEY)]).await
+}
+
+/// A 2026-07-28 `tools/call` of `tool` from a client that can elicit.
+fn modern_call(id: i64, tool: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": tool,
+        "arguments": arguments,
+        "_meta": toolgate_test_support::modern::envelope("replicas-test", json!({"elicitation": {}})),
+    }})
+}
+
+/// The retry of `first` under id `id`, answering `r1` with `answer`, with `state`.
+fn modern_retry(first: &Value, id: i64, answer: &str, state: &Value) -> Value {
+    let mut again = first.clone();
+    again["id"] = json!(id);
+    again["params"]["inputResponses"] = json!({"r1": {"action": "accept", "content": {"response": answer}}});
+    again["params"]["requestState"] = state.clone();
+    again
+}
+
+/// POSTs a 2026 request as `c` and returns its response message.
+async fn modern_send(c: &Client, body: &Value) -> Result<Value> {
+    let name = body["params"]["name"].as_str().unwrap_or_default();
+    let reply = c.send(toolgate_test_support::modern::modern_post(c, body, Some(name))).await?;
+    reply.response(&body["id"]).cloned().with_context(|| format!("no answer to {body}: {reply:?}"))
+}
+
+/// The `requestState` of an `InputRequiredResult`.
+fn state_of(answer: &Value) -> Result<Value> {
+    ensure!(answer["result"]["resultType"] == "input_required", "{answer}");
+    ensure!(answer["result"]["requestState"].is_string(), "{answer}");
+    Ok(answer["result"]["requestState"].clone())
+}
+
+/// Whether `answer` refuses its `requestState` (`-32602`) with a reason containing `why`.
+fn refused_for(answer: &Value, why: &str) -> Result<()> {
+    ensure!(answer["error"]["code"] == -32602, "{answer}");
+    let reason = answer["error"]["data"]["reason"].as_str().unwrap_or_default();
+    ensure!(reason.contains(why), "expected a reason with {why:?}: {answer}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_retry_that_reaches_another_replica_completes_the_call_held_on_the_first() -> Result<()> {
+    const ALICE: &str = "alice-key-0123456789abcdef";
+    const BOB: &str = "bob-key-0123456789abcdef-bob";
+    // Two calls a minute, counted on each replica: a retry on B of the call
+    // A holds for Alice is that call, not a third.
+    let clients = format!(
+        "[[auth.clients]]\nname = \"alice\"\napi_key = \"{ALICE}\"\ncalls_per_minute = 2\n\n\
+         [[auth.clients]]\nname = \"bob\"\napi_key = \"{BOB}\"\n"
+    );
+    let Some(cluster) = mrtr_cluster(&clients).await? else { return Ok(()) };
+    let [a, b] = &cluster.replicas;
+    let (alice_a, alice_b) = (Client::with_bearer(&a.url(), ALICE)?, Client::with_bearer(&b.url(), ALICE)?);
+    let bob_b = Client::with_bearer(&b.url(), BOB)?;
+    // One of Alice's two calls a minute on B goes now.
+    let echoed = modern_send(&alice_b, &modern_call(1, "echo", json!({"text": "hi"}))).await?;
+    ensure!(text_of(&echoed["result"]) == "hi", "{echoed}");
+
+    let first = modern_call(2, "test_elicitation", json!({"message": "Your name?"}));
+    let state = state_of(&modern_send(&alice_a, &first).await?)?;
+
+    // B checks the state itself: another client's, or a changed one, is refused there.
+    refused_for(&modern_send(&bob_b, &modern_retry(&first, 3, "Eve", &state)).await?, "another client")?;
+    let text = state.as_str().context("a string")?;
+    let (payload, tag) = text.split_once('.').context("two parts")?;
+    let flipped = if tag.starts_with('A') { "B" } else { "A" };
+    let tampered = json!(format!("{payload}.{flipped}{}", &tag[1..]));
+    // Counted (it is no retry of a held call): Alice's second call on B.
+    refused_for(&modern_send(&alice_b, &modern_retry(&first, 4, "Eve", &tampered)).await?, "integrity")?;
+
+    // The real retry on B: passed to A, which holds the call, and answered
+    // under the retry's own id. Not counted (else -32015: B's budget is spent).
+    let asked = Instant::now();
+    let done = modern_send(&alice_b, &modern_retry(&first, 5, "Ada", &state)).await?;
+    eprintln!("a retry passed from B to A answered in {:?}", asked.elapsed());
+    ensure!(done["id"] == 5, "{done}");
+    ensure!(done["result"]["resultType"] == "complete", "{done}\nlogs:\n{}", cluster.logs());
+    ensure!(text_of(&done["result"]) == r#"User response: action=accept, content={"response":"Ada"}"#, "{done}");
+    ensure!(b.logs().contains("a retry passed to the replica holding its call"), "B's logs:\n{}", b.logs());
+    // A logs it once its answer is sent: perhaps a moment after B got it.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !a.logs().contains("a retry passed from another replica answered") {
+        ensure!(Instant::now() < deadline, "A's logs:\n{}", a.logs());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // Single use across replicas: on A (where it was held) and on B, the state is spent.
+    refused_for(&modern_send(&alice_a, &modern_retry(&first, 6, "Eve", &state)).await?, "no longer held")?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_retry_whose_replica_is_gone_gets_a_prompt_error() -> Result<()> {
+    let Some(mut cluster) = mrtr_cluster("").await? else { return Ok(()) };
+    let first = modern_call(1, "test_elicitation", json!({"message": "Your name?"}));
+    let state = state_of(&modern_send(&Client::new(&cluster.replicas[0].url()), &first).await?)?;
+    // A crashes with the call it held.
+    cluster.replicas[0].sigkill().await?;
+    let on_b = Client::new(&cluster.replicas[1].url());
+    let asked = Instant::now();
+    let answer = modern_send(&on_b, &modern_retry(&first, 2, "Ada", &state)).await?;
+    eprintln!("a retry whose replica is gone answered in {:?}", asked.elapsed());
+    ensure!(asked.elapsed() < Duration::from_secs(4), "answered after {:?}", asked.elapsed());
+    refused_for(&answer, "no longer held")?;
+    ensure!(answer["id"] == 2, "{answer}");
+    // B itself is fine: a new call is held and completed there.
+    let first = modern_call(3, "test_elicitation", json!({"message": "Again?"}));
+    let state = state_of(&modern_send(&on_b, &first).await?)?;
+    let done = modern_send(&on_b, &modern_retry(&first, 4, "Ada", &state)).await?;
+    ensure!(done["result"]["resultType"] == "complete", "{done}");
+    Ok(())
+}
+
+// --- notifications for a standalone stream on another replica ------------------
+
+#[tokio::test]
+async fn a_notification_produced_on_one_replica_reaches_the_get_stream_on_the_other() -> Result<()> {
+    let Some(cluster) = Cluster::start_full("", &pinned_upstream(), &[]).await? else { return Ok(()) };
+    let [a, b] = &cluster.replicas;
+    let on_a = Client::connected(&a.url(), json!({})).await?;
+    // A's upstream session for it holds the subscription.
+    ensure!(on_a.result("resources/subscribe", json!({"uri": "test://watched-resource"})).await? == json!({}));
+    // The client's GET lands on B (which adopts the session).
+    let on_b = in_session(&b.url(), &on_a);
+    let mut standalone = on_b.listen().await?;
+    ensure!(standalone.status == StatusCode::OK, "GET on B: {}", standalone.status);
+    // The upstream tells A of an update; A holds no GET stream for the session.
+    let sent = on_a.call_tool("fixture_update_resource", json!({})).await?;
+    ensure!(sent["structuredContent"]["sent"] == true, "{sent}");
+    let sent_at = Instant::now();
+    let note = standalone.next_within(Duration::from_secs(5)).await.context("nothing on B's GET stream")?;
+    eprintln!("a notification from A reached B's GET stream in {:?}", sent_at.elapsed());
+    ensure!(note["method"] == "notifications/resources/updated", "{note}");
+    ensure!(note["params"]["uri"] == "test://watched-resource", "{note}");
+    ensure!(
+        b.logs().contains("a notification from another replica delivered on the standalone stream held here"),
+        "B's logs:\n{}",
+        b.logs()
+    );
+    // Once, not twice.
+    ensure!(standalone.next_within(Duration::from_millis(500)).await.is_none(), "a duplicate on B's GET stream");
+    Ok(())
+}
+
+// --- idle expiry and answers for a replica that is gone -------------------------
+
+#[tokio::test]
+async fn a_session_idle_past_its_timeout_is_unknown_on_both_replicas() -> Result<()> {
+    let idle = [("TOOLGATE_SERVER__SESSION_IDLE_TIMEOUT", "2s")];
+    let Some(cluster) = Cluster::start_full("", &upstream(), &idle).await? else { return Ok(()) };
+    let [a, b] = &cluster.replicas;
+    let on_a = Client::connected(&a.url(), json!({})).await?;
+    let on_b = in_session(&b.url(), &on_a);
+    // Both hold it now.
+    ensure!(on_b.post(&ping()).await?.status == StatusCode::OK);
+    ensure!(on_a.post(&ping()).await?.status == StatusCode::OK);
+    // Idle past the timeout (and the second a refresh may lag).
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    for c in [&on_a, &on_b] {
+        let reply = c.post(&ping()).await?;
+        ensure!(reply.status == StatusCode::NOT_FOUND, "{reply:?}\nlogs:\n{}", cluster.logs());
+        ensure!(error_code(&reply) == Some(-32001), "{reply:?}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_answer_for_a_replica_that_is_gone_is_dropped_and_the_session_goes_on() -> Result<()> {
+    let Some(mut cluster) = Cluster::start().await? else { return Ok(()) };
+    let on_a = Client::connected(&cluster.replicas[0].url(), json!({"sampling": {}})).await?;
+    let on_b = in_session(&cluster.replicas[1].url(), &on_a);
+    on_a.read_descriptions("test_sampling,echo").await?;
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "test_sampling", "arguments": {"prompt": "orphan"}}});
+    let mut stream = on_a.open(&call).await?;
+    let request = stream.next().await?;
+    ensure!(request["method"] == "sampling/createMessage", "{request}");
+    // A crashes with the call; the client answers on B.
+    cluster.replicas[0].sigkill().await?;
+    let answer = json!({"role": "assistant", "model": "m", "content": {"type": "text", "text": "too late"}});
+    ensure!(on_b.respond(&request["id"], answer).await? == StatusCode::ACCEPTED);
+    let b = &cluster.replicas[1];
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !b.logs().contains("an answer for a replica that is gone dropped") {
+        ensure!(Instant::now() < deadline, "B did not log the dropped answer:\n{}", b.logs());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The session goes on, on B.
+    echo(&on_b, "still here").await
 }

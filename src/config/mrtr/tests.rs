@@ -10,9 +10,16 @@ fn defaults_are_valid_and_documented_values() {
 
 #[test]
 fn every_problem_is_reported_with_its_path() {
-    let bad = MrtrConfig { hold_timeout: Duration::ZERO, max_held_per_client: 0, max_held: 0 };
-    let paths: Vec<String> = check(&bad).into_iter().map(|p| p.path).collect();
-    assert_eq!(paths, ["mrtr.hold_timeout", "mrtr.max_held_per_client", "mrtr.max_held"]);
+    let bad = MrtrConfig {
+        hold_timeout: Duration::ZERO,
+        max_held_per_client: 0,
+        max_held: 0,
+        key: Some(Secret::new("short-secret-value")),
+    };
+    let problems = check(&bad);
+    let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(paths, ["mrtr.hold_timeout", "mrtr.max_held_per_client", "mrtr.max_held", "mrtr.key"]);
+    assert!(!problems[3].message.contains("short-secret-value"), "the key is never echoed: {}", problems[3].message);
 }
 
 #[test]
@@ -22,4 +29,17 @@ fn the_section_parses_and_refuses_unknown_keys() {
     assert_eq!(config.mrtr.max_held, 5);
     assert_eq!(config.mrtr.max_held_per_client, 16);
     assert!(crate::config::load_str("[mrtr]\nhold = \"2s\"\n").is_err());
+}
+
+#[test]
+fn the_key_is_expanded_and_never_printed() {
+    let config = crate::config::load::in_jail(|jail| {
+        jail.set_env("TOOLGATE_MRTR_KEY", "k".repeat(40));
+        crate::config::load_str("[mrtr]\nkey = \"${TOOLGATE_MRTR_KEY}\"\n")
+    })
+    .expect("valid");
+    let key = config.mrtr.key.as_ref().expect("set");
+    assert_eq!(key.expose(), "k".repeat(40));
+    assert!(!format!("{:?}", config.mrtr).contains("kkkk"));
+    assert!(!serde_json::to_string(&config.mrtr).unwrap_or_default().contains("kkkk"));
 }

@@ -91,6 +91,29 @@ fn a_state_of_another_replica_is_refused_by_name() {
 }
 
 #[test]
+fn with_a_shared_key_every_replica_checks_a_state_and_learns_who_holds_its_call() {
+    let b = binding(json!({"x": 1}), "key.alice");
+    let token = Codec::with_key(b"test key of toolgate", "replica-b").sign("hold-1", &b, later(60));
+    let here = codec();
+    let verified = here.check(&token, &b, SystemTime::now()).expect("checks out");
+    assert_eq!(verified, Verified { hold: "hold-1".into(), replica: "replica-b".into() });
+    // Everything but the replica is still checked here.
+    assert_eq!(
+        here.check(&token, &binding(json!({"x": 1}), "key.bob"), SystemTime::now()),
+        Err(StateError::OtherClient)
+    );
+    assert_eq!(
+        here.check(&token, &binding(json!({"x": 2}), "key.alice"), SystemTime::now()),
+        Err(StateError::OtherRequest)
+    );
+    assert_eq!(here.check(&token, &b, later(120)), Err(StateError::Expired));
+    let (payload, tag) = token.split_once('.').expect("two parts");
+    let flipped = if tag.starts_with('A') { "B" } else { "A" };
+    let forged = format!("{payload}.{flipped}{}", &tag[1..]);
+    assert_eq!(here.check(&forged, &b, SystemTime::now()), Err(StateError::Tampered));
+}
+
+#[test]
 fn random_codecs_do_not_accept_each_others_states() {
     let b = binding(json!({}), "anonymous");
     let (one, two) = (Codec::random(), Codec::random());

@@ -176,6 +176,11 @@ impl Replay {
         }
     }
 
+    /// Whether a live connection holds the standalone stream now.
+    pub fn has_standalone(&self) -> bool {
+        self.streams.get(&STANDALONE).and_then(|s| s.subscriber.as_ref()).is_some_and(|sub| !sub.is_closed())
+    }
+
     /// Attaches `subscriber` to the standalone stream, first handing it what
     /// no connection received yet. `false` when a live connection already
     /// holds it.

@@ -503,6 +503,13 @@ impl<S> Session<S> {
         self.replay.lock().push(replay::STANDALONE, Arc::from(message.encode()));
     }
 
+    /// Whether a live connection holds this session's standalone stream
+    /// (`GET`) here now: what [`notify`](Self::notify) sends goes out at
+    /// once rather than into its backlog.
+    pub fn has_standalone(&self) -> bool {
+        self.replay.lock().has_standalone()
+    }
+
     /// Makes this (transient) session the listener of a listen stream: what
     /// the application sends it with [`Session::notify`], as it does to its
     /// handshake-era sessions' standalone streams, goes to `sink` when

@@ -105,6 +105,7 @@ fn the_standalone_stream_keeps_a_bounded_backlog() {
     assert_eq!(got.len(), STREAM_BUFFER);
     assert_eq!(got[0], "0-6=5", "the oldest were dropped");
     let (tx2, _rx2) = mpsc::channel(STREAM_BUFFER * 2);
+    assert!(r.has_standalone());
     assert!(!r.attach_standalone(tx2), "one live standalone stream at a time");
     drop(rx);
     r.push(STANDALONE, data("later"));
