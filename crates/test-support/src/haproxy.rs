@@ -95,12 +95,17 @@ impl Balancer {
 }
 
 /// The configuration: HTTP mode, each request balanced on its own (no
-/// stickiness) unless `sticky`, long timeouts for SSE streams.
+/// stickiness) unless `sticky`, long timeouts for SSE streams. A request
+/// that meets a replica just killed, before the health check notices (its
+/// connection refused, or closed with no response), is retried on the other
+/// replica rather than answered 502; no idle server connection is reused,
+/// since one to a dead replica fails that way.
 fn config_text(port: u16, servers: &[u16], sticky: bool) -> String {
     let mut text = format!(
         "global\n  maxconn 1000\n\
          defaults\n  mode http\n  timeout connect 2s\n  timeout client 1h\n  timeout server 1h\n  \
-         timeout http-request 30s\n  retries 3\n  option redispatch 1\n\
+         timeout http-request 30s\n  retries 3\n  option redispatch 1\n  http-reuse never\n  \
+         retry-on conn-failure empty-response\n\
          frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend toolgate\n\
          backend toolgate\n  balance roundrobin\n  option httpchk GET /healthz\n  \
          default-server inter 200ms fall 1 rise 1\n"
