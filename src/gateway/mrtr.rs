@@ -38,7 +38,7 @@ use crate::auth::Principal;
 use crate::config::MrtrConfig;
 use crate::grants::Scope;
 use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request, codes};
-use crate::mrtr::{Binding, Codec, Holds, MrtrError, StateError};
+use crate::mrtr::{Binding, Codec, Holds, MrtrError, StateError, Verified};
 use crate::protocol::method;
 use crate::protocol::modern::{input, result};
 use crate::server::Downlink;
@@ -125,10 +125,13 @@ impl Translator {
         let binding = Binding::of(upstream, method, Some(params), Scope::of(principal).as_str());
         let checked = self.codec.check(token, &binding, SystemTime::now());
         let own = !matches!(checked, Err(StateError::Malformed | StateError::Tampered));
-        let held_here = checked
-            .as_ref()
-            .is_ok_and(|state| state.replica == self.codec.replica() && self.holds.contains(&state.hold));
+        let held_here = checked.as_ref().is_ok_and(|state| self.holds_here(state));
         RetryState { own, token: token.into(), binding, checked, held_here }
+    }
+
+    /// Whether the call `state` names is held on this replica now.
+    pub(crate) fn holds_here(&self, state: &Verified) -> bool {
+        state.replica == self.codec.replica() && self.holds.contains(&state.hold)
     }
 
     /// Whether `retry` is the retry of a call held now for that very client

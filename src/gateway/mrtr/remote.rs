@@ -211,10 +211,8 @@ impl Translator {
         match ask {
             Ask::Holds { token, binding } => {
                 let translator = gateway.mrtr();
-                let held = translator
-                    .codec
-                    .verify(&token, &binding, SystemTime::now())
-                    .is_ok_and(|hold| translator.holds.contains(&hold));
+                let checked = translator.codec.check(&token, &binding, SystemTime::now());
+                let held = checked.is_ok_and(|state| translator.holds_here(&state));
                 crate::spawn(async move {
                     let _ = shared.reply(&from, &exchange, encode(&Answer::Holds { held })).await;
                 });
