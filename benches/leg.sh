@@ -81,6 +81,9 @@ case "$leg" in
         upstream="url = \"$fixture_url\"" ;;
     *) echo "leg must be stdio or http" >&2; exit 1 ;;
 esac
+# TOOLGATE_BENCH_UPSTREAM_PROTOCOL pins the revision toolgate speaks to the
+# fixture, as in the overhead benchmark (default: negotiated, 2026-07-28).
+[[ -n "${TOOLGATE_BENCH_UPSTREAM_PROTOCOL:-}" ]] && upstream+=$'\n'"protocol = \"$TOOLGATE_BENCH_UPSTREAM_PROTOCOL\""
 cat >"$work/toolgate.toml" <<EOF
 [server]
 listen = "127.0.0.1:0"

@@ -242,12 +242,25 @@ pub struct Session<S> {
 
 impl<S> Session<S> {
     pub(crate) fn new(id: Arc<str>, version: Version, init_params: &Value, state: S, caller: Caller) -> Self {
+        let capabilities = init_params.get("capabilities").cloned().unwrap_or_else(|| json!({}));
+        let client_info = init_params.get("clientInfo").cloned().unwrap_or(Value::Null);
+        Self::build(id, version, capabilities, client_info, state, caller)
+    }
+
+    fn build(
+        id: Arc<str>,
+        version: Version,
+        capabilities: Value,
+        client_info: Value,
+        state: S,
+        caller: Caller,
+    ) -> Self {
         Self {
             id,
             version,
             caller,
-            client_capabilities: init_params.get("capabilities").cloned().unwrap_or_else(|| json!({})),
-            client_info: init_params.get("clientInfo").cloned().unwrap_or(Value::Null),
+            client_capabilities: capabilities,
+            client_info,
             state,
             modern: None,
             initialized: AtomicBool::new(false),
@@ -275,9 +288,14 @@ impl<S> Session<S> {
     /// envelope's capabilities and client info stand in for `initialize`'s,
     /// and the revision is the newest handshake one (what the application
     /// may send is the latest content; the envelope names the real revision).
+    ///
+    /// The envelope's capabilities and client info stay in the context
+    /// alone (the accessors read them there): one sessionless request is
+    /// one session, so copying them per request would be pure cost.
     pub(crate) fn sessionless(id: Arc<str>, ctx: ModernContext, state: S) -> Self {
-        let params = json!({"capabilities": ctx.capabilities, "clientInfo": ctx.client_info});
-        let mut session = Self::new(id, Version::LATEST, &params, state, ctx.caller.clone()).with_max_in_flight(1);
+        let caller = ctx.caller.clone();
+        let mut session =
+            Self::build(id, Version::LATEST, Value::Null, Value::Null, state, caller).with_max_in_flight(1);
         session.initialized = AtomicBool::new(true);
         session.modern = Some(Arc::new(ctx));
         session
@@ -343,13 +361,20 @@ impl<S> Session<S> {
     }
 
     /// The capabilities the client declared in `initialize`.
+    /// For a sessionless request, its envelope's `clientCapabilities`.
     pub fn client_capabilities(&self) -> &Value {
-        &self.client_capabilities
+        match &self.modern {
+            Some(modern) => &modern.capabilities,
+            None => &self.client_capabilities,
+        }
     }
 
-    /// The client's `clientInfo`.
+    /// The client's `clientInfo` (for a sessionless request, its envelope's).
     pub fn client_info(&self) -> &Value {
-        &self.client_info
+        match &self.modern {
+            Some(modern) => &modern.client_info,
+            None => &self.client_info,
+        }
     }
 
     /// Whether the client declared the capability a server-to-client request
@@ -361,7 +386,7 @@ impl<S> Session<S> {
             "roots/list" => "roots",
             _ => return true,
         };
-        self.client_capabilities.get(cap).is_some_and(|c| !c.is_null())
+        self.client_capabilities().get(cap).is_some_and(|c| !c.is_null())
     }
 
     /// Whether `notifications/initialized` has arrived.
