@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Splits a proxied call's CPU into user and kernel time, for every process
-# on its path: toolgate, the upstream behind it and the load generator, then
-# the fixture served directly and the load generator again (one server
-# exchange: the floor of what a proxy pays twice, once per side).
+# on its path: toolgate, the upstream behind it and the load generator; then
+# the same through the floor's bare forwarder on that leg (crates/bench-floor,
+# the least a gateway hop costs); then the fixture served directly and the
+# load generator again (one server exchange: what a proxy pays twice, once
+# per side). On one CPU (`taskset -c 0`, concurrency 1) a call's latency is
+# about the sum of these, so the rows say where toolgate's added latency
+# above the floor's goes.
 #
 #   benches/split.sh [stdio|http] [calls] [concurrency]    defaults: http 60000 50
 #
@@ -65,6 +69,12 @@ start_toolgate "$work/toolgate.err"
 case "$leg" in stdio) upstream_pid="$(pgrep -P "$gate_pid" | head -n1)" ;; http) upstream_pid="$fixture_pid" ;; esac
 echo "through toolgate ($leg upstream):"
 measure "$url" gate "toolgate" "$gate_pid" "the fixture behind it ($leg)" "$upstream_pid"
+stop_toolgate
+
+start_floor "$work/floor.err"
+case "$leg" in stdio) upstream_pid="$(pgrep -P "$gate_pid" | head -n1)" ;; http) upstream_pid="$fixture_pid" ;; esac
+echo "through the floor's forwarder ($leg upstream):"
+measure "$url" - "the floor" "$gate_pid" "the fixture behind it ($leg)" "$upstream_pid"
 stop_toolgate
 
 start_http_fixture "$work/direct.out"
