@@ -62,6 +62,7 @@ mod state;
 mod tasks;
 mod translate;
 mod upstreams;
+mod views;
 
 #[cfg(test)]
 mod tests;
@@ -70,7 +71,6 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arc_swap::ArcSwap;
 use futures::FutureExt as _;
 use tokio_util::sync::CancellationToken;
 
@@ -93,9 +93,10 @@ use crate::server::{
 };
 use crate::shared::SharedSessions;
 use forward::Forwarder;
-use layer::{Exchange, Layer, Next, Then};
+use layer::{Exchange, Layer, Next, Terminal, Then};
 use note::RequestNote;
 use resolve::Resolved;
+use views::Views;
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -129,15 +130,13 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The gateway.
 pub struct Gateway {
     /// The configuration in effect (a reload swaps it; sections that need
-    /// a restart keep their values from the start).
-    config: ArcSwap<Config>,
-    /// The upstream slots: an upstream's index is its identity for as long
-    /// as it runs; a reload retires the slots of removed upstreams and
-    /// appends new ones (see [`reload`]).
-    upstreams: ArcSwap<Vec<Arc<UpstreamHandle>>>,
+    /// a restart keep their values from the start), the upstream slots (an
+    /// upstream's index is its identity for as long as it runs; a reload
+    /// retires the slots of removed upstreams and appends new ones, see
+    /// [`reload`]) and the catalogs: what the layers read, shared with them.
+    views: Views,
     /// Serializes reloads; remembers the tools of removed upstreams.
     reload: reload::ReloadState,
-    catalogs: Catalogs,
     sessions: Arc<SessionStore<GatewaySession>>,
     /// Who may connect, and each client's session count.
     clients: clients::Clients,
@@ -158,7 +157,7 @@ pub struct Gateway {
     forwarder: Forwarder,
     /// Held upstream calls of sessionless clients (multi-round-trip
     /// translation in front of handshake-era upstreams).
-    mrtr: mrtr::Translator,
+    mrtr: Arc<mrtr::Translator>,
     http: reqwest::Client,
     shutdown: CancellationToken,
     metrics: Arc<Metrics>,
@@ -203,7 +202,6 @@ impl Gateway {
             .map(|(i, (cfg, target))| Arc::new(UpstreamHandle::configured(i, cfg, target)))
             .collect();
         let clients = clients::Clients::new(&config)?;
-        let policy = clients.is_enabled().then(policy::Policy::new);
         let names = config.upstreams.iter().map(|u| Arc::from(u.name.as_str())).collect();
         let metrics = Arc::new(Metrics::new(names, config.metrics.enabled));
         // Present even while every upstream is in passthrough mode (it then
@@ -211,7 +209,6 @@ impl Gateway {
         // List answers are paged alike by the forwarder and the layers that
         // serve `tools/list` themselves.
         let pager = Arc::new(pages::Pager::new(config.server.page_size));
-        let disclosure = disclosure::Disclosure::new(config.disclosure.cache_bytes, pager.clone());
         let connection = match &config.state.redis_url {
             Some(url) => Some(Arc::new(crate::shared::Connection::open(url.expose(), &config.state)?)),
             None => None,
@@ -226,19 +223,25 @@ impl Gateway {
             Arc::new(SharedSessions::new(connection, &config.state.session_prefix, idle, replica.clone()))
         });
         let declared = Arc::new(crate::concerns::Declared::new(&config.concerns));
+        let catalogs = Catalogs::new(config.disclosure.clone(), declared.clone());
+        let mrtr = Arc::new(mrtr::Translator::new(&config.mrtr, shared.clone()));
+        let (cache_bytes, disclosure_config) = (config.disclosure.cache_bytes, config.disclosure.clone());
+        let views = Views::new(config, upstreams, catalogs);
+        let policy = clients.is_enabled().then(|| policy::Policy::new(mrtr.clone()));
+        let routes = Arc::new(lists::RouteMaps::default());
+        let concerns =
+            concerns::Concerns::new(&declared, concerns::Lists { views: views.clone(), routes: routes.clone() });
         let gateway = Arc::new(Self {
-            concerns: concerns::Concerns::new(&declared),
-            search: search::Search::new(&config.disclosure, &pager),
-            catalogs: Catalogs::new(config.disclosure.clone(), declared),
-            forwarder: Forwarder::new(pager),
-            mrtr: mrtr::Translator::new(&config.mrtr, shared.clone()),
-            config: ArcSwap::from_pointee(config),
-            upstreams: ArcSwap::from_pointee(upstreams),
+            concerns,
+            search: search::Search::new(&disclosure_config, &pager, &views),
+            disclosure: disclosure::Disclosure::new(cache_bytes, pager.clone(), views.clone(), metrics.clone()),
+            forwarder: Forwarder::new(pager, routes),
+            mrtr,
+            views,
             reload: reload::ReloadState::default(),
             sessions,
             clients,
             policy,
-            disclosure,
             grant_store: Arc::new(grant_store),
             shared,
             connection,
@@ -271,43 +274,43 @@ impl Gateway {
             });
         }
         replicas::start(&gateway, gateway.connection.clone());
-        gateway.catalogs.rebuild(&gateway);
+        gateway.catalogs().rebuild(&gateway);
         upstreams::supervise_all(&gateway);
         Ok(gateway)
     }
 
     /// The configuration in effect.
     pub fn config(&self) -> Arc<Config> {
-        self.config.load_full()
+        self.views.config()
     }
 
     /// The upstream slots, by index: the configured upstreams in order,
     /// then those a reload added; a slot whose upstream a reload removed is
     /// retired ([`UpstreamHandle::is_retired`]).
     pub fn upstreams(&self) -> Arc<Vec<Arc<UpstreamHandle>>> {
-        self.upstreams.load_full()
+        self.views.upstreams()
     }
 
     /// The merged tool catalog.
     pub fn catalogs(&self) -> &Catalogs {
-        &self.catalogs
+        self.views.catalogs()
     }
 
     /// The current catalog.
     pub fn catalog(&self) -> Arc<CatalogView> {
-        self.catalogs.current()
+        self.catalogs().current()
     }
 
     /// The catalog as `session` sees it.
     pub(crate) fn catalog_for(&self, session: &GwSession) -> Arc<CatalogView> {
-        self.catalogs.for_session(&self.upstreams(), session)
+        self.views.catalog_for(session)
     }
 
     /// The gateway-wide catalog changed to `view`: what is made from it in
     /// the background (the search index) starts.
     pub(crate) fn catalog_changed(&self, view: &Arc<CatalogView>) {
         if let Some(search) = &self.search {
-            search.indexes().catalog_changed(self, view);
+            search.indexes().catalog_changed(&self.views, view);
         }
     }
 
@@ -315,11 +318,7 @@ impl Gateway {
     /// its concern configuration filters out (they stay callable: see
     /// [`crate::concerns`]).
     pub(crate) fn listing_for(&self, session: &GwSession) -> Arc<CatalogView> {
-        let view = self.catalog_for(session);
-        match session.state.concerns() {
-            Some(configured) => self.catalogs.listing(&view, configured.filter()),
-            None => view,
-        }
+        self.views.listing_for(session)
     }
 
     /// The grants of `principal`'s sessionless requests: its scope in the
@@ -378,7 +377,7 @@ impl Gateway {
     /// and whatever the session asks later waits no longer than that
     /// wait's end (see [`startup`]).
     pub(crate) async fn wait_ready(&self, session: &GwSession) {
-        startup::wait(&self.upstreams(), session.state.startup_deadline(), &self.config().server).await;
+        self.views.wait_ready(session).await;
     }
 
     /// Stops the supervisors and every upstream connection.
@@ -525,7 +524,7 @@ impl Handler for Gateway {
         let principal = self.clients.current(&caller_principal(&ctx.caller))?;
         let deadline = tokio::time::Instant::now() + self.config().server.startup_timeout;
         let grants = self.grants_for(&principal);
-        let concerns = concerns::stored(self.catalogs.concerns(), &principal);
+        let concerns = concerns::stored(self.catalogs().concerns(), &principal);
         let state = GatewaySession::sessionless(&self.upstreams(), principal, grants);
         Ok(state.with_startup_deadline(deadline).with_concerns(concerns))
     }
@@ -561,8 +560,9 @@ impl Handler for Gateway {
         let method = metrics::Method::of(&request.method);
         let note = RequestNote::default();
         let resolved = Resolved::of(self, session, &request, &ctx).await;
-        let cx = Exchange { gateway: self, session, ctx: &ctx, resolved: &resolved, note: &note };
-        let chain = Then { layer: &self.disclosure, next: &self.forwarder };
+        let cx = Exchange { session, ctx: &ctx, resolved: &resolved, note: &note };
+        let end = Terminal { forwarder: &self.forwarder, gateway: self };
+        let chain = Then { layer: &self.disclosure, next: end };
         let chain = Then { layer: &self.search, next: chain };
         let chain = Then { layer: &self.concerns, next: chain };
         let outcome = Then { layer: &self.policy, next: chain }.run(cx, request).await;

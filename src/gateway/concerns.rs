@@ -15,6 +15,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::layer::{Exchange, Layer, Next};
+use super::lists::RouteMaps;
+use super::views::Views;
 use super::{Gateway, GwSession};
 use crate::auth::Principal;
 use crate::concerns::{Configured, Declared};
@@ -30,12 +32,24 @@ pub const UPDATE: &str = "concerns/update";
 /// The concerns layer.
 pub struct Concerns {
     declared: Arc<Declared>,
+    /// What an update changes: the session's listing, and the lists of
+    /// upstreams that map theirs to concerns.
+    lists: Lists,
+}
+
+/// What a change of a session's concerns is judged against: its catalog
+/// views, and what the merged lists taught about concerns (shared with the
+/// forwarder).
+#[derive(Clone)]
+pub struct Lists {
+    pub views: Views,
+    pub routes: Arc<RouteMaps>,
 }
 
 impl Concerns {
     /// The layer of `declared` concerns (`None` when there are none).
-    pub fn new(declared: &Arc<Declared>) -> Option<Self> {
-        (!declared.is_empty()).then(|| Self { declared: declared.clone() })
+    pub fn new(declared: &Arc<Declared>, lists: Lists) -> Option<Self> {
+        (!declared.is_empty()).then(|| Self { declared: declared.clone(), lists })
     }
 }
 
@@ -80,7 +94,7 @@ impl Concerns {
         };
         match self.declared.configure(sent) {
             Ok(configuration) => {
-                cx.gateway.reconfigure(cx.session, Some(Arc::new(configuration)));
+                self.lists.reconfigure(cx.session, Some(Arc::new(configuration)));
                 Outcome::Result(json!({}))
             }
             Err(e) => Outcome::error(e.to_error_object()),
@@ -112,33 +126,38 @@ impl Gateway {
         let declared = self.catalogs().concerns();
         let Some(sent) = crate::concerns::sent_in(params).filter(|_| !declared.is_empty()) else { return };
         match declared.configure(sent) {
-            Ok(c) => self.reconfigure(session, Some(Arc::new(c))),
+            Ok(c) => {
+                let lists = Lists { views: self.views.clone(), routes: self.forwarder().routes().clone() };
+                lists.reconfigure(session, Some(Arc::new(c)));
+            }
             Err(e) => {
                 tracing::warn!(session = session.id(), error = %e, "concerns in notifications/initialized ignored")
             }
         }
     }
+}
 
+impl Lists {
     /// Puts `configuration` in effect for `session`, and tells it which of
     /// its lists changed: tools where its listing did, prompts and resources
     /// where an upstream it uses maps those to concerns.
     pub(crate) fn reconfigure(&self, session: &GwSession, configuration: Option<Configured>) {
-        let before = self.listing_for(session);
+        let before = self.views.listing_for(session);
         let old = session.state.set_concerns(configuration);
         let new = session.state.concerns();
         if old.as_ref().map(|c| c.filter()) == new.as_ref().map(|c| c.filter()) {
             return;
         }
-        let after = self.listing_for(session);
+        let after = self.views.listing_for(session);
         let mut changed = Vec::new();
         if before.catalog.list_result_raw().get() != after.catalog.list_result_raw().get() {
             changed.push(method::TOOLS_LIST_CHANGED);
         }
-        let upstreams = self.upstreams();
+        let upstreams = self.views.upstreams();
         let mapped = |cap: &str| {
-            upstreams.iter().any(|u| {
-                !u.is_retired() && session.state.uses(u.index) && u.has(cap) && self.forwarder().maps_concerns(u)
-            })
+            upstreams
+                .iter()
+                .any(|u| !u.is_retired() && session.state.uses(u.index) && u.has(cap) && self.routes.maps_concerns(u))
         };
         if mapped("resources") {
             changed.push(method::RESOURCES_LIST_CHANGED);

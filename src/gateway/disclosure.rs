@@ -18,12 +18,13 @@ use super::catalogs::CatalogView;
 use super::layer::{Exchange, Layer, Next};
 use super::pages::Pager;
 use super::resolve::Target;
+use super::views::Views;
 use super::{Gateway, GwSession};
 use crate::config::Mode;
 use crate::disclosure::{self, Selection};
 use crate::grants::Unavailable;
 use crate::jsonrpc::{Outcome, Request};
-use crate::metrics::Via;
+use crate::metrics::{Metrics, Via};
 use crate::protocol::method;
 use crate::server::ServerOffer;
 
@@ -34,12 +35,27 @@ const ECHOED_URI: usize = 4096;
 
 /// The disclosure layer.
 pub struct Disclosure {
+    /// The catalog views a session sees, and the start-up wait.
+    views: Views,
+    metrics: Arc<Metrics>,
     /// Pages the minimal `tools/list`.
     pager: Arc<Pager>,
     /// Rendered `resources/read` results of the descriptions resource, by
     /// catalog epoch and URI (cheap answers to repeated fetches), weighed in
     /// bytes (`disclosure.cache_bytes`).
     rendered: moka::sync::Cache<(u64, String), Arc<Rendered>>,
+}
+
+/// The cache of rendered answers, weighed in bytes (keys included), at most
+/// `cache_bytes`.
+fn rendered_cache(cache_bytes: u64) -> moka::sync::Cache<(u64, String), Arc<Rendered>> {
+    moka::sync::Cache::builder()
+        .weigher(|key: &(u64, String), rendered: &Arc<Rendered>| {
+            let names: usize = rendered.authorized.iter().map(|(n, _)| n.len() + 32).sum();
+            u32::try_from(key.1.len() + rendered.result.get().len() + names + 64).unwrap_or(u32::MAX)
+        })
+        .max_capacity(cache_bytes)
+        .build()
 }
 
 /// A rendered read of the descriptions resource.
@@ -53,26 +69,19 @@ struct Rendered {
 impl Disclosure {
     /// The layer, keeping at most `cache_bytes` of rendered answers and
     /// paging with `pager`.
-    pub fn new(cache_bytes: u64, pager: Arc<Pager>) -> Self {
-        let rendered = moka::sync::Cache::builder()
-            .weigher(|key: &(u64, String), rendered: &Arc<Rendered>| {
-                let names: usize = rendered.authorized.iter().map(|(n, _)| n.len() + 32).sum();
-                u32::try_from(key.1.len() + rendered.result.get().len() + names + 64).unwrap_or(u32::MAX)
-            })
-            .max_capacity(cache_bytes)
-            .build();
-        Self { pager, rendered }
+    pub fn new(cache_bytes: u64, pager: Arc<Pager>, views: Views, metrics: Arc<Metrics>) -> Self {
+        Self { views, metrics, pager, rendered: rendered_cache(cache_bytes) }
     }
 
     async fn serve_request<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
         // No progressive upstream (a reload may add one): the forwarder alone.
-        if !cx.gateway.catalogs().current().catalog.has_progressive() {
+        if !self.views.catalogs().current().catalog.has_progressive() {
             return next.run(cx, request).await;
         }
         match request.method.as_str() {
             method::TOOLS_LIST => {
-                cx.gateway.wait_ready(cx.session).await;
-                let view = cx.gateway.listing_for(cx.session);
+                self.views.wait_ready(cx.session).await;
+                let view = self.views.listing_for(cx.session);
                 self.pager.tools_page(view.catalog.list_result_raw(), request.params.as_ref())
             }
             method::TOOLS_CALL => self.call_tool(cx, request, next).await,
@@ -84,7 +93,7 @@ impl Disclosure {
                     return outcome;
                 }
                 // toolgate's own resource heads the first page.
-                let view = cx.gateway.catalog_for(cx.session);
+                let view = self.views.catalog_for(cx.session);
                 let describe = view.catalog.describe_tool_name();
                 let (key, entry) = match listed {
                     true => ("resources", disclosure::resource_entry(describe)),
@@ -94,8 +103,8 @@ impl Disclosure {
             }
             method::RESOURCES_READ => match cx.resolved.descriptions() {
                 Some(read) => {
-                    cx.gateway.wait_ready(cx.session).await;
-                    self.read_descriptions(cx.gateway, cx.session, &read.uri, &read.selection).await
+                    self.views.wait_ready(cx.session).await;
+                    self.read_descriptions(cx.session, &read.uri, &read.selection).await
                 }
                 None => next.run(cx, request).await,
             },
@@ -107,7 +116,7 @@ impl Disclosure {
             }
             method::COMPLETION_COMPLETE if completes_tool_names(&request) => {
                 let value = request.params.as_ref().and_then(|p| p.pointer("/argument/value")).and_then(Value::as_str);
-                let view = cx.gateway.catalog_for(cx.session);
+                let view = self.views.catalog_for(cx.session);
                 Outcome::Result(disclosure::complete_tool_names(&view.catalog, value.unwrap_or("")))
             }
             _ => next.run(cx, request).await,
@@ -122,7 +131,7 @@ impl Disclosure {
             // The resolution waited for what it describes (as for the resource).
             Target::Describe => {
                 let arguments = request.params.as_ref().and_then(|p| p.get("arguments"));
-                return describe_tool(cx.gateway, cx.session, &call.view, arguments).await;
+                return self.describe_tool(cx.session, &call.view, arguments).await;
             }
             Target::Tool(entry) => entry,
             Target::Other(_) => return next.run(cx, request).await,
@@ -138,7 +147,7 @@ impl Disclosure {
                 Ok(false) => {
                     tracing::debug!(tool = %name, "call refused until the description is fetched");
                     cx.note.refused();
-                    cx.gateway.metrics().gate_refused(entry.upstream);
+                    self.metrics.gate_refused(entry.upstream);
                     return Outcome::Result(disclosure::description_required(name, view.catalog.describe_tool_name()));
                 }
                 Err(e) => return store_unavailable(&e),
@@ -149,14 +158,8 @@ impl Disclosure {
     /// Reads `resource:///tool_descriptions?tools=...`: the full definitions,
     /// which authorizes exactly the tools returned, for this session (or,
     /// sessionless, its client).
-    async fn read_descriptions(
-        &self,
-        gateway: &Gateway,
-        session: &GwSession,
-        uri: &str,
-        selection: &Selection,
-    ) -> Outcome {
-        let view = gateway.catalog_for(session);
+    async fn read_descriptions(&self, session: &GwSession, uri: &str, selection: &Selection) -> Outcome {
+        let view = self.views.catalog_for(session);
         let key = (view.epoch, uri.to_owned());
         let rendered = self.rendered.get(&key).unwrap_or_else(|| {
             let echoed = match selection {
@@ -192,8 +195,29 @@ impl Disclosure {
             return store_unavailable(&e);
         }
         let upstreams = rendered.authorized.iter().filter_map(|(n, _)| view.catalog.get(n)).map(|e| e.upstream);
-        gateway.metrics().descriptions_fetched(Via::Resource, upstreams);
+        self.metrics.descriptions_fetched(Via::Resource, upstreams);
         Outcome::Prepared(rendered.result.clone())
+    }
+
+    /// The synthesized describe tool: the same bodies as the resource, and the
+    /// same authorization.
+    async fn describe_tool(&self, session: &GwSession, view: &CatalogView, arguments: Option<&Value>) -> Outcome {
+        match disclosure::parse_describe_args(arguments) {
+            Err(_) => Outcome::Result(disclosure::describe_args_error(&view.catalog)),
+            Ok(names) if let Some(refused) = view.catalog.fetch_limits().refusal(&names) => {
+                Outcome::Result(disclosure::describe_refused(&refused))
+            }
+            Ok(names) => {
+                let described = disclosure::describe(&view.catalog, &names);
+                let upstreams: Vec<_> =
+                    described.authorized.iter().filter_map(|n| view.catalog.get(n)).map(|e| e.upstream).collect();
+                if let Err(e) = session.state.grants.grant(&fingerprints(view, described.authorized)).await {
+                    return store_unavailable(&e);
+                }
+                self.metrics.descriptions_fetched(Via::Tool, upstreams);
+                Outcome::Result(disclosure::describe_tool_result(&described.body))
+            }
+        }
     }
 }
 
@@ -278,32 +302,6 @@ fn prepend(outcome: Outcome, key: &str, entry: Value) -> Outcome {
         }
     }
     Outcome::Result(result)
-}
-
-/// The synthesized describe tool: the same bodies as the resource, and the
-/// same authorization.
-async fn describe_tool(
-    gateway: &Gateway,
-    session: &GwSession,
-    view: &CatalogView,
-    arguments: Option<&Value>,
-) -> Outcome {
-    match disclosure::parse_describe_args(arguments) {
-        Err(_) => Outcome::Result(disclosure::describe_args_error(&view.catalog)),
-        Ok(names) if let Some(refused) = view.catalog.fetch_limits().refusal(&names) => {
-            Outcome::Result(disclosure::describe_refused(&refused))
-        }
-        Ok(names) => {
-            let described = disclosure::describe(&view.catalog, &names);
-            let upstreams: Vec<_> =
-                described.authorized.iter().filter_map(|n| view.catalog.get(n)).map(|e| e.upstream).collect();
-            if let Err(e) = session.state.grants.grant(&fingerprints(view, described.authorized)).await {
-                return store_unavailable(&e);
-            }
-            gateway.metrics().descriptions_fetched(Via::Tool, upstreams);
-            Outcome::Result(disclosure::describe_tool_result(&described.body))
-        }
-    }
 }
 
 /// The answer to a request whose grants could not be read or written.

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 use tracing::Instrument as _;
 
-use super::layer::Exchange;
+use super::layer::Forwarding;
 use super::lists::{ListKind, RouteMaps, crawl_all};
 use super::pages::Pager;
 use super::upstreams::UpstreamHandle;
@@ -39,7 +39,9 @@ const ELICITATION_TTL: Duration = Duration::from_secs(3600);
 /// the pager it shares with the layers, and who started which URL-mode
 /// elicitation.
 pub struct Forwarder {
-    routes: RouteMaps,
+    /// Shared with the concerns layer, which asks which upstreams map
+    /// their lists to concerns.
+    routes: Arc<RouteMaps>,
     pager: Arc<Pager>,
     /// URL-mode elicitation id → the session it was sent to, so a shared
     /// upstream's unsolicited `notifications/elicitation/complete` reaches
@@ -55,7 +57,7 @@ pub struct Forwarder {
 /// saw the annotations and must send every header; the minimal schema of a
 /// `progressive` tool hides them, so there only the headers sent are checked.
 /// Over stdio (no headers) and for session clients there is nothing to check.
-fn check_param_headers(cx: Exchange<'_>, entry: &ToolEntry, params: &Value) -> Result<(), ErrorObject> {
+fn check_param_headers(cx: Forwarding<'_>, entry: &ToolEntry, params: &Value) -> Result<(), ErrorObject> {
     let Some(sent) = cx.session.modern().and_then(|m| m.param_headers.as_deref()) else { return Ok(()) };
     let Some(up) = cx.gateway.upstreams().get(entry.upstream).cloned() else { return Ok(()) };
     let Some(specs) = up.era.tools.get(&entry.original) else { return Ok(()) };
@@ -96,17 +98,23 @@ fn str_param<'a>(params: Option<&'a Value>, key: &str) -> Option<&'a str> {
 }
 
 impl Forwarder {
-    /// A forwarder that pages lists with `pager`.
-    pub fn new(pager: Arc<Pager>) -> Self {
+    /// A forwarder that pages lists with `pager` and keeps what they
+    /// teach about ownership in `routes`.
+    pub fn new(pager: Arc<Pager>, routes: Arc<RouteMaps>) -> Self {
         Self {
-            routes: RouteMaps::default(),
+            routes,
             pager,
             elicitations: moka::sync::Cache::builder().max_capacity(10_000).time_to_live(ELICITATION_TTL).build(),
         }
     }
 
+    /// What the merged lists taught about ownership.
+    pub(crate) fn routes(&self) -> &Arc<RouteMaps> {
+        &self.routes
+    }
+
     /// Answers one client request.
-    pub async fn serve(&self, cx: Exchange<'_>, request: Request) -> Outcome {
+    pub async fn serve(&self, cx: Forwarding<'_>, request: Request) -> Outcome {
         let Request { method, params, .. } = request;
         match method.as_str() {
             method::TOOLS_LIST => {
@@ -192,7 +200,7 @@ impl Forwarder {
     /// Forwards a request to upstream `index` over the session's connection,
     /// with the upstream's timeout, the client's cancellation and the retry
     /// of a forgotten session (see [`upstream::service`]).
-    pub async fn forward(&self, cx: Exchange<'_>, index: usize, method: &str, params: Option<Value>) -> Outcome {
+    pub async fn forward(&self, cx: Forwarding<'_>, index: usize, method: &str, params: Option<Value>) -> Outcome {
         // Every route above resolves only to upstreams the client may use;
         // this keeps it so whatever a future route gets wrong.
         if !cx.session.state.uses(index) {
@@ -290,7 +298,7 @@ impl Forwarder {
         self.elicitations.get(elicitation_id)
     }
 
-    async fn call_tool(&self, cx: Exchange<'_>, params: Option<Value>) -> Outcome {
+    async fn call_tool(&self, cx: Forwarding<'_>, params: Option<Value>) -> Outcome {
         let Some(mut params) = params.filter(Value::is_object) else {
             return invalid("tools/call needs params with a tool name");
         };
@@ -317,7 +325,7 @@ impl Forwarder {
         self.forward(cx, entry.upstream, method::TOOLS_CALL, Some(params)).await
     }
 
-    async fn merged_list(&self, cx: Exchange<'_>, kind: ListKind, params: Option<&Value>) -> Outcome {
+    async fn merged_list(&self, cx: Forwarding<'_>, kind: ListKind, params: Option<&Value>) -> Outcome {
         // A bad cursor fails before any upstream is asked.
         if let Err(e) = self.pager.offset(kind.key(), params) {
             return Outcome::error(e);
@@ -343,13 +351,6 @@ impl Forwarder {
         }
     }
 
-    /// Whether upstream `up`'s prompts and resources may be filtered by
-    /// concerns: it maps them itself, or one of its items carried
-    /// `_meta.concerns`.
-    pub(crate) fn maps_concerns(&self, up: &UpstreamHandle) -> bool {
-        !up.config.concerns.is_empty() || self.routes.carries_concerns(up.index)
-    }
-
     /// The upstreams `session` may use that may own resource `uri`.
     pub(crate) fn resource_candidates(&self, gateway: &Gateway, session: &GwSession, uri: &str) -> Vec<usize> {
         self.routes.resource_candidates(&gateway.upstreams(), uri, |i| session.state.uses(i))
@@ -358,7 +359,7 @@ impl Forwarder {
     /// Forwards to each candidate in turn until one knows the resource.
     async fn forward_to_candidates(
         &self,
-        cx: Exchange<'_>,
+        cx: Forwarding<'_>,
         candidates: &[usize],
         method: &str,
         params: Option<Value>,
@@ -378,7 +379,7 @@ impl Forwarder {
         last
     }
 
-    async fn subscription(&self, cx: Exchange<'_>, method: &str, params: Option<Value>) -> Outcome {
+    async fn subscription(&self, cx: Forwarding<'_>, method: &str, params: Option<Value>) -> Outcome {
         let Some(uri) = str_param(params.as_ref(), "uri").map(str::to_owned) else {
             return invalid(format!("{method} needs a string \"uri\""));
         };
@@ -435,7 +436,7 @@ impl Forwarder {
         }
     }
 
-    async fn get_prompt(&self, cx: Exchange<'_>, params: Option<Value>) -> Outcome {
+    async fn get_prompt(&self, cx: Forwarding<'_>, params: Option<Value>) -> Outcome {
         let Some(mut params) = params.filter(Value::is_object) else {
             return invalid("prompts/get needs params with a prompt name");
         };
@@ -449,7 +450,7 @@ impl Forwarder {
         self.forward(cx, index, method::PROMPTS_GET, Some(params)).await
     }
 
-    async fn complete(&self, cx: Exchange<'_>, params: Option<Value>) -> Outcome {
+    async fn complete(&self, cx: Forwarding<'_>, params: Option<Value>) -> Outcome {
         let Some(mut params) = params.filter(Value::is_object) else {
             return invalid("completion/complete needs params");
         };
@@ -478,13 +479,13 @@ impl Forwarder {
 
     /// The upstream and upstream name of an exposed prompt name, among the
     /// upstreams the client may use.
-    fn resolve_prompt(&self, cx: Exchange<'_>, name: &str) -> Option<(usize, String)> {
+    fn resolve_prompt(&self, cx: Forwarding<'_>, name: &str) -> Option<(usize, String)> {
         self.routes.resolve_prompt(&cx.gateway.upstreams(), name).filter(|(i, _)| cx.session.state.uses(*i))
     }
 
     /// `logging/setLevel`: remembered for the session and applied to every
     /// upstream session it uses (a shared upstream's level is shared).
-    async fn set_level(&self, cx: Exchange<'_>, params: Option<Value>) -> Outcome {
+    async fn set_level(&self, cx: Forwarding<'_>, params: Option<Value>) -> Outcome {
         let Some(level) = params.as_ref().and_then(|p| p.get("level")).filter(|l| l.is_string()).cloned() else {
             return invalid("logging/setLevel needs a string \"level\"");
         };

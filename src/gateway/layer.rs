@@ -14,9 +14,13 @@
 //!
 //! A request is [resolved](super::resolve) once before the chain: the
 //! [`Exchange`] carries the result, so no layer parses the tool name, looks
-//! the tool up or verifies a multi-round-trip state again.
+//! the tool up or verifies a multi-round-trip state again. A layer holds
+//! its own dependencies (the catalog views, the pager, the metrics, the
+//! rate limiter); only the end of the chain, the forwarder, sees the whole
+//! gateway ([`Forwarding`]), whose upstream connections it drives.
 
 use std::future::Future;
+use std::ops::Deref;
 use std::sync::Arc;
 
 use super::forward::Forwarder;
@@ -29,7 +33,6 @@ use crate::server::{RequestCtx, ServerOffer};
 /// One client request's surroundings, as every layer sees them.
 #[derive(Clone, Copy)]
 pub struct Exchange<'a> {
-    pub gateway: &'a Arc<Gateway>,
     pub session: &'a Arc<GwSession>,
     pub ctx: &'a RequestCtx,
     /// The request resolved once before the layers (the tool called, the
@@ -61,9 +64,32 @@ pub trait Next<'a>: Send + 'a {
     fn run(self, cx: Exchange<'a>, request: Request) -> impl Future<Output = Outcome> + Send + 'a;
 }
 
-impl<'a> Next<'a> for &'a Forwarder {
+/// One client request as the forwarder sees it: the layers' [`Exchange`],
+/// and the gateway whose upstreams, sessions and held calls it forwards
+/// through.
+#[derive(Clone, Copy)]
+pub struct Forwarding<'a> {
+    pub gateway: &'a Arc<Gateway>,
+    pub exchange: Exchange<'a>,
+}
+
+impl<'a> Deref for Forwarding<'a> {
+    type Target = Exchange<'a>;
+
+    fn deref(&self) -> &Exchange<'a> {
+        &self.exchange
+    }
+}
+
+/// The end of the chain: the forwarder, with the gateway it forwards through.
+pub struct Terminal<'a> {
+    pub forwarder: &'a Forwarder,
+    pub gateway: &'a Arc<Gateway>,
+}
+
+impl<'a> Next<'a> for Terminal<'a> {
     fn run(self, cx: Exchange<'a>, request: Request) -> impl Future<Output = Outcome> + Send + 'a {
-        self.serve(cx, request)
+        self.forwarder.serve(Forwarding { gateway: self.gateway, exchange: cx }, request)
     }
 }
 

@@ -214,7 +214,12 @@ pub(crate) fn is_modern(up: &super::UpstreamHandle) -> bool {
 /// method): the session's subscription is held at that upstream like a
 /// listen stream's, and its updates reach the session's standalone stream.
 /// An upstream that declares no resource subscriptions refuses it (`-32601`).
-pub(crate) async fn modern_subscription(cx: super::Exchange<'_>, index: usize, uri: &str, subscribe: bool) -> Outcome {
+pub(crate) async fn modern_subscription(
+    cx: super::layer::Forwarding<'_>,
+    index: usize,
+    uri: &str,
+    subscribe: bool,
+) -> Outcome {
     let up = &cx.gateway.upstreams()[index];
     if subscribe && !up.hello().is_some_and(|h| h.flag("resources", "subscribe")) {
         return Outcome::error(ErrorObject::new(

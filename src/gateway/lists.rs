@@ -120,6 +120,13 @@ fn list_peer(up: &UpstreamHandle, session: &GwSession) -> Option<Arc<Peer>> {
 }
 
 impl RouteMaps {
+    /// Whether upstream `up`'s prompts and resources may be filtered by
+    /// concerns: it maps them itself, or one of its items carried
+    /// `_meta.concerns`.
+    pub(crate) fn maps_concerns(&self, up: &UpstreamHandle) -> bool {
+        !up.config.concerns.is_empty() || self.carries_concerns(up.index)
+    }
+
     /// Merges crawled pages into one list, in upstream order, learning who
     /// owns what and exposing prompt names under the gateway's naming rule.
     pub fn merge(

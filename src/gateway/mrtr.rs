@@ -31,7 +31,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::layer::Exchange;
+use super::layer::Forwarding;
 use super::resolve::RetryState;
 use super::upstreams::UpstreamHandle;
 use crate::auth::Principal;
@@ -157,7 +157,7 @@ impl Translator {
     /// (state, answers, limits) are JSON-RPC errors in the outcome.
     pub async fn call(
         &self,
-        cx: Exchange<'_>,
+        cx: Forwarding<'_>,
         index: usize,
         method: &str,
         params: Option<Value>,
@@ -190,7 +190,7 @@ impl Translator {
     /// The first round: the call goes upstream on a task of its own.
     async fn start(
         &self,
-        cx: Exchange<'_>,
+        cx: Forwarding<'_>,
         waiter: &Waiter,
         up: &Arc<UpstreamHandle>,
         binding: Binding,

@@ -17,28 +17,32 @@
 //! reaches the client the same way on every transport (a JSON answer, an
 //! SSE stream, legacy SSE, stdio).
 
+use std::sync::Arc;
+
 use serde_json::json;
 
 use super::layer::{Exchange, Layer, Next};
+use super::mrtr::Translator;
 use crate::auth::{CallLimiter, Principal, RetryAfter};
 use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
 use crate::protocol::method;
 
 /// The policy layer.
-#[derive(Default)]
 pub struct Policy {
     calls: CallLimiter,
+    /// Held calls: whether a retry resumes one held for its client.
+    mrtr: Arc<Translator>,
 }
 
 impl Policy {
-    pub fn new() -> Self {
-        Self::default()
+    pub fn new(mrtr: Arc<Translator>) -> Self {
+        Self { calls: CallLimiter::default(), mrtr }
     }
 }
 
 impl Layer for Policy {
     async fn serve<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
-        if counts(&cx, &request) && !resumes_held_call(&cx).await {
+        if counts(&cx, &request) && !self.resumes_held_call(&cx).await {
             let principal = cx.resolved.caller();
             if let Err(wait) = self.calls.check(principal) {
                 tracing::info!(client = %principal.id(), retry_after = ?wait.0, "request refused: calls_per_minute");
@@ -49,17 +53,19 @@ impl Layer for Policy {
     }
 }
 
-/// Whether the request is the retry of a call held for this very client and
-/// request (a sessionless client answering a handshake-era upstream's
-/// question): the same call, counted in its first round. Only a call of a
-/// catalog tool can be one (the request's resolution checked its state);
-/// the describe tool and the descriptions resource never are, whatever
-/// `requestState` they carry. A call held on another replica is asked
-/// about there.
-async fn resumes_held_call(cx: &Exchange<'_>) -> bool {
-    match cx.resolved.retry() {
-        Some(retry) => cx.gateway.mrtr().resumes(retry).await,
-        None => false,
+impl Policy {
+    /// Whether the request is the retry of a call held for this very client
+    /// and request (a sessionless client answering a handshake-era
+    /// upstream's question): the same call, counted in its first round. Only
+    /// a call of a catalog tool can be one (the request's resolution checked
+    /// its state); the describe tool and the descriptions resource never
+    /// are, whatever `requestState` they carry. A call held on another
+    /// replica is asked about there.
+    async fn resumes_held_call(&self, cx: &Exchange<'_>) -> bool {
+        match cx.resolved.retry() {
+            Some(retry) => self.mrtr.resumes(retry).await,
+            None => false,
+        }
     }
 }
 

@@ -164,8 +164,7 @@ impl Gateway {
             peers.extend(r.handle.retire(&why));
         }
         let slots = Arc::new(slots);
-        self.upstreams.store(slots.clone());
-        self.config.store(Arc::new(new));
+        self.views.replace(new, slots.clone());
         if let Some(authenticator) = &authenticator {
             self.clients.replace_authenticator(authenticator.clone());
         }

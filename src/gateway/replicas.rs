@@ -97,7 +97,7 @@ impl Gateway {
         };
         let principal = self.clients.current(&caller_principal(caller))?;
         let slot = self.clients.open_session(&principal)?;
-        let declared = self.catalogs.concerns();
+        let declared = self.catalogs().concerns();
         let concerns = record.state.concerns.as_ref().filter(|_| !declared.is_empty()).and_then(|values| {
             let sent = Value::from_iter(values.iter().map(|(k, v)| (k.clone(), Value::from(v.as_str()))));
             // Declarations may have changed since: what no longer fits is dropped.

@@ -27,6 +27,7 @@ use toolgate_search::{Document, Index};
 use super::catalogs::CatalogView;
 use super::layer::{Exchange, Layer, Next};
 use super::pages::Pager;
+use super::views::Views;
 use super::{Gateway, GwSession};
 use crate::config::{DisclosureConfig, Listing};
 use crate::jsonrpc::{Outcome, Request};
@@ -43,6 +44,8 @@ const SESSION_INDEXES: u64 = 64;
 
 /// The search layer.
 pub struct Search {
+    /// The catalog views a session sees, and the start-up wait.
+    views: Views,
     listing: Listing,
     /// Pages the search listing.
     pager: Arc<Pager>,
@@ -77,7 +80,7 @@ pub struct Indexes {
 impl Search {
     /// The layer, when `disclosure` may show the search listing, paging it
     /// with `pager`.
-    pub fn new(disclosure: &DisclosureConfig, pager: &Arc<Pager>) -> Option<Self> {
+    pub fn new(disclosure: &DisclosureConfig, pager: &Arc<Pager>, views: &Views) -> Option<Self> {
         if !disclosure.may_search() {
             return None;
         }
@@ -89,6 +92,7 @@ impl Search {
             }
         }
         Some(Self {
+            views: views.clone(),
             listing: disclosure.listing,
             pager: pager.clone(),
             above: disclosure.search_above,
@@ -145,9 +149,9 @@ impl Search {
             Ok(args) => args,
             Err(why) => return tool_error(&why),
         };
-        cx.gateway.wait_ready(cx.session).await;
-        let listing = cx.gateway.listing_for(cx.session);
-        let Some(indexed) = self.indexes.for_session(cx.gateway, cx.session).await else {
+        self.views.wait_ready(cx.session).await;
+        let listing = self.views.listing_for(cx.session);
+        let Some(indexed) = self.indexes.for_session(&self.views, cx.session).await else {
             return tool_error("the tool index is not available yet; try again in a moment");
         };
         let query_owned = query.clone();
@@ -190,8 +194,8 @@ impl Layer for Search {
     async fn serve<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
         match request.method.as_str() {
             method::TOOLS_LIST => {
-                cx.gateway.wait_ready(cx.session).await;
-                let view = cx.gateway.listing_for(cx.session);
+                self.views.wait_ready(cx.session).await;
+                let view = self.views.listing_for(cx.session);
                 match self.listing_of(&view).filter(|_| self.searches(&view)) {
                     Some(listing) => self.pager.tools_page(&listing, request.params.as_ref()),
                     None => next.run(cx, request).await,
@@ -228,8 +232,8 @@ impl Layer for Search {
 impl Indexes {
     /// The gateway-wide catalog changed: index it in the background (the
     /// previous index serves meanwhile).
-    pub fn catalog_changed(self: &Arc<Self>, gateway: &Gateway, view: &Arc<CatalogView>) {
-        let (indexes, built) = (self.clone(), build(view.clone(), server_texts(gateway)));
+    pub fn catalog_changed(self: &Arc<Self>, views: &Views, view: &Arc<CatalogView>) {
+        let (indexes, built) = (self.clone(), build(view.clone(), server_texts(views)));
         crate::spawn(async move {
             if let Some(indexed) = built.await {
                 indexes.publish(indexed);
@@ -239,22 +243,22 @@ impl Indexes {
 
     /// The index `session`'s searches use: the gateway-wide one (built now
     /// if there is none yet), or one of its own catalog if it has one.
-    async fn for_session(&self, gateway: &Gateway, session: &GwSession) -> Option<Arc<Indexed>> {
+    async fn for_session(&self, views: &Views, session: &GwSession) -> Option<Arc<Indexed>> {
         let own = !session.state.tools.lock().overrides.is_empty();
         if own {
-            let view = gateway.catalog_for(session);
+            let view = views.catalog_for(session);
             if let Some(indexed) = self.sessions.get(&view.epoch) {
                 return Some(indexed);
             }
             let epoch = view.epoch;
-            let indexed = build(view, server_texts(gateway)).await?;
+            let indexed = build(view, server_texts(views)).await?;
             self.sessions.insert(epoch, indexed.clone());
             return Some(indexed);
         }
         // The current catalog's index is normally built or on its way
         // (`catalog_changed`); wait for it a little, then settle for the
         // previous one, which the caller filters by what is visible now.
-        let view = gateway.catalogs().current();
+        let view = views.catalogs().current();
         let epoch = view.epoch;
         let mut rx = self.global.subscribe();
         let fresh =
@@ -265,7 +269,7 @@ impl Indexes {
         if let Some(indexed) = self.global.borrow().clone() {
             return Some(indexed);
         }
-        let indexed = build(view, server_texts(gateway)).await?;
+        let indexed = build(view, server_texts(views)).await?;
         self.publish(indexed.clone());
         Some(indexed)
     }
@@ -284,8 +288,8 @@ impl Indexes {
 
 /// What each upstream says of itself, by slot: its name, `serverInfo`
 /// title and description, and instructions (the search's "server" field).
-fn server_texts(gateway: &Gateway) -> Vec<(String, String)> {
-    gateway
+fn server_texts(views: &Views) -> Vec<(String, String)> {
+    views
         .upstreams()
         .iter()
         .map(|up| {

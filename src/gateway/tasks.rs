@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
-use super::layer::Exchange;
+use super::layer::Forwarding;
 use super::lists::{Crawled, ListKind, crawl_all};
 use super::upstreams::UpstreamHandle;
 use crate::jsonrpc::{ErrorObject, Outcome};
@@ -95,7 +95,7 @@ pub fn capability<'a>(upstreams: impl Iterator<Item = &'a UpstreamHandle>) -> Op
 
 /// Serves a task method for `cx`'s session: to the task's upstream, or the
 /// merged `tasks/list`.
-pub async fn serve(cx: Exchange<'_>, method: &str, params: Option<Value>) -> Outcome {
+pub async fn serve(cx: Forwarding<'_>, method: &str, params: Option<Value>) -> Outcome {
     let forwarder = cx.gateway.forwarder();
     if method == LIST {
         return list(cx, params).await;
@@ -122,7 +122,7 @@ pub async fn serve(cx: Exchange<'_>, method: &str, params: Option<Value>) -> Out
 }
 
 /// The upstreams `cx`'s client may use that declare tasks.
-fn owners<'a>(cx: Exchange<'a>) -> impl Iterator<Item = usize> + 'a {
+fn owners<'a>(cx: Forwarding<'a>) -> impl Iterator<Item = usize> + 'a {
     let upstreams = cx.gateway.upstreams();
     let indices: Vec<usize> = upstreams
         .iter()
@@ -134,7 +134,7 @@ fn owners<'a>(cx: Exchange<'a>) -> impl Iterator<Item = usize> + 'a {
 
 /// `tasks/list`: every task the session's upstreams list (each page
 /// followed), served as one page.
-async fn list(cx: Exchange<'_>, params: Option<Value>) -> Outcome {
+async fn list(cx: Forwarding<'_>, params: Option<Value>) -> Outcome {
     if params.as_ref().and_then(|p| p.get("cursor")).is_some_and(|c| !c.is_null()) {
         return Outcome::error(ErrorObject::invalid_params("tasks/list is served as one page: no cursor"));
     }

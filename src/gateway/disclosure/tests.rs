@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use super::{Disclosure, Pager, Rendered};
+use super::{Rendered, rendered_cache};
 
 /// A rendered answer of about `bytes` bytes authorizing `tools` names.
 fn rendered(bytes: usize, tools: usize) -> Arc<Rendered> {
@@ -19,28 +19,28 @@ fn rendered(bytes: usize, tools: usize) -> Arc<Rendered> {
 #[test]
 fn the_cache_holds_at_most_cache_bytes_of_answers() {
     const CACHE: u64 = 256 * 1024;
-    let layer = Disclosure::new(CACHE, Arc::new(Pager::new(0)));
+    let rendered_answers = rendered_cache(CACHE);
     // 200 distinct answers of 16 KiB: 3.2 MiB offered, 256 KiB kept.
     for i in 0..200 {
         let uri = format!("resource:///tool_descriptions?tools=t{i}");
-        layer.rendered.insert((1, uri), rendered(16 * 1024, 8));
-        layer.rendered.run_pending_tasks();
-        assert!(layer.rendered.weighted_size() <= CACHE, "{} bytes after {i}", layer.rendered.weighted_size());
+        rendered_answers.insert((1, uri), rendered(16 * 1024, 8));
+        rendered_answers.run_pending_tasks();
+        assert!(rendered_answers.weighted_size() <= CACHE, "{} bytes after {i}", rendered_answers.weighted_size());
     }
     // It does keep answers (a cache, not a no-op), each weighed at least
     // by its size.
-    let kept = layer.rendered.entry_count();
+    let kept = rendered_answers.entry_count();
     assert!(kept > 0, "nothing kept");
     assert!(kept <= CACHE / (16 * 1024), "{kept} answers of 16 KiB kept in {CACHE} bytes");
-    assert!(layer.rendered.weighted_size() >= kept * 16 * 1024, "weighed below their size");
+    assert!(rendered_answers.weighted_size() >= kept * 16 * 1024, "weighed below their size");
     // A long URI is weighed too: 64 answers of a few bytes with 4 KiB keys
     // fit within the bound as well.
-    let small = Disclosure::new(64 * 1024, Arc::new(Pager::new(0)));
+    let small = rendered_cache(64 * 1024);
     for i in 0..64 {
         let uri = format!("resource:///tool_descriptions?tools={i}{}", ",y".repeat(2000));
-        small.rendered.insert((1, uri), rendered(8, 1));
+        small.insert((1, uri), rendered(8, 1));
     }
-    small.rendered.run_pending_tasks();
-    assert!(small.rendered.weighted_size() <= 64 * 1024, "{}", small.rendered.weighted_size());
-    assert!(small.rendered.entry_count() < 64, "long keys are not weighed");
+    small.run_pending_tasks();
+    assert!(small.weighted_size() <= 64 * 1024, "{}", small.weighted_size());
+    assert!(small.entry_count() < 64, "long keys are not weighed");
 }
