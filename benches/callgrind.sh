@@ -9,7 +9,8 @@
 #
 # toolgate (or the floor's forwarder) runs under callgrind in front of the
 # fixture (a shared stdio child, or the fixture over Streamable HTTP); the
-# benchmark's `drive` mode sends 200 warm-up calls, the counters are zeroed,
+# benchmark's `drive` mode sends 200 warm-up calls, toolgate is left until
+# it is idle (its start-up work done), the counters are zeroed,
 # then it sends `calls` verified calls and the counters are dumped. Only
 # the process under test is counted, not the fixture (callgrind does not
 # follow children). Prints instructions per call and the functions that cost
@@ -44,6 +45,7 @@ esac
 # callgrind_control by pid: without one it zeroes and dumps every callgrind
 # run on the machine, another's included.
 "$bench" drive "$url" 200 "$conc" $gate >/dev/null
+wait_idle "$gate_pid"
 callgrind_control -z "$gate_pid" >/dev/null
 "$bench" drive "$url" "$calls" "$conc" $gate
 callgrind_control -d "$gate_pid" >/dev/null

@@ -58,6 +58,19 @@ start_floor() {
     [[ -n "$url" ]] || { cat "$log" >&2; exit 1; }
 }
 
+# Waits until process $1 has used no CPU for a second (at most 120 s): the
+# background work of start-up (the catalog's token count, over 100 M
+# instructions) then no longer lands among the measured calls.
+wait_idle() {
+    local before after
+    for _ in $(seq 120); do
+        before="$(awk '{ print $14 + $15 }' /proc/"$1"/stat 2>/dev/null || echo 0)"
+        sleep 1
+        after="$(awk '{ print $14 + $15 }' /proc/"$1"/stat 2>/dev/null || echo 0)"
+        [[ "$before" == "$after" ]] && return
+    done
+}
+
 stop_toolgate() {
     kill "$gate_pid" 2>/dev/null || true
     wait "$gate_pid" 2>/dev/null || true

@@ -72,6 +72,7 @@ stop_toolgate
 raw="$work/callgrind.out"
 start_toolgate "$work/callgrind.err" valgrind --tool=callgrind --compress-strings=no --callgrind-out-file="$raw"
 "$bench" drive "$url" 200 "$conc" gate >/dev/null
+wait_idle "$gate_pid"
 callgrind_control -z "$gate_pid" >/dev/null 2>&1
 "$bench" drive "$url" "$calls" "$conc" gate >/dev/null
 callgrind_control -d "$gate_pid" >/dev/null 2>&1
