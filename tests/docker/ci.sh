@@ -4,11 +4,11 @@
 # engine and base-image setup: see the figures in docker/README-docker.md).
 #
 # It runs the test only when the Docker inputs (tests/docker/inputs.sh: the
-# Dockerfiles, .dockerignore, config/demo.toml and the test itself) differ
-# from the hash recorded in tests/docker/inputs.sha256, which run.sh writes
-# after a pass. A change to the Docker files therefore runs the test in CI
-# until someone commits the new hash from a passing run (locally, or CI's
-# log names it). The hash lives in the repository, so a clean clone knows.
+# Dockerfiles, .dockerignore and the test itself) differ from the hash
+# recorded in tests/docker/inputs.sha256, which run.sh writes after a pass.
+# A change to the Docker files therefore runs the test in CI until someone
+# commits the new hash from a passing run (locally, or CI's log names it).
+# The hash lives in the repository, so a clean clone knows.
 #
 # TOOLGATE_DOCKER_TEST=always runs it anyway; =never skips it.
 set -euo pipefail

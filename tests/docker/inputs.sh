@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # Prints one hash of everything the Docker test depends on beyond the Rust
-# sources (which tests/run.sh covers): the Dockerfiles, .dockerignore, the
-# image's default config and the test itself. tests/docker/run.sh records it
-# in tests/docker/inputs.sha256 after a pass; tests/docker/ci.sh runs the
-# test when the recorded hash differs.
+# sources (which tests/run.sh covers): the Dockerfiles, .dockerignore and the
+# test itself (the image has no config; run.sh writes the ones it mounts).
+# tests/docker/run.sh records it in tests/docker/inputs.sha256 after a pass;
+# tests/docker/ci.sh runs the test when the recorded hash differs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 files=(
     .dockerignore
-    config/demo.toml
     docker/Dockerfile
     docker/Dockerfile.prebuilt
     tests/docker/check.py

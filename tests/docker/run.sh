@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Builds toolgate's container image and checks what a user relies on.
+# Builds toolgate's production container image (no demo, no config) and
+# checks what a user relies on.
 #
 #   tests/docker/run.sh            docker/Dockerfile.prebuilt around a host build
-#                                  (`cargo build --profile dist`)
-#   tests/docker/run.sh --full     docker/Dockerfile, compiled inside the build
-#                                  (much slower: the dependencies build from scratch)
+#                                  (`cargo build --profile dist --no-default-features
+#                                  --features otel`)
+#   tests/docker/run.sh --full     docker/Dockerfile with its default FEATURES,
+#                                  compiled inside the build (much slower: the
+#                                  dependencies build from scratch)
 #
 # Checks, on the built image:
+#   0. it has no demo: its `toolgate demo-upstream` fails saying so; with no
+#      config mounted, `serve` fails naming the missing file;
+# Checks 1 to 5 mount a config whose upstream is the demo of a host build
+# with default features (target/debug/toolgate, mounted read-only):
 #   1. it runs as a non-root user, with tini as PID 1;
 #   2. it turns healthy through its own HEALTHCHECK (GET /readyz), and
 #      /healthz and /readyz answer on the main listener;
@@ -199,7 +206,7 @@ build_image() {
         docker build --network host -f docker/Dockerfile -t "$image" . >"$work/build.log" 2>&1 \
             || die "docker build failed; see target/docker/build.log: $(tail -20 "$work/build.log")"
     else
-        cargo build --locked --profile dist --bin toolgate
+        cargo build --locked --profile dist --bin toolgate --no-default-features --features otel
         docker build --network host -f docker/Dockerfile.prebuilt -t "$image" . >"$work/build.log" 2>&1 \
             || die "docker build failed; see target/docker/build.log: $(tail -20 "$work/build.log")"
     fi
@@ -250,9 +257,44 @@ rpc() {
     curl "${args[@]}" || die "curl of $body failed"
 }
 
+# The production image: no demo, no default config.
+check_production() {
+    local out
+    out="$(docker run --rm --label "$label" --network none "$image" demo-upstream 2>&1)" \
+        && die "the image's toolgate demo-upstream ran: the image has the demo"
+    grep -q 'built without the demo' <<<"$out" || die "toolgate demo-upstream failed otherwise: $out"
+    say "ok   no demo in the image: toolgate demo-upstream says: $out"
+    out="$(timeout 60 docker run --rm --label "$label" --network none "$image" 2>&1)" \
+        && die "serve ran with no config mounted: $out"
+    grep -q 'cannot read config file /etc/toolgate/toolgate.toml: No such file or directory' <<<"$out" \
+        || die "no config mounted, but not the expected error: $out"
+    say "ok   no config mounted: serve fails with: $(tr -s '\n' ' ' <<<"$out")"
+}
+
+# The demo upstream of a host build with default features: the image has none.
+demo_exe=""
+build_demo() {
+    cargo build --locked --bin toolgate
+    demo_exe="$(cargo metadata --format-version 1 --no-deps \
+        | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug/toolgate"
+    "$demo_exe" demo-upstream </dev/null || die "$demo_exe demo-upstream failed: built without the demo?"
+}
+
 check_basics() {
     local name=tg-basics
-    run_container "$name" "$image"
+    local config="$work/basics.toml"
+    cat >"$config" <<'EOF'
+# tests/docker/run.sh: the demo of a host build, mounted at /opt/demo/toolgate.
+[auth]
+allow_anonymous = true
+
+[[upstream]]
+name = "demo"
+command = "/opt/demo/toolgate"
+args = ["demo-upstream"]
+mode = "progressive"
+EOF
+    run_container "$name" -v "$demo_exe:/opt/demo/toolgate:ro" -v "$config:/etc/toolgate/toolgate.toml:ro" "$image"
     wait_healthy "$name" 60
     say "ok   healthy through the image's HEALTHCHECK (GET /readyz)"
     local uid pid1 user
@@ -372,6 +414,8 @@ step "Docker engine" ensure_engine
 step "base images" debian_base
 step "node image" node_image
 step "build the image$( ((full)) && echo ' (docker/Dockerfile)' || echo ' (docker/Dockerfile.prebuilt)')" build_image
+step "no demo, no default config" check_production
+step "a demo build on the host" build_demo
 step "non-root, tini, health, disclosure workflow, child environment, SIGTERM" check_basics
 step "--read-only with a home volume, npx and uvx upstreams" check_read_only
 tests/docker/inputs.sh >tests/docker/inputs.sha256
