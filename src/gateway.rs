@@ -225,16 +225,21 @@ impl Gateway {
         let declared = Arc::new(crate::concerns::Declared::new(&config.concerns));
         let catalogs = Catalogs::new(config.disclosure.clone(), declared.clone());
         let mrtr = Arc::new(mrtr::Translator::new(&config.mrtr, shared.clone()));
-        let (cache_bytes, disclosure_config) = (config.disclosure.cache_bytes, config.disclosure.clone());
         let views = Views::new(config, upstreams, catalogs);
+        let disclosure_config = &views.config().disclosure;
         let policy = clients.is_enabled().then(|| policy::Policy::new(mrtr.clone()));
         let routes = Arc::new(lists::RouteMaps::default());
         let concerns =
             concerns::Concerns::new(&declared, concerns::Lists { views: views.clone(), routes: routes.clone() });
         let gateway = Arc::new(Self {
             concerns,
-            search: search::Search::new(&disclosure_config, &pager, &views),
-            disclosure: disclosure::Disclosure::new(cache_bytes, pager.clone(), views.clone(), metrics.clone()),
+            search: search::Search::new(disclosure_config, &pager, &views),
+            disclosure: disclosure::Disclosure::new(
+                disclosure_config.cache_bytes,
+                pager.clone(),
+                views.clone(),
+                metrics.clone(),
+            ),
             forwarder: Forwarder::new(pager, routes),
             mrtr,
             views,
@@ -310,7 +315,7 @@ impl Gateway {
     /// the background (the search index) starts.
     pub(crate) fn catalog_changed(&self, view: &Arc<CatalogView>) {
         if let Some(search) = &self.search {
-            search.indexes().catalog_changed(&self.views, view);
+            search.catalog_changed(view);
         }
     }
 

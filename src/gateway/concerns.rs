@@ -40,7 +40,6 @@ pub struct Concerns {
 /// What a change of a session's concerns is judged against: its catalog
 /// views, and what the merged lists taught about concerns (shared with the
 /// forwarder).
-#[derive(Clone)]
 pub struct Lists {
     pub views: Views,
     pub routes: Arc<RouteMaps>,
@@ -100,6 +99,18 @@ impl Concerns {
             Err(e) => Outcome::error(e.to_error_object()),
         }
     }
+
+    /// A configuration sent in `notifications/initialized`, where no error
+    /// can answer it: applied if valid, else logged.
+    fn notified(&self, session: &GwSession, params: Option<&Value>) {
+        let Some(sent) = crate::concerns::sent_in(params) else { return };
+        match self.declared.configure(sent) {
+            Ok(c) => self.lists.reconfigure(session, Some(Arc::new(c))),
+            Err(e) => {
+                tracing::warn!(session = session.id(), error = %e, "concerns in notifications/initialized ignored")
+            }
+        }
+    }
 }
 
 impl Gateway {
@@ -121,18 +132,11 @@ impl Gateway {
     }
 
     /// A configuration a session sent where no error can answer it
-    /// (`notifications/initialized`): applied if valid, else logged.
+    /// (`notifications/initialized`): applied if valid, else logged. The
+    /// concerns layer is present exactly when concerns are declared.
     pub(crate) fn concerns_notified(&self, session: &GwSession, params: Option<&Value>) {
-        let declared = self.catalogs().concerns();
-        let Some(sent) = crate::concerns::sent_in(params).filter(|_| !declared.is_empty()) else { return };
-        match declared.configure(sent) {
-            Ok(c) => {
-                let lists = Lists { views: self.views.clone(), routes: self.forwarder().routes().clone() };
-                lists.reconfigure(session, Some(Arc::new(c)));
-            }
-            Err(e) => {
-                tracing::warn!(session = session.id(), error = %e, "concerns in notifications/initialized ignored")
-            }
+        if let Some(layer) = &self.concerns {
+            layer.notified(session, params);
         }
     }
 }

@@ -108,11 +108,6 @@ impl Forwarder {
         }
     }
 
-    /// What the merged lists taught about ownership.
-    pub(crate) fn routes(&self) -> &Arc<RouteMaps> {
-        &self.routes
-    }
-
     /// Answers one client request.
     pub async fn serve(&self, cx: Forwarding<'_>, request: Request) -> Outcome {
         let Request { method, params, .. } = request;

@@ -106,9 +106,10 @@ impl Search {
         })
     }
 
-    /// The indexes (the catalog rebuild tells them of changes).
-    pub fn indexes(&self) -> &Arc<Indexes> {
-        &self.indexes
+    /// The gateway-wide catalog changed to `view`: index it in the
+    /// background (the previous index serves meanwhile).
+    pub fn catalog_changed(&self, view: &Arc<CatalogView>) {
+        self.indexes.catalog_changed(&self.views, view);
     }
 
     /// Whether `view` (what a client may see) is served as the search listing.
