@@ -3,7 +3,7 @@
 # starts the fixture when the upstream is HTTP, and writes $work/toolgate.toml
 # (toolgate in front of the fixture, one shared upstream session). Sets repo,
 # target, bin, bench, work and pids, and an EXIT trap that ends what was
-# started and removes $work; and start_toolgate, start_floor, stop_toolgate
+# started and removes $work; and start_toolgate, start_floor, upstream_pid, stop_toolgate
 # and start_http_fixture for the scripts to start what they measure.
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -69,6 +69,15 @@ wait_idle() {
         after="$(awk '{ print $14 + $15 }' /proc/"$1"/stat 2>/dev/null || echo 0)"
         [[ "$before" == "$after" ]] && return
     done
+}
+
+# The pid of the upstream behind what was started last ($gate_pid): its
+# stdio child, or the HTTP fixture this script started.
+upstream_pid() {
+    case "$leg" in
+        stdio) pgrep -P "$gate_pid" | head -n1 ;;
+        http) echo "$fixture_pid" ;;
+    esac
 }
 
 stop_toolgate() {

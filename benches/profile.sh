@@ -45,7 +45,7 @@ esac
 "$bench" drive "$url" 200 "$conc" $gate >/dev/null
 # The upstream: toolgate's child on the stdio leg, the fixture leg.sh started
 # on the HTTP leg. Its CPU time is the sum over its threads (ns, schedstat).
-case "$leg" in stdio) upstream_pid="$(pgrep -P "$gate_pid" | head -n1)" ;; http) upstream_pid="${pids[0]}" ;; esac
+upstream_pid="$(upstream_pid)"
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'; }
 upstream_before="$(cpu_ns "$upstream_pid")"
 perf stat -x, -o "$work/stat.csv" -e raw_syscalls:sys_enter,context-switches,cpu-migrations,task-clock \

@@ -66,15 +66,13 @@ row() {
 
 echo "leg $leg, $calls verified calls at concurrency $conc (toolgate $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'), load $(cut -d' ' -f1 /proc/loadavg))"
 start_toolgate "$work/toolgate.err"
-case "$leg" in stdio) upstream_pid="$(pgrep -P "$gate_pid" | head -n1)" ;; http) upstream_pid="$fixture_pid" ;; esac
 echo "through toolgate ($leg upstream):"
-measure "$url" gate "toolgate" "$gate_pid" "the fixture behind it ($leg)" "$upstream_pid"
+measure "$url" gate "toolgate" "$gate_pid" "the fixture behind it ($leg)" "$(upstream_pid)"
 stop_toolgate
 
 start_floor "$work/floor.err"
-case "$leg" in stdio) upstream_pid="$(pgrep -P "$gate_pid" | head -n1)" ;; http) upstream_pid="$fixture_pid" ;; esac
 echo "through the floor's forwarder ($leg upstream):"
-measure "$url" - "the floor" "$gate_pid" "the fixture behind it ($leg)" "$upstream_pid"
+measure "$url" - "the floor" "$gate_pid" "the fixture behind it ($leg)" "$(upstream_pid)"
 stop_toolgate
 
 start_http_fixture "$work/direct.out"
