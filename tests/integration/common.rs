@@ -53,6 +53,12 @@ pub fn http_upstream(name: &str, url: &str, extra: &str) -> String {
     format!("[[upstream]]\nname = {name:?}\nurl = {url:?}\n{extra}\n")
 }
 
+/// TOML for an `[[auth.clients]]` entry: `name`, its API key, and `policy`
+/// (more keys of the entry, one per line, or nothing).
+pub fn client_entry(name: &str, key: &str, policy: &str) -> String {
+    format!("[[auth.clients]]\nname = \"{name}\"\napi_key = \"{key}\"\n{policy}\n")
+}
+
 /// A running toolgate.
 pub struct Toolgate {
     pub proc: Proc,

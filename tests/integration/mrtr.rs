@@ -288,10 +288,7 @@ async fn a_2025_client_of_the_same_upstream_still_gets_ordinary_requests() -> Re
 async fn a_retry_is_not_counted_again_and_another_client_cannot_use_the_state() -> Result<()> {
     const ALICE: &str = "mrtr-alice-0123456789abcdef";
     const BOB: &str = "mrtr-bob-0123456789abcdef01";
-    let auth = format!(
-        "[[auth.clients]]\nname = \"alice\"\napi_key = \"{ALICE}\"\ncalls_per_minute = 1\n\
-         [[auth.clients]]\nname = \"bob\"\napi_key = \"{BOB}\"\n"
-    );
+    let auth = client_entry("alice", ALICE, "calls_per_minute = 1") + &client_entry("bob", BOB, "");
     let (gw, _fixture) = gateway(Leg::Http, "", &auth).await?;
     let (alice, bob) = (Client::with_bearer(&gw.url, ALICE)?, Client::with_bearer(&gw.url, BOB)?);
     let first = call(1, "test_elicitation", json!({"message": "Whose?"}), json!({"elicitation": {}}));

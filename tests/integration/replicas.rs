@@ -130,6 +130,22 @@ fn in_session(url: &str, session: &Client) -> Client {
     c
 }
 
+/// A session opened on `a` (declaring sampling) with `tools` described,
+/// the same session as a client of `b`, and `test_sampling` called with
+/// `prompt` (id 7) on `a` until it asks the client for a sampling: B's client,
+/// the call's stream, and that request.
+async fn sampling_asked(a: &str, b: &str, tools: &str, prompt: &str) -> Result<(Client, MessageStream, Value)> {
+    let on_a = Client::connected(a, json!({"sampling": {}})).await?;
+    let on_b = in_session(b, &on_a);
+    on_a.read_descriptions(tools).await?;
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "test_sampling", "arguments": {"prompt": prompt}}});
+    let mut stream = on_a.open(&call).await?;
+    let request = stream.next().await?;
+    ensure!(request["method"] == "sampling/createMessage", "{request}");
+    Ok((on_b, stream, request))
+}
+
 /// The JSON-RPC error code of a reply's only message.
 fn error_code(reply: &Reply) -> Option<i64> {
     reply.messages.first()?.pointer("/error/code")?.as_i64()
@@ -202,14 +218,7 @@ async fn delete_on_one_replica_ends_the_session_on_the_other_within_a_second() -
 async fn a_sampling_answer_sent_to_another_replica_reaches_the_waiting_call() -> Result<()> {
     let Some(cluster) = Cluster::start().await? else { return Ok(()) };
     let [a, b] = &cluster.replicas;
-    let on_a = Client::connected(&a.url(), json!({"sampling": {}})).await?;
-    let on_b = in_session(&b.url(), &on_a);
-    on_a.read_descriptions("test_sampling").await?;
-    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-        "params": {"name": "test_sampling", "arguments": {"prompt": "across"}}});
-    let mut stream = on_a.open(&call).await?;
-    let request = stream.next().await?;
-    ensure!(request["method"] == "sampling/createMessage", "{request}");
+    let (on_b, mut stream, request) = sampling_asked(&a.url(), &b.url(), "test_sampling", "across").await?;
     let answer = json!({"role": "assistant", "model": "m", "content": {"type": "text", "text": "from B"}});
     ensure!(on_b.respond(&request["id"], answer).await? == StatusCode::ACCEPTED);
     let done = stream.next().await?;
@@ -492,10 +501,7 @@ async fn a_retry_that_reaches_another_replica_completes_the_call_held_on_the_fir
     const BOB: &str = "bob-key-0123456789abcdef-bob";
     // Two calls a minute, counted on each replica: a retry on B of the call
     // A holds for Alice is that call, not a third.
-    let clients = format!(
-        "[[auth.clients]]\nname = \"alice\"\napi_key = \"{ALICE}\"\ncalls_per_minute = 2\n\n\
-         [[auth.clients]]\nname = \"bob\"\napi_key = \"{BOB}\"\n"
-    );
+    let clients = client_entry("alice", ALICE, "calls_per_minute = 2") + &client_entry("bob", BOB, "");
     let Some(cluster) = mrtr_cluster(&clients).await? else { return Ok(()) };
     let [a, b] = &cluster.replicas;
     let (alice_a, alice_b) = (Client::with_bearer(&a.url(), ALICE)?, Client::with_bearer(&b.url(), ALICE)?);
@@ -615,14 +621,8 @@ async fn a_session_idle_past_its_timeout_is_unknown_on_both_replicas() -> Result
 #[tokio::test]
 async fn an_answer_for_a_replica_that_is_gone_is_dropped_and_the_session_goes_on() -> Result<()> {
     let Some(mut cluster) = Cluster::start().await? else { return Ok(()) };
-    let on_a = Client::connected(&cluster.replicas[0].url(), json!({"sampling": {}})).await?;
-    let on_b = in_session(&cluster.replicas[1].url(), &on_a);
-    on_a.read_descriptions("test_sampling,echo").await?;
-    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-        "params": {"name": "test_sampling", "arguments": {"prompt": "orphan"}}});
-    let mut stream = on_a.open(&call).await?;
-    let request = stream.next().await?;
-    ensure!(request["method"] == "sampling/createMessage", "{request}");
+    let (a_url, b_url) = (cluster.replicas[0].url(), cluster.replicas[1].url());
+    let (on_b, _stream, request) = sampling_asked(&a_url, &b_url, "test_sampling,echo", "orphan").await?;
     // A crashes with the call; the client answers on B.
     cluster.replicas[0].sigkill().await?;
     let answer = json!({"role": "assistant", "model": "m", "content": {"type": "text", "text": "too late"}});

@@ -26,10 +26,6 @@ const WITHIN: Duration = Duration::from_secs(30);
 
 const SERVER: &str = "[server]\nlisten = \"127.0.0.1:0\"\n";
 
-fn client_entry(name: &str, key: &str, policy: &str) -> String {
-    format!("[[auth.clients]]\nname = \"{name}\"\napi_key = \"{key}\"\n{policy}\n")
-}
-
 /// Replaces the file as editors do (a new file renamed over the old one).
 fn replace_file(path: &std::path::Path, text: &str) -> Result<()> {
     let tmp = path.with_extension("toml.new");
