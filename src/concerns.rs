@@ -64,14 +64,30 @@ pub enum ConcernError {
     /// A value outside its concern's `values`.
     #[error("`{value}` is not a value of concern `{concern}` (one of: {allowed})")]
     UnknownValue { concern: String, value: String, allowed: String },
+    /// More concern names than [`MAX_SENT`].
+    #[error("a configuration may name at most {max} concerns")]
+    TooMany { max: usize },
 }
 
+/// Most concern names one configuration may hold (declared or not): a
+/// client has no reason to send more than the few a server declares.
+pub const MAX_SENT: usize = 64;
+
 impl ConcernError {
+    /// What is wrong, for toolgate's log: never the client's value (a
+    /// concern it names is a declared one).
+    pub fn summary(&self) -> String {
+        match self {
+            ConcernError::NotAnObject | ConcernError::TooMany { .. } => self.to_string(),
+            ConcernError::UnknownValue { concern, .. } => format!("a value concern `{concern}` does not have"),
+        }
+    }
+
     /// The JSON-RPC error (`-32602`).
     pub fn to_error_object(&self) -> ErrorObject {
         let e = ErrorObject::invalid_params(format!("Invalid concerns: {self}"));
         match self {
-            ConcernError::NotAnObject => e,
+            ConcernError::NotAnObject | ConcernError::TooMany { .. } => e,
             ConcernError::UnknownValue { concern, value, .. } => {
                 e.with_data(json!({"concern": concern, "value": value}))
             }
@@ -159,11 +175,15 @@ impl Declared {
     /// undeclared concern names are dropped, each with a warning.
     pub fn configure(&self, sent: &Value) -> Result<Configuration, ConcernError> {
         let object = sent.as_object().ok_or(ConcernError::NotAnObject)?;
+        if object.len() > MAX_SENT {
+            return Err(ConcernError::TooMany { max: MAX_SENT });
+        }
         let mut values = ConcernValues::new();
+        let mut undeclared = Vec::new();
         for (name, value) in object {
             let value = value.as_str().ok_or(ConcernError::NotAnObject)?;
             let Some(i) = self.position(name) else {
-                tracing::warn!(concern = %name, "a client configured a concern toolgate does not declare; ignored");
+                undeclared.push(name.as_str());
                 continue;
             };
             if self.value_index(i, value).is_none() {
@@ -174,6 +194,16 @@ impl Declared {
                 });
             }
             values.insert(name.clone(), value.to_owned());
+        }
+        if !undeclared.is_empty() {
+            // One line per configuration, whatever it holds; the names are
+            // the client's, so only a few, shortened, and escaped (`?`).
+            let some: Vec<String> = undeclared.iter().take(3).map(|n| n.chars().take(64).collect()).collect();
+            tracing::warn!(
+                undeclared = undeclared.len(),
+                names = ?some,
+                "a client configured concerns toolgate does not declare; ignored"
+            );
         }
         Ok(self.configuration(values))
     }

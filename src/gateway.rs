@@ -227,7 +227,7 @@ impl Gateway {
         let mrtr = Arc::new(mrtr::Translator::new(&config.mrtr, shared.clone()));
         let views = Views::new(config, upstreams, catalogs);
         let disclosure_config = &views.config().disclosure;
-        let policy = clients.is_enabled().then(|| policy::Policy::new(mrtr.clone()));
+        let policy = clients.is_enabled().then(|| policy::Policy::new(clients.calls().clone(), mrtr.clone()));
         let routes = Arc::new(lists::RouteMaps::default());
         let concerns =
             concerns::Concerns::new(&declared, concerns::Lists { views: views.clone(), routes: routes.clone() });
@@ -590,7 +590,7 @@ impl Handler for Gateway {
         // session's own upstream sessions; one named like a request is a
         // request without its id, which no upstream should act on.
         if limits::is_request_method(&notification.method) {
-            tracing::debug!(method = %notification.method, "client notification named like a request dropped");
+            tracing::debug!(method = ?notification.method, "client notification named like a request dropped");
             return;
         }
         let upstreams = self.upstreams();

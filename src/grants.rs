@@ -12,6 +12,11 @@
 //!
 //! A grant names the fingerprint of the definition it was given for: once the
 //! upstream changes the definition, the client must fetch it again.
+//!
+//! The store also keeps which sessionless client created which upstream
+//! task ([`GrantStore::note_task`]), for as long as a grant lasts from the
+//! task's creation or last use: a task's `tasks/*` requests are served for
+//! the client that created it only.
 
 pub mod memory;
 pub mod redis;
@@ -28,7 +33,7 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::auth::{Principal, PrincipalKind};
 use crate::config::{DisclosureConfig, StateConfig};
-use crate::shared::{Connection, Refresh, SessionLink, record};
+use crate::shared::{Connection, SessionLink, record};
 pub use crate::shared::{STORE_TIMEOUT, Unavailable};
 
 /// Characters kept as they are in a scope or a Redis key; everything else is
@@ -65,6 +70,10 @@ impl fmt::Debug for Scope {
         write!(f, "Scope({})", self.0)
     }
 }
+
+/// Most tasks one sessionless client's record holds at once (a session
+/// remembers as many of its own).
+pub const MAX_TASKS: usize = 1024;
 
 /// A tool name as a key part (percent-encoded, see [`KEY_SAFE`]).
 fn key_part(tool: &str) -> impl fmt::Display + '_ {
@@ -115,6 +124,27 @@ impl GrantStore {
                 Ok(())
             }
             Self::Redis(r) => r.grant(scope, tools).await,
+        }
+    }
+
+    /// Records that `scope` created task `id` at upstream `upstream` (its
+    /// `tasks/*` requests are served for `scope` alone).
+    pub async fn note_task(&self, scope: &Scope, id: &str, upstream: &str) -> Result<(), Unavailable> {
+        match self {
+            Self::Memory(m) => {
+                m.note_task(scope, id, upstream);
+                Ok(())
+            }
+            Self::Redis(r) => r.note_task(scope, id, upstream).await,
+        }
+    }
+
+    /// For each of `ids`, the upstream where `scope` created that task, if
+    /// it did.
+    pub async fn task_upstreams(&self, scope: &Scope, ids: &[&str]) -> Result<Vec<Option<Arc<str>>>, Unavailable> {
+        match self {
+            Self::Memory(m) => Ok(ids.iter().map(|id| m.task_upstream(scope, id)).collect()),
+            Self::Redis(r) => Ok(r.task_upstreams(scope, ids).await?.into_iter().map(|u| u.map(Arc::from)).collect()),
         }
     }
 
@@ -186,6 +216,14 @@ impl Grants {
         }
     }
 
+    /// The store and scope of a sessionless client's grants.
+    pub fn scope(&self) -> Option<(&Arc<GrantStore>, &Scope)> {
+        match self {
+            Self::Shared { store, scope } => Some((store, scope)),
+            _ => None,
+        }
+    }
+
     /// `scope`'s grants in `store`.
     pub fn shared(store: Arc<GrantStore>, scope: Scope) -> Self {
         Self::Shared { store, scope }
@@ -206,10 +244,7 @@ impl Grants {
             Self::Replicated { local, link } => {
                 local.lock().extend(tools.iter().cloned());
                 let fields: Vec<_> = tools.iter().map(|(t, f)| (record::grant_field(t), f.to_string())).collect();
-                match link.sessions.update(&link.id, &fields).await {
-                    Ok(Refresh::Kept | Refresh::Ended) => {}
-                    Ok(Refresh::Missing) | Err(_) => link.mark_stale(),
-                }
+                link.settle(link.sessions.update(&link.id, &fields).await);
                 Ok(())
             }
         }

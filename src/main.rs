@@ -297,9 +297,10 @@ async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
     let listener =
         tokio::net::TcpListener::bind(server.listen).await.with_context(|| format!("binding {}", server.listen))?;
     let addr = listener.local_addr()?;
-    if let Some(listen) = metrics.listen.filter(|_| metrics.enabled) {
-        serve_metrics(listen, gateway.metrics().clone()).await?;
-    }
+    let _metrics_listener = match metrics.listen.filter(|_| metrics.enabled) {
+        Some(listen) => Some(serve_metrics(listen, gateway.metrics().clone(), &server).await?),
+        None => None,
+    };
     let listen = ListenOptions {
         max_connections: server.max_connections,
         header_read_timeout: server.header_read_timeout,
@@ -325,20 +326,30 @@ async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Serves `/metrics` on an address of its own, until the process ends.
-async fn serve_metrics(listen: std::net::SocketAddr, metrics: Arc<toolgate::metrics::Metrics>) -> anyhow::Result<()> {
+/// Most connections the separate metrics listener holds at once: a scraper
+/// needs one or two, and each costs a file descriptor the MCP listener
+/// could use.
+const METRICS_MAX_CONNECTIONS: usize = 32;
+
+/// Serves `/metrics` on an address of its own, until the process ends (the
+/// returned listener stops with it), with the protections of the main
+/// listener: a connection cap, and the header and keep-alive timeouts of
+/// `server`.
+async fn serve_metrics(
+    listen: std::net::SocketAddr,
+    metrics: Arc<toolgate::metrics::Metrics>,
+    server: &toolgate::config::ServerConfig,
+) -> anyhow::Result<Server> {
     let listener =
         tokio::net::TcpListener::bind(listen).await.with_context(|| format!("binding metrics.listen {listen}"))?;
     let addr = listener.local_addr()?;
     tracing::info!("serving metrics on http://{addr}{}", toolgate::metrics::METRICS_PATH);
-    let app = toolgate::metrics::routes(metrics);
-    #[allow(clippy::disallowed_methods)] // the listener's own task, outside any request
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!(error = %e, "the metrics listener stopped");
-        }
-    });
-    Ok(())
+    let options = ListenOptions {
+        max_connections: METRICS_MAX_CONNECTIONS,
+        header_read_timeout: server.header_read_timeout,
+        keep_alive_timeout: server.keep_alive_timeout,
+    };
+    Ok(Server::start(listener, toolgate::metrics::routes(metrics), options))
 }
 
 /// Waits (at most `grace`) for the requests in progress to finish.
@@ -365,9 +376,11 @@ async fn stdio(mut config: Config, path: PathBuf) -> anyhow::Result<()> {
     let (gateway, engine) = start(config)?;
     toolgate::gateway::watch_config(&gateway, path, |config| config.auth = Default::default());
     let metrics = gateway.config().metrics.clone();
-    if let Some(listen) = metrics.listen.filter(|_| metrics.enabled) {
-        serve_metrics(listen, gateway.metrics().clone()).await?;
-    }
+    let server = gateway.config().server.clone();
+    let _metrics_listener = match metrics.listen.filter(|_| metrics.enabled) {
+        Some(listen) => Some(serve_metrics(listen, gateway.metrics().clone(), &server).await?),
+        None => None,
+    };
     tracing::info!("serving MCP on stdio");
     let served = toolgate::server::stdio::serve_standard(engine.clone());
     tokio::pin!(served);

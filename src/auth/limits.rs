@@ -82,11 +82,23 @@ where
     /// Takes one call from `principal`'s bucket; `Err` with the wait when it
     /// is empty. Always `Ok` for a principal without `calls_per_minute`.
     pub fn check(&self, principal: &Principal) -> Result<(), RetryAfter> {
+        self.check_n(principal, NonZeroU32::MIN)
+    }
+
+    /// Takes `n` calls at once from `principal`'s bucket (a request that
+    /// makes `n` upstream calls); `Err` with the wait when it holds fewer.
+    /// More than a whole minute's calls are never allowed at once: the wait
+    /// is then a minute.
+    pub fn check_n(&self, principal: &Principal, n: NonZeroU32) -> Result<(), RetryAfter> {
         let Some(rate) = principal.policy().calls_per_minute else { return Ok(()) };
         let bucket = self.buckets.get_with((principal.id().clone(), rate), || {
             Arc::new(RateLimiter::direct_with_clock(Quota::per_minute(rate), self.clock.clone()))
         });
-        bucket.check().map_err(|not_until| RetryAfter(not_until.wait_time_from(self.clock.now())))
+        match bucket.check_n(n) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(not_until)) => Err(RetryAfter(not_until.wait_time_from(self.clock.now()))),
+            Err(_) => Err(RetryAfter(Duration::from_secs(60))),
+        }
     }
 }
 

@@ -127,6 +127,10 @@ pub struct ServerConfig {
     /// answered at once with `-32014`. At least `1`.
     #[schemars(range(min = 1))]
     pub max_requests_per_session: usize,
+    /// Most resource subscriptions one session may hold (`resources/subscribe`), and most URIs one
+    /// `subscriptions/listen` stream may ask for; one more gets `-32014`. At least `1`.
+    #[schemars(range(min = 1))]
+    pub max_subscriptions_per_session: usize,
     /// Most notifications (progress, log messages) queued for one response stream of a client that
     /// reads slowly; past it further ones are dropped. Responses and server-to-client requests are
     /// never dropped. At least `1`.
@@ -164,6 +168,7 @@ impl Default for ServerConfig {
             max_connections: 4096,
             max_sessions: 10_000,
             max_requests_per_session: 64,
+            max_subscriptions_per_session: 256,
             stream_buffer: 256,
             shutdown_grace: Duration::from_secs(10),
             worker_threads: 0,

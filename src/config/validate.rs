@@ -132,6 +132,7 @@ fn check_server(server: &ServerConfig, out: &mut Problems) {
     out.at_least(path.key("max_connections"), server.max_connections, 1);
     out.at_least(path.key("max_sessions"), server.max_sessions, 1);
     out.at_least(path.key("max_requests_per_session"), server.max_requests_per_session, 1);
+    out.at_least(path.key("max_subscriptions_per_session"), server.max_subscriptions_per_session, 1);
     out.at_least(path.key("stream_buffer"), server.stream_buffer, 1);
     out.at_most(path.key("worker_threads"), server.worker_threads, MAX_WORKER_THREADS);
     for (key, values) in [("allowed_hosts", &server.allowed_hosts), ("allowed_origins", &server.allowed_origins)] {

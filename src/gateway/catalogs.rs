@@ -72,18 +72,49 @@ impl Catalogs {
         &self.concerns
     }
 
-    /// What a client with `filter` is shown of `view` (its listing): the
-    /// tools whose concern values match. Cached per view and filter until
-    /// the gateway-wide catalog changes.
-    pub(crate) fn listing(&self, view: &Arc<CatalogView>, filter: &Filter) -> Arc<CatalogView> {
+    /// What a client with `filter` is shown of `view`, a view the gateway
+    /// shares (the gateway-wide catalog, or a client policy's view of it):
+    /// the tools whose concern values match. Cached per view and filter
+    /// until the gateway-wide catalog changes; there are as many as client
+    /// policies times concern filters.
+    fn listing(&self, view: &Arc<CatalogView>, filter: &Filter) -> Arc<CatalogView> {
         if filter.is_open() {
             return view.clone();
         }
         let global = self.current.load().epoch;
-        self.listings.get_or_insert_with(global, (view.epoch, filter.clone()), || {
-            let catalog = view.catalog.visible(|e| filter.shows(&e.concerns));
-            Arc::new(CatalogView { catalog, epoch: self.epochs.fetch_add(1, Ordering::Relaxed) })
-        })
+        self.listings.get_or_insert_with(global, (view.epoch, filter.clone()), || self.filtered(view, filter))
+    }
+
+    /// `view` without the tools `filter` does not show (not cached).
+    fn filtered(&self, view: &CatalogView, filter: &Filter) -> Arc<CatalogView> {
+        let catalog = view.catalog.visible(|e| filter.shows(&e.concerns));
+        Arc::new(CatalogView { catalog, epoch: self.epochs.fetch_add(1, Ordering::Relaxed) })
+    }
+
+    /// What `session` is shown of its catalog under `filter` (its
+    /// listing): from the shared cache when its catalog is a shared view,
+    /// else kept in the session beside its own catalog (see
+    /// [`SessionTools::listing`](super::state::SessionTools::listing)).
+    pub(crate) fn listing_for(
+        &self,
+        upstreams: &[Arc<UpstreamHandle>],
+        session: &GwSession,
+        filter: &Filter,
+    ) -> Arc<CatalogView> {
+        let (view, own) = self.catalog_of(upstreams, session);
+        if !own || filter.is_open() {
+            return self.listing(&view, filter);
+        }
+        let mut tools = session.state.tools.lock();
+        if let Some((epoch, kept, listing)) = &tools.listing
+            && *epoch == view.epoch
+            && kept == filter
+        {
+            return listing.clone();
+        }
+        let listing = self.filtered(&view, filter);
+        tools.listing = Some((view.epoch, filter.clone(), listing.clone()));
+        listing
     }
 
     /// The gateway-wide catalog.
@@ -160,10 +191,11 @@ impl Catalogs {
         }
     }
 
-    /// The `tools/list` a client with `filter` is shown of `view`.
+    /// The `tools/list` a client with `filter` is shown of `view` (not
+    /// cached: compared once, as the catalog changes).
     fn shown(&self, view: &Arc<CatalogView>, filter: Option<&Filter>) -> Arc<str> {
-        let listed = match filter {
-            Some(filter) => self.listing(view, filter),
+        let listed = match filter.filter(|f| !f.is_open()) {
+            Some(filter) => self.filtered(view, filter),
             None => view.clone(),
         };
         Arc::from(listed.catalog.list_result_raw().get())
@@ -209,17 +241,24 @@ impl Catalogs {
     /// its own upstream sessions reported a different tool list; either way
     /// without the tools its client's policy hides.
     pub(crate) fn for_session(&self, upstreams: &[Arc<UpstreamHandle>], session: &GwSession) -> Arc<CatalogView> {
+        self.catalog_of(upstreams, session).0
+    }
+
+    /// The catalog as `session` sees it, and whether it is the session's
+    /// own (`false`: a view the gateway shares).
+    fn catalog_of(&self, upstreams: &[Arc<UpstreamHandle>], session: &GwSession) -> (Arc<CatalogView>, bool) {
         let global = self.current();
         let principal = &session.state.principal();
         let restricted = !principal.tools().is_unrestricted();
         let mut tools = session.state.tools.lock();
         if tools.overrides.is_empty() {
-            return if restricted { self.visible_view(&global, upstreams, principal) } else { global };
+            let view = if restricted { self.visible_view(&global, upstreams, principal) } else { global };
+            return (view, false);
         }
         if let Some((epoch, view)) = &tools.view
             && *epoch == global.epoch
         {
-            return view.clone();
+            return (view.clone(), true);
         }
         let mut view = self.build(upstreams, |i| tools.overrides.get(&i).cloned());
         if restricted {
@@ -227,7 +266,7 @@ impl Catalogs {
         }
         let view = Arc::new(view);
         tools.view = Some((global.epoch, view.clone()));
-        view
+        (view, true)
     }
 
     /// A session's own upstream session says its tools changed (or, with

@@ -5,6 +5,7 @@
 //! Without credentials configured there is no admission hook: every HTTP
 //! client is the anonymous principal, unrestricted, as on stdio.
 
+use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -12,7 +13,7 @@ use axum::Router;
 use serde_json::json;
 
 use super::admission::{Admission, metadata_routes};
-use crate::auth::{Authenticator, BuildError, Principal, SessionGuard, SessionLimiter};
+use crate::auth::{Authenticator, BuildError, CallLimiter, Principal, RetryAfter, SessionGuard, SessionLimiter};
 use crate::config::Config;
 use crate::jsonrpc::{ErrorObject, codes};
 use crate::server::http::Admit;
@@ -23,6 +24,8 @@ pub struct Clients {
     /// `[[auth.clients]]` swaps in a new one.
     authenticator: Option<Arc<ArcSwap<Authenticator>>>,
     sessions: SessionLimiter,
+    /// Each client's `calls_per_minute`.
+    calls: Arc<CallLimiter>,
     /// The metadata routes (with `[auth.jwt]`).
     metadata: Option<Router>,
 }
@@ -35,12 +38,12 @@ impl Clients {
         }
         let authenticator = Arc::new(ArcSwap::from_pointee(Authenticator::new(&config.auth)?));
         let metadata = config.auth.jwt.as_ref().map(|jwt| metadata_routes(jwt, &config.server.path));
-        Ok(Self { authenticator: Some(authenticator), sessions: SessionLimiter::new(), metadata })
+        Ok(Self { authenticator: Some(authenticator), metadata, ..Self::anonymous() })
     }
 
     /// Everyone is the anonymous principal.
     pub fn anonymous() -> Self {
-        Self { authenticator: None, sessions: SessionLimiter::new(), metadata: None }
+        Self { authenticator: None, sessions: SessionLimiter::new(), calls: Arc::default(), metadata: None }
     }
 
     /// Whether requests need credentials.
@@ -94,6 +97,22 @@ impl Clients {
         self.metadata.clone()
     }
 
+    /// Each client's `calls_per_minute` (for the policy layer).
+    pub fn calls(&self) -> &Arc<CallLimiter> {
+        &self.calls
+    }
+
+    /// Takes `n` calls from `principal`'s `calls_per_minute`, for a request
+    /// that makes `n` upstream calls, or refuses it with
+    /// [`codes::RATE_LIMITED`].
+    pub fn take_calls(&self, principal: &Principal, n: usize) -> Result<(), ErrorObject> {
+        let n = NonZeroU32::new(u32::try_from(n).unwrap_or(u32::MAX)).unwrap_or(NonZeroU32::MIN);
+        self.calls.check_n(principal, n).map_err(|wait| {
+            tracing::info!(client = %principal.id(), retry_after = ?wait.0, calls = n, "request refused: calls_per_minute");
+            rate_limited(principal, wait)
+        })
+    }
+
     /// Counts a new session of `principal` against its `max_sessions`, or
     /// refuses it with [`codes::LIMIT_EXCEEDED`] (which the engine answers
     /// with HTTP 429). The guard holds the slot until the session ends.
@@ -115,6 +134,25 @@ impl Clients {
             .with_data(json!({"maxSessions": refused.limit}))
         })
     }
+}
+
+/// The refusal of a call over the limit: what the limit is and when to retry.
+pub(super) fn rate_limited(principal: &Principal, wait: RetryAfter) -> ErrorObject {
+    let limit = principal.policy().calls_per_minute.map_or(0, |n| n.get());
+    let seconds = wait.header_secs();
+    ErrorObject::new(
+        codes::RATE_LIMITED,
+        format!(
+            "Rate limit exceeded: client `{}` may make {limit} tool calls and description fetches per minute; \
+             retry in {seconds} s",
+            principal.name()
+        ),
+    )
+    .with_data(json!({
+        "retryAfterSeconds": seconds,
+        "retryAfterMs": u64::try_from(wait.0.as_millis()).unwrap_or(u64::MAX),
+        "callsPerMinute": limit,
+    }))
 }
 
 /// The refusal of a request whose client a reload removed after the request

@@ -107,7 +107,11 @@ impl Concerns {
         match self.declared.configure(sent) {
             Ok(c) => self.lists.reconfigure(session, Some(Arc::new(c))),
             Err(e) => {
-                tracing::warn!(session = session.id(), error = %e, "concerns in notifications/initialized ignored")
+                tracing::warn!(
+                    session = session.id(),
+                    reason = e.summary(),
+                    "concerns in notifications/initialized ignored"
+                )
             }
         }
     }

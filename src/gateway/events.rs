@@ -18,6 +18,8 @@ use crate::upstream::{Peer, PeerEvents, Route};
 pub struct SessionRoute {
     gateway: Weak<Gateway>,
     session: Arc<GwSession>,
+    /// The upstream the call went to.
+    index: usize,
     downlink: Downlink,
     /// The span of the client request the call serves: what the upstream
     /// sends about it is handled there.
@@ -26,9 +28,9 @@ pub struct SessionRoute {
 
 impl SessionRoute {
     /// The route of a call made while serving a client request.
-    pub fn new(gateway: &Arc<Gateway>, session: &Arc<GwSession>, ctx: &RequestCtx) -> Self {
+    pub fn new(gateway: &Arc<Gateway>, session: &Arc<GwSession>, ctx: &RequestCtx, index: usize) -> Self {
         let (downlink, span) = (ctx.downlink.clone(), ctx.span.clone());
-        Self { gateway: Arc::downgrade(gateway), session: session.clone(), downlink, span }
+        Self { gateway: Arc::downgrade(gateway), session: session.clone(), index, downlink, span }
     }
 }
 
@@ -44,7 +46,7 @@ impl Route for SessionRoute {
             if roots_withheld(&gw, &peer, &request) {
                 return refuse(peer, request, "this upstream is not given the client's roots (forward_roots)");
             }
-            gw.forwarder().note_url_elicitation(&self.session, &request);
+            gw.forwarder().note_url_elicitation(self.index, &self.session, &request);
         }
         relay_request(self.session.clone(), Some(self.downlink.clone()), peer, request, cancel);
     }
@@ -249,7 +251,7 @@ impl PeerEvents for ControlEvents {
             // Only the client that started a URL-mode elicitation may hear it finished.
             method::ELICITATION_COMPLETE => {
                 let id = notification.params.as_ref().and_then(|p| p.get("elicitationId")).and_then(Value::as_str);
-                let owner = id.and_then(|id| gw.forwarder().elicitation_owner(id));
+                let owner = id.and_then(|id| gw.forwarder().elicitation_completed(self.index, id));
                 match owner.and_then(|session| gw.sessions().get(&session)) {
                     Some(session) => gw.notify_session(&session, notification),
                     None => tracing::debug!(upstream = %peer.label(), "completion of an unknown elicitation dropped"),

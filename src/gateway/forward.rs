@@ -12,6 +12,7 @@
 //! left out of merged lists, and what names them (a resource, a template, a
 //! prompt) resolves as if they were not configured.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,6 +35,11 @@ use crate::upstream::{self, Call, UpstreamError};
 
 /// How long a URL-mode elicitation's owner is remembered.
 const ELICITATION_TTL: Duration = Duration::from_secs(3600);
+/// The sessions one URL elicitation was sent to, in order.
+type Asked = parking_lot::Mutex<VecDeque<Arc<str>>>;
+
+/// Most sessions one URL elicitation id of one upstream is remembered for.
+const SESSIONS_PER_ELICITATION: usize = 8;
 
 /// The forwarder's own state: what the merged lists taught about ownership,
 /// the pager it shares with the layers, and who started which URL-mode
@@ -43,10 +49,13 @@ pub struct Forwarder {
     /// their lists to concerns.
     routes: Arc<RouteMaps>,
     pager: Arc<Pager>,
-    /// URL-mode elicitation id → the session it was sent to, so a shared
-    /// upstream's unsolicited `notifications/elicitation/complete` reaches
-    /// only that client.
-    elicitations: moka::sync::Cache<String, Arc<str>>,
+    /// URL-mode elicitations: (upstream index, elicitation id) → the
+    /// sessions it was sent to, in order, so a shared upstream's unsolicited
+    /// `notifications/elicitation/complete` reaches only a client that was
+    /// asked. Should two sessions be sent the same id by the same upstream,
+    /// each completion goes to the session asked first that has not heard
+    /// one: a later session never takes an earlier one's over.
+    elicitations: moka::sync::Cache<(usize, String), Arc<Asked>>,
 }
 
 /// Checks the `Mcp-Param-*` headers of a sessionless (2026) client's
@@ -88,6 +97,10 @@ fn only_upstream(gateway: &Gateway) -> Option<usize> {
         _ => None,
     }
 }
+
+/// The levels `logging/setLevel` accepts (RFC 5424's severities, as MCP
+/// names them).
+const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 fn invalid(message: impl Into<String>) -> Outcome {
     Outcome::error(ErrorObject::invalid_params(message))
@@ -238,7 +251,7 @@ impl Forwarder {
             // forwarded call's future.
             Box::pin(cx.gateway.mrtr().call(cx, index, method, params)).instrument(span).await
         } else {
-            let route = events::SessionRoute::new(cx.gateway, cx.session, cx.ctx);
+            let route = events::SessionRoute::new(cx.gateway, cx.session, cx.ctx, index);
             let mut call = Call::new(method, params).routed(Arc::new(route)).cancelled_by(cx.ctx.cancel.clone());
             if modern_upstream {
                 call = call.for_client(connections::client_context(cx.session, up.config.forward_roots));
@@ -259,7 +272,7 @@ impl Forwarder {
                 // URLElicitationRequiredError: remember who may hear the completions.
                 if let Some(elicitations) = error.pointer("/data/elicitations").and_then(Value::as_array) {
                     for id in elicitations.iter().filter_map(|e| e.get("elicitationId")).filter_map(Value::as_str) {
-                        self.elicitations.insert(id.to_owned(), cx.session.id_arc());
+                        self.own_elicitation(index, id, cx.session);
                     }
                 }
                 Outcome::Error(error)
@@ -269,7 +282,7 @@ impl Forwarder {
                 // A task-augmented call created a task there: its tasks/*
                 // requests go to this upstream.
                 if task_augmented && let Some(task) = outcome.result_value().as_ref().and_then(tasks::created) {
-                    cx.session.state.tasks.note(task, index);
+                    tasks::note(cx, task, index).await;
                 }
                 translate::outcome(method, outcome, cx.session.version())
             }
@@ -277,20 +290,47 @@ impl Forwarder {
         }
     }
 
-    /// Remembers which session a URL-mode `elicitation/create` went to.
-    pub fn note_url_elicitation(&self, session: &GwSession, request: &Request) {
+    /// Remembers which session a URL-mode `elicitation/create` of upstream
+    /// `index` went to.
+    pub fn note_url_elicitation(&self, index: usize, session: &GwSession, request: &Request) {
         let params = request.params.as_ref();
         if request.method == "elicitation/create"
             && params.and_then(|p| p.get("mode")).and_then(Value::as_str) == Some("url")
             && let Some(id) = params.and_then(|p| p.get("elicitationId")).and_then(Value::as_str)
         {
-            self.elicitations.insert(id.to_owned(), session.id_arc());
+            self.own_elicitation(index, id, session);
         }
     }
 
-    /// The id of the session a URL-mode elicitation belongs to.
-    pub fn elicitation_owner(&self, elicitation_id: &str) -> Option<Arc<str>> {
-        self.elicitations.get(elicitation_id)
+    /// Records that elicitation `id` of upstream `index` was sent to
+    /// `session` (after any other session it was sent to).
+    fn own_elicitation(&self, index: usize, id: &str, session: &GwSession) {
+        let asked = self.elicitations.get_with((index, id.to_owned()), Default::default);
+        let mut asked = asked.lock();
+        if asked.iter().any(|s| **s == *session.id()) {
+            return;
+        }
+        if asked.len() < SESSIONS_PER_ELICITATION {
+            asked.push_back(session.id_arc());
+        } else {
+            tracing::debug!(
+                session = session.id(),
+                "a URL elicitation id sent to many sessions: this one hears no completion"
+            );
+        }
+    }
+
+    /// The id of the session the completion of URL-mode elicitation `id` of
+    /// upstream `index` is for: the first asked that has not heard one.
+    pub fn elicitation_completed(&self, index: usize, elicitation_id: &str) -> Option<Arc<str>> {
+        let key = (index, elicitation_id.to_owned());
+        let asked = self.elicitations.get(&key)?;
+        let mut queue = asked.lock();
+        let session = queue.pop_front();
+        if queue.is_empty() {
+            self.elicitations.invalidate(&key);
+        }
+        session
     }
 
     async fn call_tool(&self, cx: Forwarding<'_>, params: Option<Value>) -> Outcome {
@@ -379,6 +419,10 @@ impl Forwarder {
             return invalid(format!("{method} needs a string \"uri\""));
         };
         let subscribe = method == method::RESOURCES_SUBSCRIBE;
+        let max = cx.gateway.config().server.max_subscriptions_per_session;
+        if subscribe && let Err(e) = cx.session.state.admit_subscriptions([uri.as_str()], max) {
+            return Outcome::error(e);
+        }
         let candidates = self.resource_candidates(cx.gateway, cx.session, &uri);
         if let Some(&index) = candidates.first()
             && super::listeners::is_modern(&cx.gateway.upstreams()[index])
@@ -484,7 +528,9 @@ impl Forwarder {
         let Some(level) = params.as_ref().and_then(|p| p.get("level")).filter(|l| l.is_string()).cloned() else {
             return invalid("logging/setLevel needs a string \"level\"");
         };
-        cx.session.state.set_log_level(level.clone());
+        if !level.as_str().is_some_and(|l| LOG_LEVELS.contains(&l)) {
+            return invalid(format!("Invalid log level: \"level\" must be one of {}", LOG_LEVELS.join(", ")));
+        }
         let live = cx.session.state.live_connections();
         let mut targets = Vec::new();
         // A modern upstream has no `logging/setLevel`: the level travels on
@@ -505,13 +551,16 @@ impl Forwarder {
         for ((peer, _), result) in targets.iter().zip(futures::future::join_all(calls).await) {
             match result {
                 Ok(outcome) if outcome.error_code().is_some() => {
-                    // An invalid level is the client's mistake: say so.
+                    // An invalid level is the client's mistake: say so, and
+                    // keep nothing an upstream refused (later upstream
+                    // sessions would be given it too).
                     return outcome;
                 }
                 Err(e) => debug_not_applied(peer.label(), &e),
                 Ok(_) => {}
             }
         }
+        cx.session.state.set_log_level(level);
         Outcome::Result(json!({}))
     }
 }

@@ -117,13 +117,22 @@ impl Gateway {
                 format!("Too many listen streams: this server holds at most {max} at once; try again later"),
             ));
         }
+        // Each URI may cost a call upstream: bounded as a session's
+        // subscriptions are, and counted in the client's calls_per_minute.
+        let asked = listen.requested();
+        let uris = &asked.resource_subscriptions;
+        session
+            .state
+            .admit_subscriptions(uris.iter().map(String::as_str), self.config().server.max_subscriptions_per_session)?;
+        if !uris.is_empty() {
+            self.clients.take_calls(&principal, uris.len())?;
+        }
         // Held while the stream is open.
         let _slot = self.clients.open_session(&principal)?;
         startup::wait(&self.upstreams(), session.state.startup_deadline(), &self.config().server).await;
 
         let upstreams = self.upstreams();
         let used = |cap: &str| upstreams.iter().any(|u| !u.is_retired() && session.state.uses(u.index) && u.has(cap));
-        let asked = listen.requested();
         let mut honoured = Subscriptions {
             tools_list_changed: asked.tools_list_changed,
             prompts_list_changed: asked.prompts_list_changed && used("prompts"),

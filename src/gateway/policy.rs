@@ -9,8 +9,9 @@
 //! and the forwarder alike, without a check of its own in any of them.
 //!
 //! The rate limit counts `tools/call` (the describe tool and unknown names
-//! included: guessing costs like calling) and reads of the descriptions
-//! resource. A call over the limit is refused here, before any layer below
+//! included: guessing costs like calling), reads of the descriptions
+//! resource and `resources/subscribe` (a `subscriptions/listen` stream
+//! takes one call per resource it subscribes to as it opens). A call over the limit is refused here, before any layer below
 //! and any upstream sees it, with [`codes::RATE_LIMITED`] and the wait in
 //! `data`: a JSON-RPC error rather than an HTTP 429, because the refusal
 //! concerns one request (a batch may mix refused and served ones) and
@@ -19,24 +20,24 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-
 use super::layer::{Exchange, Layer, Next};
 use super::mrtr::Translator;
-use crate::auth::{CallLimiter, Principal, RetryAfter};
-use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
+use crate::auth::CallLimiter;
+use crate::jsonrpc::{Outcome, Request};
 use crate::protocol::method;
 
 /// The policy layer.
 pub struct Policy {
-    calls: CallLimiter,
+    /// Each client's `calls_per_minute` (shared with the listen streams,
+    /// which count their resource subscriptions in it).
+    calls: Arc<CallLimiter>,
     /// Held calls: whether a retry resumes one held for its client.
     mrtr: Arc<Translator>,
 }
 
 impl Policy {
-    pub fn new(mrtr: Arc<Translator>) -> Self {
-        Self { calls: CallLimiter::default(), mrtr }
+    pub fn new(calls: Arc<CallLimiter>, mrtr: Arc<Translator>) -> Self {
+        Self { calls, mrtr }
     }
 }
 
@@ -46,7 +47,7 @@ impl Layer for Policy {
             let principal = cx.resolved.caller();
             if let Err(wait) = self.calls.check(principal) {
                 tracing::info!(client = %principal.id(), retry_after = ?wait.0, "request refused: calls_per_minute");
-                return Outcome::error(rate_limited(principal, wait));
+                return Outcome::error(super::clients::rate_limited(principal, wait));
             }
         }
         next.run(cx, request).await
@@ -70,30 +71,12 @@ impl Policy {
 }
 
 /// Whether `request` takes from the client's `calls_per_minute`: a tool
-/// call, or a fetch of tool descriptions.
+/// call, a fetch of tool descriptions, or a resource subscription (each
+/// costs a call upstream; a listen stream's count as many as it names).
 fn counts(cx: &Exchange<'_>, request: &Request) -> bool {
     match request.method.as_str() {
-        method::TOOLS_CALL => true,
+        method::TOOLS_CALL | method::RESOURCES_SUBSCRIBE => true,
         method::RESOURCES_READ => cx.resolved.descriptions().is_some(),
         _ => false,
     }
-}
-
-/// The refusal of a call over the limit: what the limit is and when to retry.
-fn rate_limited(principal: &Principal, wait: RetryAfter) -> ErrorObject {
-    let limit = principal.policy().calls_per_minute.map_or(0, |n| n.get());
-    let seconds = wait.header_secs();
-    ErrorObject::new(
-        codes::RATE_LIMITED,
-        format!(
-            "Rate limit exceeded: client `{}` may make {limit} tool calls and description fetches per minute; \
-             retry in {seconds} s",
-            principal.name()
-        ),
-    )
-    .with_data(json!({
-        "retryAfterSeconds": seconds,
-        "retryAfterMs": u64::try_from(wait.0.as_millis()).unwrap_or(u64::MAX),
-        "callsPerMinute": limit,
-    }))
 }

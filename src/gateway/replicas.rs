@@ -118,13 +118,27 @@ impl Gateway {
         Ok(Some(Adoption { version, params, state }))
     }
 
-    /// Ends a shared session everywhere (its client's `DELETE`).
+    /// Ends a shared session everywhere (its client's `DELETE`). When Redis
+    /// does not answer in time, the `DELETE` may still have reached it, or
+    /// may not: either way the session ends here, and toolgate keeps ending
+    /// it in the store until Redis answers (or the record has expired by
+    /// itself), so the client's answer (the session is ended) comes true.
     pub(crate) async fn end_shared(&self, session: &GwSession) -> Result<(), ErrorObject> {
         let Some(shared) = &self.shared else { return Ok(()) };
-        shared.end(session.id()).await.map_err(|e| {
-            tracing::warn!(error = %e, "a session could not be ended in the shared store");
-            e.to_error()
-        })
+        let Err(e) = shared.end(session.id()).await else { return Ok(()) };
+        tracing::warn!(error = %e, "a session could not be ended in the shared store yet; retrying until Redis answers");
+        let (shared, id, give_up) = (shared.clone(), session.id_arc(), self.sessions.idle_timeout());
+        let started = tokio::time::Instant::now();
+        crate::spawn(async move {
+            while started.elapsed() < give_up {
+                tokio::time::sleep(WRITE_BACK_EVERY).await;
+                if shared.end(&id).await.is_ok() {
+                    tracing::info!("a session whose end the shared store missed is ended there");
+                    return;
+                }
+            }
+        });
+        Ok(())
     }
 
     /// A cancellation of a request that does not run here: every replica
@@ -206,7 +220,7 @@ impl Gateway {
         let Ok(Body::Single(Message::Notification(notification))) = Body::decode(message.to_string().as_bytes()) else {
             return;
         };
-        tracing::debug!(session = session.id(), method = %notification.method, "a notification from another replica delivered on the standalone stream held here");
+        tracing::debug!(session = session.id(), method = ?notification.method, "a notification from another replica delivered on the standalone stream held here");
         session.notify(Message::Notification(notification));
     }
 
@@ -316,10 +330,12 @@ fn touched(store: &Weak<SessionStore<GatewaySession>>, session: &Arc<GwSession>)
 }
 
 /// Asks Redis every second whether it answers (what `/readyz` reports),
-/// and writes back the records of sessions held here that could not be
-/// written; once Redis answers again after failing, every session's.
+/// and writes back the records of sessions held here whose own write
+/// failed or found them missing; once Redis answers again after it stopped
+/// answering, every session's (it may have lost them meanwhile). A failed
+/// command alone marks nothing but its own session: no client can make
+/// every session be rewritten.
 async fn watch(gateway: Weak<Gateway>, connection: Arc<Connection>) {
-    let mut seen = connection.failures();
     let mut was_failing = false;
     loop {
         tokio::time::sleep(WRITE_BACK_EVERY).await;
@@ -328,6 +344,7 @@ async fn watch(gateway: Weak<Gateway>, connection: Arc<Connection>) {
             return;
         }
         let answers = connection.ping().await.is_ok();
+        let recovered = answers && was_failing;
         if answers == was_failing {
             if answers {
                 tracing::info!("the shared state store (Redis) answers again");
@@ -343,8 +360,7 @@ async fn watch(gateway: Weak<Gateway>, connection: Arc<Connection>) {
             continue;
         }
         let sessions = gateway.sessions.sessions();
-        if connection.failures() != seen {
-            seen = connection.failures();
+        if recovered {
             tracing::info!(sessions = sessions.len(), "writing back the shared sessions held here");
             sessions.iter().filter_map(|s| s.state.link()).for_each(|link| link.mark_stale());
         }

@@ -9,10 +9,11 @@ use serde_json::Value;
 use super::CatalogView;
 use super::upstreams::UpstreamHandle;
 use crate::auth::{Principal, SessionGuard};
-use crate::concerns::Configured;
+use crate::concerns::{Configured, Filter};
 pub use crate::grants::Grants;
-use crate::shared::record::Mutable;
-use crate::shared::{Record, Refresh, SessionLink};
+use crate::jsonrpc::{ErrorObject, codes};
+use crate::shared::record::{self, Mutable};
+use crate::shared::{Record, SessionLink, Unavailable};
 use crate::upstream::Peer;
 
 /// Tool lists this session's own upstream sessions reported that differ
@@ -24,7 +25,14 @@ pub struct SessionTools {
     pub overrides: HashMap<usize, Arc<Vec<Value>>>,
     /// The session's catalog, and the gateway-wide epoch it was built on.
     pub view: Option<(u64, Arc<CatalogView>)>,
+    /// The listing of that catalog under the session's concern filter, and
+    /// the epoch of the view it was made of: kept here, not in a cache the
+    /// gateway shares, so that it goes with the session and the next change.
+    pub listing: Option<(u64, Filter, Arc<CatalogView>)>,
 }
+
+/// Longest resource URI a session may subscribe to, in bytes.
+pub const MAX_SUBSCRIBED_URI: usize = 4096;
 
 /// The place of one per-session upstream connection.
 pub type ConnectionSlot = Arc<tokio::sync::Mutex<Option<Arc<Peer>>>>;
@@ -118,6 +126,9 @@ impl GatewaySession {
         self.grants = Grants::replicated(link.clone(), record.grants.clone());
         *self.log_level.get_mut() = record.state.log_level.clone();
         self.subscriptions.get_mut().extend(record.state.subscriptions.iter().cloned());
+        for (id, upstream) in &record.tasks {
+            self.tasks.note(id, &Arc::from(upstream.as_str()));
+        }
         self.shared = Some(link);
         self
     }
@@ -134,6 +145,7 @@ impl GatewaySession {
         let mut record = link.base().clone();
         record.state = self.mutable();
         record.grants = self.grants.known();
+        record.tasks = self.tasks.known();
         Some(record)
     }
 
@@ -148,18 +160,19 @@ impl GatewaySession {
         }
     }
 
-    /// Writes what changed to the session's record, if it is shared (in the
+    /// Writes `fields` of the session's record, if it is shared (in the
     /// background: the session works from this replica's state meanwhile,
     /// and a failed write is retried whole once Redis answers).
-    fn changed(&self) {
+    fn write(&self, fields: Vec<(String, String)>) {
         let Some(link) = self.shared.clone() else { return };
-        let fields = self.mutable().fields();
-        crate::spawn(async move {
-            match link.sessions.update(&link.id, &fields).await {
-                Ok(Refresh::Kept | Refresh::Ended) => {}
-                Ok(Refresh::Missing) | Err(_) => link.mark_stale(),
-            }
-        });
+        crate::spawn(async move { link.settle(link.sessions.update(&link.id, &fields).await) });
+    }
+
+    /// Removes `fields` from the session's record, if it is shared (as
+    /// [`Self::write`] does).
+    fn forget(&self, fields: Vec<String>) {
+        let Some(link) = self.shared.clone() else { return };
+        crate::spawn(async move { link.settle(link.sessions.remove(&link.id, &fields).await) });
     }
 
     /// This state, whose requests may wait for upstreams still starting
@@ -259,7 +272,7 @@ impl GatewaySession {
     pub fn subscribe(&self, uri: &str) -> bool {
         let new = self.subscriptions.lock().insert(uri.to_owned());
         if new {
-            self.changed();
+            self.write(vec![(record::subscription_field(uri), "1".to_owned())]);
         }
         new
     }
@@ -268,9 +281,74 @@ impl GatewaySession {
     pub fn unsubscribe(&self, uri: &str) -> bool {
         let existed = self.subscriptions.lock().remove(uri);
         if existed {
-            self.changed();
+            self.forget(vec![record::subscription_field(uri)]);
         }
         existed
+    }
+
+    /// Whether the session may subscribe to `uris` besides what it holds,
+    /// and hold at most `max` subscriptions; the refusal otherwise (a URI
+    /// over [`MAX_SUBSCRIBED_URI`] bytes is refused too). Requests checked
+    /// at once may together pass `max` by as many as run at once.
+    pub fn admit_subscriptions<'u>(
+        &self,
+        uris: impl IntoIterator<Item = &'u str>,
+        max: usize,
+    ) -> Result<(), ErrorObject> {
+        let held = self.subscriptions.lock();
+        let mut more = 0;
+        for uri in uris {
+            if uri.len() > MAX_SUBSCRIBED_URI {
+                return Err(ErrorObject::invalid_params(format!(
+                    "A resource URI to subscribe to may be at most {MAX_SUBSCRIBED_URI} bytes long"
+                )));
+            }
+            more += usize::from(!held.contains(uri));
+        }
+        if held.len() + more > max {
+            return Err(ErrorObject::new(
+                codes::LIMIT_EXCEEDED,
+                format!(
+                    "Too many resource subscriptions: a session may hold at most {max}; unsubscribe from some first"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Remembers that upstream `upstream` created task `id` for this
+    /// session (and in its record, if it is shared, for the replicas that
+    /// serve it later).
+    pub fn note_task(&self, id: &str, upstream: &Arc<str>) {
+        let forgotten = self.tasks.note(id, upstream);
+        if self.shared.is_some() {
+            self.write(vec![(record::task_field(id), upstream.to_string())]);
+            if let Some(forgotten) = forgotten {
+                self.forget(vec![record::task_field(&forgotten)]);
+            }
+        }
+    }
+
+    /// For each of `ids`, the upstream holding that task if this session
+    /// created it: what this replica knows, else (a shared session) what
+    /// its record says another replica noted.
+    pub async fn task_owners(&self, ids: &[&str]) -> Result<Vec<Option<Arc<str>>>, Unavailable> {
+        let mut owners: Vec<Option<Arc<str>>> = ids.iter().map(|id| self.tasks.owner(id)).collect();
+        let Some(link) = &self.shared else { return Ok(owners) };
+        let unknown: Vec<usize> = (0..ids.len()).filter(|&i| owners[i].is_none()).collect();
+        if unknown.is_empty() {
+            return Ok(owners);
+        }
+        let fields: Vec<String> = unknown.iter().map(|&i| record::task_field(ids[i])).collect();
+        let found = link.sessions.fields(&link.id, &fields).await?;
+        for (&i, upstream) in unknown.iter().zip(found) {
+            if let Some(upstream) = upstream {
+                let upstream: Arc<str> = Arc::from(upstream);
+                self.tasks.note(ids[i], &upstream);
+                owners[i] = Some(upstream);
+            }
+        }
+        Ok(owners)
     }
 
     /// Whether the session subscribed to `uri`.
@@ -290,8 +368,9 @@ impl GatewaySession {
 
     /// Puts a concern configuration in effect; returns the one it replaces.
     pub fn set_concerns(&self, configured: Option<Configured>) -> Option<Configured> {
+        let values = configured.as_ref().map(|c| c.values().clone());
         let old = std::mem::replace(&mut *self.concerns.write(), configured);
-        self.changed();
+        self.write(vec![record::concerns_field(values.as_ref())]);
         old
     }
 
@@ -303,8 +382,8 @@ impl GatewaySession {
 
     /// Remembers the client's logging level.
     pub fn set_log_level(&self, level: Value) {
+        self.write(vec![record::log_field(Some(&level))]);
         *self.log_level.lock() = Some(level);
-        self.changed();
     }
 
     /// The client's logging level, if it set one.

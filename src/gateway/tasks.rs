@@ -15,10 +15,16 @@
 //!   declares (the control connection declares it too, so tools that need
 //!   it are listed).
 //!
-//! Without a session (2026-07-28 requests) there is nowhere to remember a
-//! task: its `tasks/*` requests reach the upstream only when there is one.
+//! A task is its creator's alone: a session's tasks are remembered in the
+//! session (and its shared record), a sessionless (2026-07-28) client's in
+//! the gateway's grant store under its client's scope. `tasks/get`,
+//! `tasks/result` and `tasks/cancel` of any other id, another client's
+//! included, get the same "Unknown task" as a made-up one, and `tasks/list`
+//! lists only the client's own: on a `shared` upstream every client's
+//! tasks live in one upstream session, which cannot tell them apart.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
@@ -26,6 +32,7 @@ use serde_json::{Map, Value, json};
 use super::layer::Forwarding;
 use super::lists::{Crawled, ListKind, crawl_all};
 use super::upstreams::UpstreamHandle;
+use crate::grants::Unavailable;
 use crate::jsonrpc::{ErrorObject, Outcome};
 
 /// `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/list`.
@@ -35,28 +42,35 @@ pub const CANCEL: &str = "tasks/cancel";
 pub const LIST: &str = "tasks/list";
 
 /// Most tasks a session remembers (the oldest are forgotten first).
-const REMEMBERED: usize = 1024;
+const REMEMBERED: usize = crate::grants::MAX_TASKS;
 
-/// The tasks one session's upstreams created for it: task id → upstream.
+/// The tasks one session's upstreams created for it: task id → the name of
+/// the upstream that holds it.
 #[derive(Default)]
-pub struct SessionTasks(Mutex<VecDeque<(String, usize)>>);
+pub struct SessionTasks(Mutex<VecDeque<(String, Arc<str>)>>);
 
 impl SessionTasks {
-    /// Remembers that upstream `index` holds task `id`.
-    pub fn note(&self, id: &str, index: usize) {
+    /// Remembers that upstream `upstream` holds task `id`; returns the task
+    /// forgotten to make room, if one was.
+    pub fn note(&self, id: &str, upstream: &Arc<str>) -> Option<String> {
         let mut tasks = self.0.lock();
         if tasks.iter().any(|(t, _)| t == id) {
-            return;
+            return None;
         }
-        if tasks.len() == REMEMBERED {
-            tasks.pop_front();
-        }
-        tasks.push_back((id.to_owned(), index));
+        let forgotten = (tasks.len() == REMEMBERED).then(|| tasks.pop_front()).flatten().map(|(t, _)| t);
+        tasks.push_back((id.to_owned(), upstream.clone()));
+        forgotten
     }
 
-    /// The upstream that holds task `id`.
-    pub fn owner(&self, id: &str) -> Option<usize> {
-        self.0.lock().iter().find(|(t, _)| t == id).map(|(_, i)| *i)
+    /// Every task remembered, with its upstream's name (a shared session's
+    /// record, written back whole).
+    pub fn known(&self) -> Vec<(String, String)> {
+        self.0.lock().iter().map(|(t, u)| (t.clone(), u.to_string())).collect()
+    }
+
+    /// The upstream that holds task `id`, if this session created it.
+    pub fn owner(&self, id: &str) -> Option<Arc<str>> {
+        self.0.lock().iter().find(|(t, _)| t == id).map(|(_, u)| u.clone())
     }
 }
 
@@ -93,10 +107,10 @@ pub fn capability<'a>(upstreams: impl Iterator<Item = &'a UpstreamHandle>) -> Op
     any.then_some(Value::Object(declared))
 }
 
-/// Serves a task method for `cx`'s session: to the task's upstream, or the
-/// merged `tasks/list`.
+/// Serves a task method for `cx`'s client: a task it created goes to the
+/// upstream holding it; any other id (another client's, or made up) is
+/// unknown, with the same answer; `tasks/list` lists its own tasks only.
 pub async fn serve(cx: Forwarding<'_>, method: &str, params: Option<Value>) -> Outcome {
-    let forwarder = cx.gateway.forwarder();
     if method == LIST {
         return list(cx, params).await;
     }
@@ -104,50 +118,77 @@ pub async fn serve(cx: Forwarding<'_>, method: &str, params: Option<Value>) -> O
     let Some(id) = id else {
         return Outcome::error(ErrorObject::invalid_params(format!("{method} needs a string \"taskId\"")));
     };
-    let owner = cx.session.state.tasks.owner(id).or_else(|| {
-        // Not one toolgate saw created (a sessionless client's): the one
-        // upstream with tasks, if there is exactly one.
-        let mut with_tasks = owners(cx);
-        match (with_tasks.next(), with_tasks.next()) {
-            (Some(only), None) => Some(only),
-            _ => None,
-        }
-    });
-    match owner {
-        Some(index) => forwarder.forward(cx, index, method, params).await,
+    let owner = match owners(cx, &[id]).await {
+        Ok(mut owners) => owners.pop().flatten(),
+        Err(e) => return Outcome::error(e.to_error()),
+    };
+    match owner.and_then(|name| index_of(cx, &name)) {
+        Some(index) => cx.gateway.forwarder().forward(cx, index, method, params).await,
         None => {
             Outcome::error(ErrorObject::invalid_params(format!("Unknown task: {id}")).with_data(json!({"taskId": id})))
         }
     }
 }
 
-/// The upstreams `cx`'s client may use that declare tasks.
-fn owners<'a>(cx: Forwarding<'a>) -> impl Iterator<Item = usize> + 'a {
-    let upstreams = cx.gateway.upstreams();
-    let indices: Vec<usize> = upstreams
-        .iter()
-        .filter(|u| !u.is_retired() && cx.session.state.uses(u.index) && u.has("tasks"))
-        .map(|u| u.index)
-        .collect();
-    indices.into_iter()
+/// Remembers that upstream `index` created task `id` for `cx`'s client:
+/// in its session, or (sessionless) in the gateway's store under its
+/// client's scope.
+pub async fn note(cx: Forwarding<'_>, id: &str, index: usize) {
+    let Some(up) = cx.gateway.upstreams().get(index).cloned() else { return };
+    match cx.session.state.grants.scope() {
+        Some((store, scope)) => {
+            if let Err(e) = store.note_task(scope, id, &up.config.name).await {
+                tracing::warn!(error = %e, "a task could not be recorded; its client cannot poll it");
+            }
+        }
+        None => cx.session.state.note_task(id, &Arc::from(up.config.name.as_str())),
+    }
 }
 
-/// `tasks/list`: every task the session's upstreams list (each page
-/// followed), served as one page.
+/// For each of `ids`, the upstream where `cx`'s client created that task,
+/// if it did: its session's own, or its scope's in the gateway's store.
+async fn owners(cx: Forwarding<'_>, ids: &[&str]) -> Result<Vec<Option<Arc<str>>>, Unavailable> {
+    match cx.session.state.grants.scope() {
+        Some((store, scope)) => store.task_upstreams(scope, ids).await,
+        None => cx.session.state.task_owners(ids).await,
+    }
+}
+
+/// The live slot of the upstream named `name`, if the client may use it.
+fn index_of(cx: Forwarding<'_>, name: &str) -> Option<usize> {
+    cx.gateway
+        .upstreams()
+        .iter()
+        .find(|u| !u.is_retired() && *u.config.name == *name)
+        .map(|u| u.index)
+        .filter(|&i| cx.session.state.uses(i))
+}
+
+/// `tasks/list`: the tasks the client's upstreams list (each page
+/// followed) that this client created, served as one page.
 async fn list(cx: Forwarding<'_>, params: Option<Value>) -> Outcome {
     if params.as_ref().and_then(|p| p.get("cursor")).is_some_and(|c| !c.is_null()) {
         return Outcome::error(ErrorObject::invalid_params("tasks/list is served as one page: no cursor"));
     }
     let upstreams = cx.gateway.upstreams();
     let pages: Vec<Crawled> = crawl_all(&upstreams, cx.session, ListKind::Tasks).await;
-    let mut tasks = Vec::new();
-    for Crawled { upstream, items } in pages {
-        for task in items {
-            if let Some(id) = task.get("taskId").and_then(Value::as_str) {
-                cx.session.state.tasks.note(id, upstream);
-            }
-            tasks.push(task);
-        }
-    }
+    let listed: Vec<(usize, Value)> = pages
+        .into_iter()
+        .flat_map(|Crawled { upstream, items }| items.into_iter().map(move |t| (upstream, t)))
+        .collect();
+    let ids: Vec<&str> =
+        listed.iter().map(|(_, task)| task.get("taskId").and_then(Value::as_str).unwrap_or_default()).collect();
+    let owners = match owners(cx, &ids).await {
+        Ok(owners) => owners,
+        Err(e) => return Outcome::error(e.to_error()),
+    };
+    let tasks: Vec<Value> = listed
+        .iter()
+        .zip(owners)
+        .filter(|((upstream, _), owner)| {
+            owner.as_deref().is_some_and(|name| upstreams.get(*upstream).is_some_and(|u| *u.config.name == *name))
+        })
+        .map(|((_, task), _)| task.clone())
+        .collect();
     Outcome::Result(json!({"tasks": tasks}))
 }

@@ -63,10 +63,9 @@ impl Views {
     /// its concern configuration filters out (they stay callable: see
     /// [`crate::concerns`]).
     pub(crate) fn listing_for(&self, session: &GwSession) -> Arc<CatalogView> {
-        let view = self.catalog_for(session);
         match session.state.concerns() {
-            Some(configured) => self.catalogs.listing(&view, configured.filter()),
-            None => view,
+            Some(configured) => self.catalogs.listing_for(&self.upstreams(), session, configured.filter()),
+            None => self.catalog_for(session),
         }
     }
 

@@ -1,4 +1,5 @@
-//! The in-memory grant store: one process's grants, bounded in number.
+//! The in-memory grant store: one process's grants, and which client
+//! created which task, bounded in number.
 //!
 //! moka holds the entries and bounds them ([`CAPACITY`], least-used evicted
 //! first; an evicted grant only means that client fetches the description
@@ -6,6 +7,7 @@
 //! what decides whether it still allows; moka's time-to-live only frees
 //! expired entries nobody asks about again.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -27,6 +29,9 @@ pub struct MemoryStore {
     ttl: Duration,
     /// foldhash: looked up on every call of a progressive tool.
     grants: moka::sync::Cache<(Scope, Box<str>), Grant, foldhash::fast::RandomState>,
+    /// The tasks sessionless clients created: (scope, task id) → the
+    /// upstream that holds it, and until when the record lasts.
+    tasks: moka::sync::Cache<(Scope, Box<str>), (Arc<str>, Instant)>,
 }
 
 impl MemoryStore {
@@ -41,7 +46,8 @@ impl MemoryStore {
             .max_capacity(capacity)
             .time_to_live(ttl)
             .build_with_hasher(foldhash::fast::RandomState::default());
-        Self { ttl, grants }
+        let tasks = moka::sync::Cache::builder().max_capacity(capacity).time_to_live(ttl).build();
+        Self { ttl, grants, tasks }
     }
 
     /// Whether `scope` holds a live grant for this definition of `tool`; if
@@ -68,6 +74,26 @@ impl MemoryStore {
         for (tool, fingerprint) in tools {
             self.grants.insert((scope.clone(), Box::from(tool.as_str())), Grant { fingerprint: *fingerprint, expires });
         }
+    }
+
+    /// Records that `scope` created task `id` at `upstream`.
+    pub fn note_task(&self, scope: &Scope, id: &str, upstream: &str) {
+        let expires = Instant::now() + self.ttl;
+        self.tasks.insert((scope.clone(), Box::from(id)), (Arc::from(upstream), expires));
+    }
+
+    /// The upstream where `scope` created task `id`, if it did (and its
+    /// record has not expired); a use starts its time over.
+    pub fn task_upstream(&self, scope: &Scope, id: &str) -> Option<Arc<str>> {
+        let key = (scope.clone(), Box::from(id));
+        let (upstream, expires) = self.tasks.get(&key)?;
+        let now = Instant::now();
+        if expires <= now {
+            self.tasks.invalidate(&key);
+            return None;
+        }
+        self.tasks.insert(key, (upstream.clone(), now + self.ttl));
+        Some(upstream)
     }
 
     /// How many grants are held (some perhaps expired), for tests.

@@ -1,6 +1,9 @@
 //! The Redis grant store (`[state] redis_url`): grants that every replica
 //! pointed at the same Redis (and key prefix) honours.
 //!
+//! The tasks a scope created are one hash, `<prefix>tasks:<scope>` (task id
+//! → upstream), whose time to live starts over with each task.
+//!
 //! One key per grant, `<prefix><scope>:<tool>` (the tool name
 //! percent-encoded), holding the definition's fingerprint, with the grant's
 //! time to live set in Redis (`SET … PX`): Redis forgets expired grants by
@@ -23,7 +26,21 @@ pub struct RedisStore {
     connection: Arc<Connection>,
     prefix: String,
     ttl_ms: u64,
+    note_task: redis::Script,
 }
+
+/// Records a task in a scope's task hash, within a bound.
+///
+/// KEYS: the hash. ARGV: the TTL in ms, the most fields, the task id, the
+/// upstream. Answers 1 (recorded) or 0 (full).
+const NOTE_TASK: &str = r"
+if redis.call('HEXISTS', KEYS[1], ARGV[3]) == 0 and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[2]) then
+  return 0
+end
+redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1
+";
 
 impl RedisStore {
     /// A store on `connection` (nothing connects until the first request
@@ -34,6 +51,7 @@ impl RedisStore {
             prefix: prefix.to_owned(),
             // Redis refuses `PX 0`; validation refuses a zero TTL anyway.
             ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1),
+            note_task: redis::Script::new(NOTE_TASK),
         }
     }
 
@@ -61,6 +79,31 @@ impl RedisStore {
         // A grant for an older definition is refreshed too, which is harmless:
         // it allows nothing, and a fetch of the current one overwrites it.
         Ok(held.is_some_and(|f| f.parse() == Ok(fingerprint)))
+    }
+
+    /// The key of the tasks `scope` created: one hash, task id → upstream.
+    fn tasks_key(&self, scope: &Scope) -> String {
+        format!("{}tasks:{}", self.prefix, scope.as_str())
+    }
+
+    /// Records that `scope` created task `id` at `upstream`: one field of
+    /// the scope's task hash, whose time starts over. A scope holding
+    /// [`super::MAX_TASKS`] tasks records no more until some expire with
+    /// the hash.
+    pub async fn note_task(&self, scope: &Scope, id: &str, upstream: &str) -> Result<(), Unavailable> {
+        let mut invocation = self.note_task.key(self.tasks_key(scope));
+        invocation.arg(self.ttl_ms).arg(super::MAX_TASKS).arg(id).arg(upstream);
+        self.connection.query::<i64>(invocation).await.map(drop)
+    }
+
+    /// The upstreams holding the tasks `ids` of `scope`, where it created them.
+    pub async fn task_upstreams(&self, scope: &Scope, ids: &[&str]) -> Result<Vec<Option<String>>, Unavailable> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut cmd = redis::cmd("HMGET");
+        cmd.arg(self.tasks_key(scope)).arg(ids);
+        self.connection.query(cmd).await
     }
 
     /// Grants `scope` these definitions, each for the TTL from now.

@@ -8,7 +8,7 @@
 //! in time, the request that needed it fails with [`Unavailable`] rather
 //! than waiting.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use redis::IntoConnectionInfo as _;
@@ -61,8 +61,6 @@ pub struct Connection {
     errors: std::sync::OnceLock<prometheus_client::metrics::counter::Counter>,
     /// Whether the last command failed.
     failing: AtomicBool,
-    /// How many commands failed so far.
-    failures: AtomicU64,
     /// Made on first use (in the runtime, and without failing start-up
     /// when Redis is not up yet).
     manager: OnceCell<ConnectionManager>,
@@ -106,13 +104,7 @@ impl Connection {
             }
             None => redis::Client::open(info)?,
         };
-        Ok(Self {
-            client,
-            manager: OnceCell::new(),
-            errors: Default::default(),
-            failing: AtomicBool::new(false),
-            failures: AtomicU64::new(0),
-        })
+        Ok(Self { client, manager: OnceCell::new(), errors: Default::default(), failing: AtomicBool::new(false) })
     }
 
     /// Counts every failed command in `errors` (set once).
@@ -144,15 +136,25 @@ impl Connection {
     pub async fn query<T: redis::FromRedisValue + Send>(&self, command: impl Query) -> Result<T, Unavailable> {
         let run = async {
             let mut connection = self.manager().await?;
-            command.run(&mut connection).await.map_err(|e| Unavailable::from(&e))
+            Ok(command.run(&mut connection).await)
         };
         let result = match tokio::time::timeout(STORE_TIMEOUT, run).await {
-            Ok(result) => result,
+            Ok(Ok(Ok(value))) => Ok(value),
+            // Redis answered, about a key that does not hold what the
+            // command expects: the command fails, but the store is up, so
+            // nothing counts it as an outage (a client could otherwise make
+            // one by naming such a key).
+            Ok(Ok(Err(e))) if is_shape_error(&e) => {
+                self.failing.store(false, Ordering::Relaxed);
+                tracing::debug!(error = %e, "the shared state store refused a command about a key of another type");
+                return Err(Unavailable::from(&e));
+            }
+            Ok(Ok(Err(e))) => Err(Unavailable::from(&e)),
+            Ok(Err(unavailable)) => Err(unavailable),
             Err(_) => Err(Unavailable::new(format!("Redis did not answer within {STORE_TIMEOUT:?}"))),
         };
         self.failing.store(result.is_err(), Ordering::Relaxed);
         if let Err(e) = &result {
-            self.failures.fetch_add(1, Ordering::Relaxed);
             if let Some(errors) = self.errors.get() {
                 errors.inc();
             }
@@ -165,11 +167,6 @@ impl Connection {
     /// replica knows).
     pub fn is_failing(&self) -> bool {
         self.failing.load(Ordering::Relaxed)
-    }
-
-    /// How many commands have failed so far.
-    pub fn failures(&self) -> u64 {
-        self.failures.load(Ordering::Relaxed)
     }
 
     /// Whether Redis answers (`PING`).
@@ -185,6 +182,13 @@ impl Connection {
             Err(_) => Err(Unavailable::new("Redis did not accept a subscriber connection in time")),
         }
     }
+}
+
+/// Whether Redis refused a command because a key holds another type than
+/// the command expects (`WRONGTYPE`), or answered with a value of another
+/// shape than the caller reads.
+fn is_shape_error(e: &redis::RedisError) -> bool {
+    e.code() == Some("WRONGTYPE") || e.kind() == redis::ErrorKind::UnexpectedReturnType
 }
 
 /// Something [`Connection::query`] runs: a command, a pipeline, a script.

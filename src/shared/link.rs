@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use super::connection::Unavailable;
 use super::record::Record;
-use super::sessions::SharedSessions;
+use super::sessions::{Refresh, SharedSessions};
 
 /// How often, at most, one replica starts a session's time over in Redis.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(1);
@@ -44,6 +45,7 @@ impl SessionLink {
     /// just written or read.
     pub fn new(sessions: Arc<SharedSessions>, id: Arc<str>, mut base: Record) -> Self {
         base.grants.clear();
+        base.tasks.clear();
         base.state = Default::default();
         Self { sessions, id, base, refreshed: AtomicU64::new(now_ms()), stale: AtomicBool::new(false) }
     }
@@ -72,6 +74,16 @@ impl SessionLink {
     /// Marks the record for writing back whole.
     pub fn mark_stale(&self) {
         self.stale.store(true, Ordering::Relaxed);
+    }
+
+    /// What a write of part of the record found: a record found missing
+    /// (expired, or lost with Redis's data), or a write that failed, is
+    /// written back whole once Redis answers.
+    pub fn settle(&self, written: Result<Refresh, Unavailable>) {
+        match written {
+            Ok(Refresh::Kept | Refresh::Ended) => {}
+            Ok(Refresh::Missing) | Err(_) => self.mark_stale(),
+        }
     }
 
     /// Whether the record needs writing back; clears the mark.

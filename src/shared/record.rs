@@ -8,8 +8,15 @@
 //! | `caps`, `info` | the client's `capabilities` and `clientInfo` (JSON) |
 //! | `log` | the level of its last `logging/setLevel` (JSON, `null` if none) |
 //! | `concerns` | its concern values (JSON object, `null` if none) |
-//! | `subs` | the resource URIs it subscribed to (JSON array) |
+//! | `s:<uri>` | a resource URI it subscribed to (value `1`) |
 //! | `g:<tool>` | a description grant: the fingerprint of the definition fetched |
+//! | `t:<task id>` | a task an upstream created for it: that upstream's name |
+//!
+//! A subscription, a grant, the log level and the concerns are each their
+//! own field, so that a change writes that field alone (one subscription
+//! more costs one short write, however many the session holds). Records
+//! written before subscriptions had fields of their own hold them as a JSON
+//! array in `subs`; they are read as well.
 //!
 //! One hash per session, so that one `PEXPIRE` keeps everything alive, one
 //! `DEL` ends it, and adoption is one `HGETALL`. Nothing in it is secret:
@@ -24,13 +31,18 @@ use serde_json::Value;
 const LAYOUT: &str = "1";
 /// The prefix of grant fields.
 pub const GRANT: &str = "g:";
+/// The prefix of subscription fields.
+pub const SUBSCRIPTION: &str = "s:";
+/// The prefix of task fields.
+pub const TASK: &str = "t:";
 
 /// The fields of the parts of a session that change while it lives.
 pub const LOG: &str = "log";
 /// See [`LOG`].
 pub const CONCERNS: &str = "concerns";
-/// See [`LOG`].
-pub const SUBSCRIPTIONS: &str = "subs";
+/// Where records of an earlier layout held every subscription, as one
+/// JSON array (read, never written).
+const OLD_SUBSCRIPTIONS: &str = "subs";
 
 /// One shared session.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -47,6 +59,8 @@ pub struct Record {
     pub state: Mutable,
     /// Description grants: tool name → definition fingerprint.
     pub grants: HashMap<String, u64>,
+    /// Tasks its upstreams created for it: task id → upstream name.
+    pub tasks: Vec<(String, String)>,
 }
 
 /// The parts of a session that change while it lives.
@@ -63,19 +77,34 @@ pub struct Mutable {
 impl Mutable {
     /// Its fields, as written.
     pub fn fields(&self) -> Vec<(String, String)> {
-        let json = |v: Value| v.to_string();
-        vec![
-            (LOG.into(), json(self.log_level.clone().unwrap_or(Value::Null))),
-            (
-                CONCERNS.into(),
-                self.concerns.as_ref().map_or_else(
-                    || "null".into(),
-                    |c| json(Value::from_iter(c.iter().map(|(k, v)| (k.clone(), Value::from(v.as_str()))))),
-                ),
-            ),
-            (SUBSCRIPTIONS.into(), json(Value::from(self.subscriptions.clone()))),
-        ]
+        let mut fields = vec![log_field(self.log_level.as_ref()), concerns_field(self.concerns.as_ref())];
+        fields.extend(self.subscriptions.iter().map(|uri| (subscription_field(uri), "1".to_owned())));
+        fields
     }
+}
+
+/// The field of a log level.
+pub fn log_field(level: Option<&Value>) -> (String, String) {
+    (LOG.into(), level.unwrap_or(&Value::Null).to_string())
+}
+
+/// The field of concern values.
+pub fn concerns_field(concerns: Option<&IndexMap<String, String>>) -> (String, String) {
+    let value = concerns.map_or_else(
+        || "null".into(),
+        |c| Value::from_iter(c.iter().map(|(k, v)| (k.clone(), Value::from(v.as_str())))).to_string(),
+    );
+    (CONCERNS.into(), value)
+}
+
+/// The field of task `id`.
+pub fn task_field(id: &str) -> String {
+    format!("{TASK}{id}")
+}
+
+/// The field of a subscription to `uri`.
+pub fn subscription_field(uri: &str) -> String {
+    format!("{SUBSCRIPTION}{uri}")
 }
 
 impl Record {
@@ -90,6 +119,7 @@ impl Record {
         ];
         fields.extend(self.state.fields());
         fields.extend(self.grants.iter().map(|(tool, fingerprint)| (grant_field(tool), fingerprint.to_string())));
+        fields.extend(self.tasks.iter().map(|(id, upstream)| (task_field(id), upstream.clone())));
         fields
     }
 
@@ -109,12 +139,18 @@ impl Record {
             }
             _ => None,
         });
-        let subscriptions = match json(SUBSCRIPTIONS) {
+        let mut subscriptions: Vec<String> = match json(OLD_SUBSCRIPTIONS) {
             Some(Value::Array(items)) => items.into_iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
             _ => Vec::new(),
         };
+        subscriptions.extend(fields.keys().filter_map(|k| k.strip_prefix(SUBSCRIPTION)).map(str::to_owned));
+        subscriptions.sort();
+        subscriptions.dedup();
         let grants =
             fields.iter().filter_map(|(k, v)| Some((k.strip_prefix(GRANT)?.to_owned(), v.parse().ok()?))).collect();
+        let mut tasks: Vec<(String, String)> =
+            fields.iter().filter_map(|(k, v)| Some((k.strip_prefix(TASK)?.to_owned(), v.clone()))).collect();
+        tasks.sort();
         Some(Self {
             caller: fields.get("caller")?.clone(),
             version: fields.get("version")?.clone(),
@@ -122,6 +158,7 @@ impl Record {
             client_info: json("info").unwrap_or(Value::Null),
             state: Mutable { log_level: json(LOG).filter(|v| !v.is_null()), concerns, subscriptions },
             grants,
+            tasks,
         })
     }
 }

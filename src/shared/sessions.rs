@@ -8,6 +8,11 @@
 //! - `<prefix>gone:<id>`: a tombstone a `DELETE` leaves for one idle
 //!   timeout, so that no replica writes an ended session back.
 //!
+//! Session ids are 32 lowercase hexadecimal digits, and an id of any other
+//! form is refused before a key is made of it
+//! ([`SessionStore::is_issued_form`](crate::server::SessionStore::is_issued_form)):
+//! so no id names a tombstone, or any key but a record's.
+//!
 //! Every write goes through one Lua script, so that a write never revives an
 //! ended session and an update never creates half a record: it answers
 //! whether the session was ended (the tombstone), is missing (expired, or
@@ -29,18 +34,34 @@ use super::connection::{Connection, Unavailable};
 use super::exchange::{ExchangeError, Exchanges, Waiting};
 use super::record::{self, Record};
 
-/// Writes fields of a session's record, unless the session ended.
+/// Writes fields of a session's record, or removes some, unless the
+/// session ended.
 ///
-/// KEYS: the record, its tombstone. ARGV: the TTL in ms, `1` to write the
-/// whole record (create, write back) or `0` to update one that exists, then
-/// field, value, ….
+/// KEYS: the record, its tombstone. ARGV: the TTL in ms, then `1` to write
+/// the whole record (create, write back), `0` to update one that exists or
+/// `d` to remove fields of one that exists, then the fields (field, value,
+/// … to write; field, … to remove).
 /// Answers -1 (ended), 0 (missing: nothing written), 1 (written; TTL set).
 const WRITE: &str = r"
 if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
-if ARGV[2] == '0' and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if #ARGV > 2 then redis.call('HSET', KEYS[1], unpack(ARGV, 3)) end
+if ARGV[2] ~= '1' and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if #ARGV > 2 then
+  if ARGV[2] == 'd' then redis.call('HDEL', KEYS[1], unpack(ARGV, 3))
+  else redis.call('HSET', KEYS[1], unpack(ARGV, 3)) end
+end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1
+";
+
+/// Reads a session's record: its fields, or none when the key holds no
+/// hash. Ids are checked before they get here, so no key of another type
+/// should ever be named; should one be, it reads as no record, never as an
+/// error of the store.
+///
+/// KEYS: the record.
+const LOAD: &str = r"
+if redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return {} end
+return redis.call('HGETALL', KEYS[1])
 ";
 
 /// What a write or refresh found.
@@ -54,6 +75,22 @@ pub enum Refresh {
     Ended,
 }
 
+/// What [`WRITE`] does with the fields it is given.
+#[derive(Clone, Copy)]
+enum Write {
+    /// Writes them, creating the record if it is missing.
+    Whole,
+    /// Writes them into the record, if it is there.
+    Update,
+    /// Removes them from the record, if it is there.
+    Remove,
+}
+
+/// Field, value, field, value, …: the arguments of a write.
+fn pairs(fields: &[(String, String)]) -> Vec<&str> {
+    fields.iter().flat_map(|(field, value)| [field.as_str(), value.as_str()]).collect()
+}
+
 /// The shared sessions of one replica.
 pub struct SharedSessions {
     connection: Arc<Connection>,
@@ -62,6 +99,7 @@ pub struct SharedSessions {
     /// This replica's id: its channel, and the tag of its requests to clients.
     replica: Arc<str>,
     write: redis::Script,
+    load: redis::Script,
     /// This replica's exchanges waiting for replies from others.
     exchanges: Arc<Exchanges>,
 }
@@ -76,6 +114,7 @@ impl SharedSessions {
             ttl_ms: u64::try_from(idle.as_millis()).unwrap_or(u64::MAX).max(1),
             replica,
             write: redis::Script::new(WRITE),
+            load: redis::Script::new(LOAD),
             exchanges: Arc::new(Exchanges::default()),
         }
     }
@@ -109,11 +148,16 @@ impl SharedSessions {
         format!("{}replica:{replica}", self.prefix)
     }
 
-    async fn write(&self, id: &str, whole: bool, fields: &[(String, String)]) -> Result<Refresh, Unavailable> {
+    async fn write(&self, id: &str, mode: Write, args: &[&str]) -> Result<Refresh, Unavailable> {
         let mut invocation = self.write.key(self.key(id));
-        invocation.key(self.tombstone(id)).arg(self.ttl_ms).arg(if whole { "1" } else { "0" });
-        for (field, value) in fields {
-            invocation.arg(field).arg(value);
+        let mode = match mode {
+            Write::Whole => "1",
+            Write::Update => "0",
+            Write::Remove => "d",
+        };
+        invocation.key(self.tombstone(id)).arg(self.ttl_ms).arg(mode);
+        for arg in args {
+            invocation.arg(*arg);
         }
         let answer: i64 = self.connection.query(invocation).await?;
         Ok(match answer {
@@ -126,24 +170,28 @@ impl SharedSessions {
     /// Records a new session, or writes a live one back whole (fields are
     /// added to what is there: grants another replica recorded stay).
     pub async fn put(&self, id: &str, record: &Record) -> Result<Refresh, Unavailable> {
-        self.write(id, true, &record.fields()).await
+        self.write(id, Write::Whole, &pairs(&record.fields())).await
     }
 
     /// Updates fields of a session's record, if it is there.
     pub async fn update(&self, id: &str, fields: &[(String, String)]) -> Result<Refresh, Unavailable> {
-        self.write(id, false, fields).await
+        self.write(id, Write::Update, &pairs(fields)).await
+    }
+
+    /// Removes fields of a session's record, if it is there.
+    pub async fn remove(&self, id: &str, fields: &[String]) -> Result<Refresh, Unavailable> {
+        let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+        self.write(id, Write::Remove, &fields).await
     }
 
     /// Starts the time of a session's record over, if it is there.
     pub async fn refresh(&self, id: &str) -> Result<Refresh, Unavailable> {
-        self.write(id, false, &[]).await
+        self.write(id, Write::Update, &[]).await
     }
 
     /// The record of session `id`, if there is one.
     pub async fn load(&self, id: &str) -> Result<Option<Record>, Unavailable> {
-        let mut cmd = redis::cmd("HGETALL");
-        cmd.arg(self.key(id));
-        let fields: HashMap<String, String> = self.connection.query(cmd).await?;
+        let fields: HashMap<String, String> = self.connection.query(self.load.key(self.key(id))).await?;
         Ok(Record::from_fields(fields))
     }
 
@@ -153,6 +201,17 @@ impl SharedSessions {
         cmd.arg(self.key(id)).arg(record::grant_field(tool));
         let held: Option<String> = self.connection.query(cmd).await?;
         Ok(held.and_then(|f| f.parse().ok()))
+    }
+
+    /// The values of `fields` of session `id`'s record (each `None` where
+    /// the field, or the record, is missing).
+    pub async fn fields(&self, id: &str, fields: &[String]) -> Result<Vec<Option<String>>, Unavailable> {
+        if fields.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut cmd = redis::cmd("HMGET");
+        cmd.arg(self.key(id)).arg(fields);
+        self.connection.query(cmd).await
     }
 
     /// Ends session `id` everywhere: its record goes, a tombstone stays for

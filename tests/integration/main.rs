@@ -34,6 +34,7 @@ mod outage;
 mod reload;
 mod replicas;
 mod search;
+mod second_review;
 mod security;
 mod security_review;
 mod sessions;

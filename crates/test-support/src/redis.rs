@@ -252,6 +252,36 @@ impl RedisServer {
         String::from_utf8_lossy(&answer).trim_end().to_owned()
     }
 
+    /// Runs one command in Redis's inline protocol whose answer is a bulk
+    /// string (`HGET key field`, `INFO stats`) and returns it; `None` for a
+    /// nil answer or any other kind.
+    pub fn bulk(&self, line: &str) -> Option<String> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to redis-server");
+        stream.set_read_timeout(Some(Duration::from_secs(5))).ok();
+        if !self.authenticate(&mut stream) {
+            return None;
+        }
+        stream.write_all(format!("{line}\r\n").as_bytes()).expect("write to redis-server");
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while stream.read(&mut byte).is_ok_and(|n| n == 1) && byte[0] != b'\n' {
+            head.push(byte[0]);
+        }
+        let len: usize = String::from_utf8_lossy(&head).trim_end().strip_prefix('$')?.parse().ok()?;
+        let mut value = vec![0u8; len];
+        stream.read_exact(&mut value).ok()?;
+        Some(String::from_utf8_lossy(&value).into_owned())
+    }
+
+    /// A field of `INFO` (`total_net_input_bytes`), as a number.
+    pub fn info_number(&self, field: &str) -> u64 {
+        let info = self.bulk("INFO").unwrap_or_default();
+        info.lines()
+            .find_map(|l| l.strip_prefix(field).and_then(|rest| rest.strip_prefix(':')))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     fn ping(&self) -> bool {
         let Ok(mut stream) =
             TcpStream::connect_timeout(&([127, 0, 0, 1], self.port).into(), Duration::from_millis(200))

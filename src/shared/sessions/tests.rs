@@ -32,6 +32,7 @@ fn record() -> Record {
             subscriptions: vec!["file:///a".into()],
         },
         grants: HashMap::from([("echo".to_owned(), 42)]),
+        tasks: vec![("task-1".into(), "fx".into())],
     }
 }
 
@@ -77,12 +78,42 @@ fn a_record_of_another_layout_or_missing_its_identity_is_none_and_a_malformed_pa
     fields.insert("subs".into(), "42".into());
     let read = Record::from_fields(fields.clone()).expect("a record");
     assert_eq!(read.state.log_level, None);
-    assert!(read.state.subscriptions.is_empty());
+    assert_eq!(read.state.subscriptions, record().state.subscriptions, "the subscription fields stand");
     assert_eq!(read.grants, record().grants);
+    assert_eq!(read.tasks, record().tasks);
 
     let mut other = fields.clone();
     other.insert("v".into(), "2".into());
     assert_eq!(Record::from_fields(other), None, "another layout");
     fields.remove("caller");
     assert_eq!(Record::from_fields(fields), None, "no identity, no adoption");
+}
+
+#[test]
+fn subscriptions_are_one_field_each_and_a_record_of_the_earlier_layout_reads_its_list() {
+    let fields: HashMap<String, String> = record().fields().into_iter().collect();
+    assert_eq!(fields.get("s:file:///a").map(String::as_str), Some("1"));
+    assert!(!fields.contains_key("subs"), "no list is written");
+    let mut earlier = fields.clone();
+    earlier.retain(|k, _| !k.starts_with("s:"));
+    earlier.insert("subs".into(), r#"["file:///b","file:///a"]"#.into());
+    let read = Record::from_fields(earlier).expect("a record");
+    assert_eq!(read.state.subscriptions, ["file:///a", "file:///b"]);
+}
+
+#[tokio::test]
+async fn one_subscription_is_one_field_written_and_removed_and_a_key_of_another_type_reads_as_no_record() {
+    let Some(server) = RedisServer::start() else { return };
+    let store = sessions(&server);
+    store.put("s3", &record()).await.unwrap();
+    let field = crate::shared::record::subscription_field("file:///c");
+    assert_eq!(store.update("s3", &[(field.clone(), "1".into())]).await.unwrap(), Refresh::Kept);
+    assert_eq!(server.command("HEXISTS toolgate:session:s3 s:file:///c"), ":1");
+    assert_eq!(store.remove("s3", &[field]).await.unwrap(), Refresh::Kept);
+    assert_eq!(server.command("HEXISTS toolgate:session:s3 s:file:///c"), ":0");
+    assert_eq!(store.load("s3").await.unwrap().unwrap().state.subscriptions, ["file:///a"]);
+    // A key that is no hash (a tombstone) is no record, and no outage.
+    store.end("s3").await.unwrap();
+    assert_eq!(store.load("gone:s3").await.unwrap(), None);
+    assert!(!store.connection().is_failing());
 }

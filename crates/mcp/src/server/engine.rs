@@ -268,8 +268,9 @@ impl<H: Handler> Engine<H> {
         if let Some(session) = self.live_session(id, caller) {
             return SessionRef::Live(session);
         }
-        // Ids toolgate issues are short; anything else is no session of its.
-        if id.is_empty() || id.len() > 128 {
+        // Only ids of the form this engine issues may name a session held
+        // elsewhere: anything else never reaches the shared store.
+        if !SessionStore::<H::State>::is_issued_form(id) {
             return SessionRef::Unknown;
         }
         let gate = self.adopting.lock().entry(Arc::from(id)).or_default().clone();
@@ -522,6 +523,9 @@ impl<H: Handler> Engine<H> {
         let params = request.params.unwrap_or_else(|| json!({}));
         if !params.is_object() {
             let e = ErrorObject::invalid_params("initialize params must be an object");
+            return answer(Response::error(Some(request.id), e));
+        }
+        if let Some(e) = limits::oversized_client_description(&params) {
             return answer(Response::error(Some(request.id), e));
         }
         let requested = params.get("protocolVersion").and_then(Value::as_str);

@@ -13,6 +13,42 @@ pub const DEFAULT_MAX_REQUESTS_PER_SESSION: usize = 64;
 /// Default most messages queued on one response stream.
 pub const DEFAULT_STREAM_BUFFER: usize = 256;
 
+/// Largest `clientInfo`, and largest `capabilities`, a client may describe
+/// itself with in `initialize`, as JSON: a session keeps both for its whole
+/// life (and a shared one in its record), so they are bounded well below
+/// the body size. Real clients send a few hundred bytes.
+pub const MAX_CLIENT_DESCRIPTION_BYTES: usize = 16 * 1024;
+
+/// The refusal of an `initialize` whose `field` (`clientInfo` or
+/// `capabilities`) is larger than [`MAX_CLIENT_DESCRIPTION_BYTES`], if it is.
+pub fn oversized_client_description(params: &serde_json::Value) -> Option<ErrorObject> {
+    ["clientInfo", "capabilities"].into_iter().find_map(|field| {
+        let value = params.get(field)?;
+        (!fits(value, MAX_CLIENT_DESCRIPTION_BYTES)).then(|| {
+            ErrorObject::invalid_params(format!(
+                "initialize params.{field} is larger than {MAX_CLIENT_DESCRIPTION_BYTES} bytes as JSON; send less"
+            ))
+        })
+    })
+}
+
+/// Whether `value` serializes to at most `limit` bytes (stops counting past it).
+fn fits(value: &serde_json::Value, limit: usize) -> bool {
+    struct Counter {
+        left: usize,
+    }
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.left = self.left.checked_sub(buf.len()).ok_or(std::io::ErrorKind::FileTooLarge)?;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(Counter { left: limit }, value).is_ok()
+}
+
 /// Per-server limits on sessions and the work they queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {

@@ -115,9 +115,18 @@ impl<S: Send + Sync + 'static> SessionStore<S> {
         (Self { cache, idle, limits, live, touched: OnceLock::new() }, rx)
     }
 
-    /// A fresh, unguessable session id (122 random bits, visible ASCII).
+    /// A fresh, unguessable session id (122 random bits, visible ASCII):
+    /// 32 lowercase hexadecimal digits, the only form [`Self::is_issued_form`]
+    /// accepts.
     pub fn new_id() -> Arc<str> {
         Arc::from(uuid::Uuid::new_v4().simple().to_string())
+    }
+
+    /// Whether `id` has the form of the ids [`Self::new_id`] issues. A
+    /// session id of any other form names no session, here or in a store
+    /// shared with other processes, so it is refused before either is asked.
+    pub fn is_issued_form(id: &str) -> bool {
+        id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
     }
 
     /// How long a session may stay idle.
