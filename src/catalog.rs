@@ -195,6 +195,8 @@ impl Catalog {
         if disclosure.may_search() {
             let name = disclosure.search_tool_name.as_str();
             reserved.push(naming::Reserved { name, what: "toolgate's search tool (disclosure.search_tool_name)" });
+            let name = disclosure.call_tool_name.as_str();
+            reserved.push(naming::Reserved { name, what: "toolgate's call tool (disclosure.call_tool_name)" });
         }
         let exposed = naming::assign(&candidates, &reserved, &mut problems);
 

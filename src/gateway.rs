@@ -564,13 +564,29 @@ impl Handler for Gateway {
         }
         let method = metrics::Method::of(&request.method);
         let note = RequestNote::default();
-        let resolved = Resolved::of(self, session, &request, &ctx).await;
+        // A call of the call tool is the call it routes, from here on.
+        let (request, routed) = match &self.search {
+            None => (request, false),
+            Some(search) => match search.route(session, request) {
+                search::Routed::Untouched(request) => (request, false),
+                search::Routed::Call(request) => (request, true),
+                search::Routed::Refused(outcome) => {
+                    let counted = metrics::Outcome::of(method, &outcome, true, false);
+                    self.metrics.request(method, None, counted, started.elapsed(), session.state.client_name());
+                    return outcome;
+                }
+            },
+        };
+        let resolved = Resolved::of(self, session, &request, &ctx, routed).await;
         let cx = Exchange { session, ctx: &ctx, resolved: &resolved, note: &note };
         let end = Terminal { forwarder: &self.forwarder, gateway: self };
         let chain = Then { layer: &self.disclosure, next: end };
         let chain = Then { layer: &self.search, next: chain };
         let chain = Then { layer: &self.concerns, next: chain };
         let outcome = Then { layer: &self.policy, next: chain }.run(cx, request).await;
+        if let Some(entry) = resolved.call().and_then(|c| c.entry()).filter(|_| routed) {
+            self.metrics.routed_call(entry.upstream, &entry.exposed);
+        }
         let counted = metrics::Outcome::of(method, &outcome, note.was_refused(), ctx.cancel.is_cancelled());
         self.metrics.request(method, note.upstream(), counted, started.elapsed(), session.state.client_name());
         outcome

@@ -87,6 +87,8 @@ pub struct Metrics {
     state_store_errors: Counter,
     restarts: Box<[Counter]>,
     gate_refusals: Box<[Counter]>,
+    /// Calls routed through the call tool, by upstream and real tool.
+    routed_calls: Family<Labels<2>, Counter>,
     described: Box<[Counter]>,
     fetches: [Counter; 2],
     catalog: Arc<catalog::CatalogGauges>,
@@ -182,6 +184,12 @@ impl Metrics {
             "toolgate_gate_refusals",
             "Tool calls refused until the session fetches the tool's description, by upstream",
         );
+        let routed_calls = Family::<Labels<2>, Counter>::default();
+        registry.register(
+            "toolgate_routed_calls",
+            "Tool calls made through the call tool of the search listing, by upstream and the tool called",
+            routed_calls.clone(),
+        );
         let described = per_upstream(
             &mut registry,
             "toolgate_described_tools",
@@ -218,6 +226,7 @@ impl Metrics {
             state_store_errors,
             restarts,
             gate_refusals,
+            routed_calls,
             described,
             fetches,
             catalog,
@@ -338,6 +347,15 @@ impl Metrics {
         if let Some(c) = self.restarts.get(index) {
             c.inc();
         }
+    }
+
+    /// A call of `tool` at upstream `index` came through the call tool.
+    pub fn routed_call(&self, index: usize, tool: &str) {
+        if !self.enabled {
+            return;
+        }
+        let upstream = self.upstream_label(Some(index));
+        self.routed_calls.get_or_create(&[("upstream", upstream), ("tool", Label::Name(Arc::from(tool)))]).inc();
     }
 
     /// The gate refused a call to a tool of upstream `index`.

@@ -227,6 +227,31 @@ pub struct DisclosureConfig {
     /// Name of the synthesized search tool, `^[A-Za-z0-9_-]{1,64}$`, not the
     /// describe tool's. Default `search_tools`.
     pub search_tool_name: String,
+    /// With the search listing: name of the synthesized tool that calls a
+    /// catalog tool by its exact name (`{"name": …, "arguments": {…}}`), as a
+    /// direct call would, for hosts that call only listed tools;
+    /// `^[A-Za-z0-9_-]{1,64}$`, not the describe or search tool's. Default
+    /// `call_tool`.
+    pub call_tool_name: String,
+    /// With the search listing: how a host reaches the tools the model
+    /// found. `call_tool` (default): through the call tool, and the listing
+    /// never changes. `list`: a client with a session (an `Mcp-Session-Id`,
+    /// or stdio) also gets each tool whose description its session fetched
+    /// in its `tools/list`, followed by `notifications/tools/list_changed`,
+    /// so its host calls it natively (a changing list defeats prompt
+    /// caches). Sessionless clients always use the call tool.
+    pub activation: Activation,
+}
+
+/// `[disclosure] activation`: how tools found by search become callable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Activation {
+    /// Through the call tool only; the listing never changes.
+    #[default]
+    CallTool,
+    /// Also listed, for clients with a session, once described.
+    List,
 }
 
 /// `[disclosure] listing`: what `tools/list` shows.
@@ -257,6 +282,8 @@ impl Default for DisclosureConfig {
             pinned: Vec::new(),
             search_above: 40,
             search_tool_name: "search_tools".into(),
+            call_tool_name: "call_tool".into(),
+            activation: Activation::CallTool,
         }
     }
 }

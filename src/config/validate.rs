@@ -150,20 +150,21 @@ fn check_disclosure(disclosure: &DisclosureConfig, out: &mut Problems) {
     out.at_least(path.key("max_tools_per_fetch"), disclosure.max_tools_per_fetch, 1);
     out.at_least(path.key("max_answer_bytes"), disclosure.max_answer_bytes, MIN_ANSWER_BYTES);
     out.positive(path.key("grant_ttl"), disclosure.grant_ttl);
-    for key in ["describe_tool_name", "search_tool_name"] {
-        let name = match key {
-            "describe_tool_name" => &disclosure.describe_tool_name,
-            _ => &disclosure.search_tool_name,
-        };
+    let names = [
+        ("describe_tool_name", &disclosure.describe_tool_name),
+        ("search_tool_name", &disclosure.search_tool_name),
+        ("call_tool_name", &disclosure.call_tool_name),
+    ];
+    for (i, (key, name)) in names.iter().enumerate() {
         if name.is_empty() || name.len() > 64 || !name.bytes().all(is_tool_name_byte) {
             out.push(
                 path.key(key),
                 format!("`{name}` is not a valid tool name: use 1 to 64 letters, digits, `_` or `-`"),
             );
         }
-    }
-    if disclosure.search_tool_name == disclosure.describe_tool_name {
-        out.push(path.key("search_tool_name"), "must differ from describe_tool_name");
+        if let Some((other, _)) = names[..i].iter().find(|(_, n)| n == name) {
+            out.push(path.key(key), format!("must differ from {other}"));
+        }
     }
     out.at_least(path.key("search_above"), disclosure.search_above, 1);
     for (i, pattern) in disclosure.pinned.iter().enumerate() {

@@ -64,15 +64,18 @@ pub struct Forwarder {
 /// body, so it validates them before anything is forwarded (`-32020`, which
 /// the engine answers with HTTP 400). A client of a `passthrough` upstream
 /// saw the annotations and must send every header; the minimal schema of a
-/// `progressive` tool hides them, so there only the headers sent are checked.
+/// `progressive` tool hides them, so there only the headers sent are checked
+/// (as for a call routed through the call tool).
 /// Over stdio (no headers) and for session clients there is nothing to check.
 fn check_param_headers(cx: Forwarding<'_>, entry: &ToolEntry, params: &Value) -> Result<(), ErrorObject> {
     let Some(sent) = cx.session.modern().and_then(|m| m.param_headers.as_deref()) else { return Ok(()) };
     let Some(up) = cx.gateway.upstreams().get(entry.upstream).cloned() else { return Ok(()) };
     let Some(specs) = up.era.tools.get(&entry.original) else { return Ok(()) };
+    // A call routed through the call tool was sent for the call tool's
+    // schema, which mirrors no argument in a header.
     let check = match entry.mode {
-        Mode::Passthrough => ParamCheck::Required,
-        Mode::Progressive => ParamCheck::PresentOnly,
+        Mode::Passthrough if !cx.resolved.is_routed() => ParamCheck::Required,
+        _ => ParamCheck::PresentOnly,
     };
     headers::check_client_params(&specs, params.get("arguments").and_then(Value::as_object), sent, check)
 }

@@ -30,6 +30,9 @@ pub struct Resolved {
     call: Option<ToolCall>,
     /// What a `resources/read` of the descriptions resource selects.
     read: Option<DescriptionsRead>,
+    /// Whether the request came through the call tool (see
+    /// [`super::search`]): a routed call of `call`.
+    routed: bool,
 }
 
 /// The tool a `tools/call` names, in the catalog the session sees.
@@ -84,7 +87,8 @@ pub struct RetryState {
 impl Resolved {
     /// Resolves `request` of `session`: waits for upstreams still starting
     /// only when a called name is not (yet) in the session's catalog.
-    pub async fn of(gateway: &Gateway, session: &GwSession, request: &Request, ctx: &RequestCtx) -> Self {
+    /// `routed`: the request is a call the call tool routed.
+    pub async fn of(gateway: &Gateway, session: &GwSession, request: &Request, ctx: &RequestCtx, routed: bool) -> Self {
         let caller = session.state.principal();
         let params = request.params.as_ref();
         let (mut call, mut read) = (None, None);
@@ -92,6 +96,9 @@ impl Resolved {
             method::TOOLS_CALL => {
                 if let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) {
                     ctx.span.record("tool", name);
+                    if routed {
+                        ctx.span.record("routed", true);
+                    }
                     call = Some(ToolCall::of(gateway, session, &caller, name, params).await);
                 }
             }
@@ -104,7 +111,12 @@ impl Resolved {
             }
             _ => {}
         }
-        Self { caller, call, read }
+        Self { caller, call, read, routed }
+    }
+
+    /// Whether the request is a call the call tool routed.
+    pub fn is_routed(&self) -> bool {
+        self.routed
     }
 
     /// The client the request comes from.

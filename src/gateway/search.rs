@@ -29,12 +29,18 @@ use toolgate_search::{Document, Index};
 use super::catalogs::CatalogView;
 use super::layer::{Exchange, Layer, Next};
 use super::pages::Pager;
+use super::resolve::Target;
 use super::views::Views;
 use super::{Gateway, GwSession};
-use crate::config::{DisclosureConfig, Listing};
-use crate::jsonrpc::{Outcome, Request};
+use crate::catalog::ToolEntry;
+use crate::config::{Activation, DisclosureConfig, Listing};
+use crate::jsonrpc::{Message, Notification, Outcome, Request};
 use crate::protocol::method;
 use crate::server::ServerOffer;
+
+mod route;
+
+pub use route::Routed;
 
 /// Longest query accepted, in characters.
 pub const MAX_QUERY_CHARS: usize = 1000;
@@ -58,6 +64,10 @@ pub struct Search {
     pager: Arc<Pager>,
     above: usize,
     tool_name: String,
+    /// The call tool's name (see [`route`]).
+    call_tool: String,
+    /// Whether clients with a session get the tools they described listed.
+    activation: Activation,
     pinned: GlobSet,
     indexes: Arc<Indexes>,
     /// Search listings by the epoch of the listing view they were made from.
@@ -116,6 +126,8 @@ impl Search {
             pager: pager.clone(),
             above: disclosure.search_above,
             tool_name: disclosure.search_tool_name.clone(),
+            call_tool: disclosure.call_tool_name.clone(),
+            activation: disclosure.activation,
             pinned: pinned.build().unwrap_or_else(|_| GlobSet::empty()),
             indexes: Arc::new(Indexes {
                 global: watch::Sender::new(None),
@@ -130,6 +142,57 @@ impl Search {
     /// background (the previous index serves meanwhile).
     pub fn catalog_changed(&self, view: &Arc<CatalogView>) {
         self.indexes.catalog_changed(&self.views, view);
+    }
+
+    /// `request` as the gateway serves it: a call of the call tool, where
+    /// the search listing is in effect for `session`'s client, as the direct
+    /// call it routes (or refused, for a call that names no tool to route
+    /// to); anything else untouched.
+    pub fn route(&self, session: &GwSession, request: Request) -> Routed {
+        let view = self.views.catalogs().current();
+        let describe = view.catalog.describe_tool_name().unwrap_or_default();
+        let call_tool = route::CallTool { name: &self.call_tool, synthesized: [&self.tool_name, describe] };
+        if !call_tool.is_called_by(&request) || !self.searches(&self.views.listing_for(session)) {
+            return Routed::Untouched(request);
+        }
+        call_tool.unwrap(request)
+    }
+
+    /// Whether `session`'s listing shows the tools it described
+    /// (`activation = "list"`, for a client with a session).
+    fn activates(&self, session: &GwSession) -> bool {
+        self.activation == Activation::List && !session.is_sessionless()
+    }
+
+    /// The tools `session`'s listing shows besides the search listing's own:
+    /// those it described, where the search listing is in effect (none
+    /// unless [`Self::activates`]).
+    fn activated(&self, session: &GwSession, view: &CatalogView) -> Vec<Arc<ToolEntry>> {
+        if !self.activates(session) || !self.searches(view) {
+            return Vec::new();
+        }
+        let granted = session.state.grants.known();
+        let mut tools: Vec<Arc<ToolEntry>> = granted
+            .keys()
+            .filter_map(|name| view.catalog.get(name))
+            .filter(|entry| !self.pinned.is_match(&entry.exposed))
+            .cloned()
+            .collect();
+        tools.sort_by(|a, b| a.exposed.cmp(&b.exposed));
+        tools
+    }
+
+    /// `listing` (the search listing of `view`) with the tools `session`
+    /// activated, in their listed form, after it.
+    fn with_activated(&self, listing: Arc<RawValue>, view: &CatalogView, session: &GwSession) -> Arc<RawValue> {
+        let activated = self.activated(session, view);
+        if activated.is_empty() {
+            return listing;
+        }
+        let Ok(mut listed) = serde_json::from_str::<Value>(listing.get()) else { return listing };
+        let Some(tools) = listed.get_mut("tools").and_then(Value::as_array_mut) else { return listing };
+        tools.extend(activated.iter().map(|e| e.minimal.clone()));
+        serde_json::value::to_raw_value(&listed).map(Arc::from).unwrap_or(listing)
     }
 
     /// Whether `view` (what a client may see) is served as the search listing.
@@ -157,6 +220,7 @@ impl Search {
                 .cloned()
                 .collect();
             tools.push(search_tool_definition(&self.tool_name));
+            tools.push(route::call_tool_definition(&self.call_tool, &self.tool_name, describe));
             if let Some(name) = describe {
                 tools.push(crate::disclosure::describe_tool_definition(name));
             }
@@ -218,12 +282,25 @@ impl Layer for Search {
                 self.views.wait_ready(cx.session).await;
                 let view = self.views.listing_for(cx.session);
                 match self.listing_of(&view).filter(|_| self.searches(&view)) {
-                    Some(listing) => self.pager.tools_page(&listing, request.params.as_ref()),
+                    Some(listing) => {
+                        let listing = self.with_activated(listing, &view, cx.session);
+                        self.pager.tools_page(&listing, request.params.as_ref())
+                    }
                     None => next.run(cx, request).await,
                 }
             }
             method::TOOLS_CALL if cx.resolved.tool_name() == Some(self.tool_name.as_str()) => {
                 self.search(cx, request.params.as_ref().and_then(|p| p.get("arguments"))).await
+            }
+            // A description fetch may activate tools (`activation = "list"`).
+            method::TOOLS_CALL | method::RESOURCES_READ if self.activates(cx.session) && fetches(&cx) => {
+                let activated = || self.activated(cx.session, &self.views.listing_for(cx.session)).len();
+                let before = activated();
+                let outcome = next.run(cx, request).await;
+                if activated() != before {
+                    cx.session.notify(Message::Notification(Notification::new(method::TOOLS_LIST_CHANGED, None)));
+                }
+                outcome
             }
             _ => next.run(cx, request).await,
         }
@@ -239,9 +316,10 @@ impl Layer for Search {
         };
         let workflow = format!(
             "{how}1. SEARCH the catalog with `{}` {{\"query\": \"what you need to do\"}}; \
-             2. FETCH the full descriptions of the tools you pick; 3. CALL them. \
+             2. FETCH the full descriptions of the tools you pick; 3. CALL each by its exact name through `{}` \
+             {{\"name\": \"TOOL_NAME\", \"arguments\": {{...}}}}, with arguments that follow the fetched schema. \
              Search again with other words if nothing fits.",
-            self.tool_name
+            self.tool_name, self.call_tool
         );
         offer.instructions = Some(match offer.instructions.take() {
             Some(rest) => format!("{workflow}\n\n{rest}"),
@@ -390,6 +468,12 @@ fn index(view: Arc<CatalogView>, servers: &[(String, String)]) -> Indexed {
         })
         .collect();
     Indexed { view, index: Index::build(docs) }
+}
+
+/// Whether `cx`'s request fetches descriptions (the describe tool, or a
+/// read of the descriptions resource).
+fn fetches(cx: &Exchange<'_>) -> bool {
+    cx.resolved.descriptions().is_some() || cx.resolved.call().is_some_and(|c| matches!(c.target, Target::Describe))
 }
 
 /// The query and the limit of a call, or why they are refused.

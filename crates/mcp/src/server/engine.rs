@@ -646,6 +646,7 @@ impl<H: Handler> Engine<H> {
             id = %id,
             upstream = tracing::field::Empty,
             tool = tracing::field::Empty,
+            routed = tracing::field::Empty,
         );
         if !span.is_disabled() {
             self.handler.link_span(&span, &request, remote);
