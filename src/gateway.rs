@@ -571,6 +571,14 @@ impl Handler for Gateway {
                 search::Routed::Untouched(request) => (request, false),
                 search::Routed::Call(request) => (request, true),
                 search::Routed::Refused(outcome) => {
+                    // A call like any other in `calls_per_minute`, guesses included.
+                    let outcome = match self.policy.is_some() {
+                        true => match self.clients.take_calls(&session.state.principal_ref(), 1) {
+                            Ok(()) => outcome,
+                            Err(e) => Outcome::error(e),
+                        },
+                        false => outcome,
+                    };
                     let counted = metrics::Outcome::of(method, &outcome, true, false);
                     self.metrics.request(method, None, counted, started.elapsed(), session.state.client_name());
                     return outcome;

@@ -91,24 +91,18 @@ impl CallTool<'_> {
 /// The call tool's definition: short (it is listed in every search
 /// listing), with the workflow it closes.
 pub fn call_tool_definition(name: &str, search: &str, describe: Option<&str>) -> Value {
-    let fetch = match describe {
+    let fetched = match describe {
         Some(describe) => format!("fetched with {describe}"),
         None => "fetched".to_owned(),
     };
     let mut properties = Map::new();
-    properties.insert(
-        "name".into(),
-        json!({"type": "string", "description": format!("The exact tool name, as {search} returned it")}),
-    );
-    properties.insert(
-        "arguments".into(),
-        json!({"type": "object", "description": format!("The tool's arguments, following the inputSchema {fetch}")}),
-    );
+    properties.insert("name".into(), json!({"type": "string", "description": "Exact tool name"}));
+    properties.insert("arguments".into(), json!({"type": "object", "description": "Its arguments ({} if none)"}));
     json!({
         "name": name,
         "description": format!(
-            "Call a tool found with {search} that is not listed: by its exact name, with arguments that follow its \
-             description ({fetch} first). Returns that tool's result."
+            "Call a tool found with {search} by its exact name, with arguments following its schema {fetched}. \
+             Returns that tool's result."
         ),
         "inputSchema": {"type": "object", "properties": properties, "required": ["name", "arguments"]},
     })
