@@ -202,7 +202,7 @@ impl Declared {
             tracing::warn!(
                 undeclared = undeclared.len(),
                 names = ?some,
-                "a client configured concerns toolgate does not declare; ignored"
+                "a client configured a concern toolgate does not declare; ignored"
             );
         }
         Ok(self.configuration(values))

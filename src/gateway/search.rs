@@ -82,8 +82,11 @@ struct Indexed {
 }
 
 /// How long a search waits for the index of the current catalog before it
-/// settles for the previous one.
+/// settles for the previous one; when the previous one indexes no tools
+/// (the first catalog is being indexed), up to [`FIRST_WAIT`].
 const FRESH_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+/// See [`FRESH_WAIT`].
+const FIRST_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The indexes searches use.
 pub struct Indexes {
@@ -358,8 +361,22 @@ impl Indexes {
         if let Ok(Ok(indexed)) = fresh.await {
             return indexed.clone();
         }
-        if let Some(indexed) = self.global.borrow().clone() {
-            return Some(indexed);
+        let previous = self.global.borrow().clone();
+        match previous {
+            // An index of no tools (toolgate just started) answers nothing
+            // the current catalog holds: worth waiting longer for.
+            Some(indexed) if indexed.index.is_empty() && !view.catalog.is_empty() => {
+                let first = tokio::time::timeout(
+                    FIRST_WAIT,
+                    rx.wait_for(|i| i.as_ref().is_some_and(|i| i.view.epoch >= epoch)),
+                );
+                if let Ok(Ok(fresh)) = first.await {
+                    return fresh.clone();
+                }
+                return Some(indexed);
+            }
+            Some(indexed) => return Some(indexed),
+            None => {}
         }
         let indexed = build(view, server_texts(views)).await?;
         self.publish(indexed.clone());

@@ -358,11 +358,15 @@ async fn undeclared_concern_names_are_logged_once_per_request_and_escaped() -> R
     s.initialize(json!({})).await?;
     s.result("concerns/update", json!({"concerns": {forged: "v"}})).await?;
     s.notify("notifications/initialized", Some(json!({"concerns": {"security": forged}}))).await?;
+    // A method name is the client's too (it names the request's span).
+    s.request("x\nFORGED-METHOD \u{1b}[31m", json!({})).await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let logs = gw.logs();
     let warned = logs.lines().filter(|l| l.contains("does not declare")).count();
     ensure!(warned == 2, "{warned} warnings:\n{logs}");
     ensure!(!logs.lines().any(|l| l.contains("FORGED-LINE") && !l.contains("does not declare")), "{logs}");
+    ensure!(!logs.lines().any(|l| l.starts_with("FORGED-METHOD")), "{logs}");
+    ensure!(logs.contains("x\\nFORGED-METHOD"), "the method is logged, escaped:\n{logs}");
     ensure!(!logs.contains('\u{1b}'), "a raw escape reached the log");
     ensure!(logs.contains("concerns in notifications/initialized ignored"), "{logs}");
     // Too many names at once are refused outright.

@@ -638,11 +638,11 @@ impl<H: Handler> Engine<H> {
         // `otel.*` fields name and classify it there).
         let span = tracing::debug_span!(
             "request",
-            otel.name = %request.method,
+            otel.name = %loggable(&request.method),
             otel.kind = "server",
             session = session.id(),
             caller = session.caller().id(),
-            method = %request.method,
+            method = %loggable(&request.method),
             id = %id,
             upstream = tracing::field::Empty,
             tool = tracing::field::Empty,
@@ -764,6 +764,16 @@ fn unavailable_or(error: &ErrorObject, otherwise: Refusal) -> Refusal {
 
 /// The `initialize` result: the negotiated revision and what the
 /// application offers.
+/// `text`, a client's, for the log: as it is, or escaped where it holds a
+/// control character, so that no client can forge log lines or send
+/// terminal escapes through the text format.
+fn loggable(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.chars().any(char::is_control) {
+        true => std::borrow::Cow::Owned(text.escape_debug().to_string()),
+        false => std::borrow::Cow::Borrowed(text),
+    }
+}
+
 fn initialize_result(version: Version, offer: ServerOffer) -> Value {
     let mut result = Map::new();
     result.insert("protocolVersion".into(), json!(version.as_str()));
