@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Reads, as an anonymous 2026-07-28 client, the full description of every
 // tool a progressive toolgate lists (`resource:///tool_descriptions?tools=…`),
+// or, under the search listing, of every tool in its catalog,
 // the step the disclosure workflow asks of a client before it calls a tool.
 // Sessionless anonymous clients share one grant scope (docs/src/disclosure.md,
 // "Grants"), so the suite run that follows may call every tool:
@@ -67,7 +68,19 @@ do {
   cursor = page.nextCursor;
 } while (cursor !== undefined && cursor !== null);
 
-const wanted = names.filter((n) => n !== "describe_tools");
+// Under the search listing (`search_tools` listed) the catalog is not in
+// tools/list: its names come from the completion of the descriptions
+// template's `tools` argument, which toolgate serves for the whole catalog.
+const synthesized = ["describe_tools", "search_tools", "call_tool"];
+if (names.includes("search_tools")) {
+  const completed = await request("completion/complete", {
+    ref: { type: "ref/resource", uri: `${DESCRIPTIONS}?tools={tools}` },
+    argument: { name: "tools", value: "" },
+  });
+  if (completed.completion?.hasMore) throw new Error("more tools than one completion holds");
+  names.push(...(completed.completion?.values ?? []));
+}
+const wanted = names.filter((n) => !synthesized.includes(n));
 if (wanted.length === 0) throw new Error("tools/list listed no upstream tool");
 // A few per read, so no answer reaches the size bound of one read.
 const got = [];

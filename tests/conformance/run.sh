@@ -4,14 +4,15 @@
 #
 #   tests/conformance/run.sh
 #
-# Server side (`conformance server --suite all`), five runs:
+# Server side (`conformance server --suite all`), six runs:
 #   fixture           the fixture itself over Streamable HTTP (the baseline)
 #   passthrough-stdio toolgate, mode = "passthrough", fixture as a stdio child
 #   passthrough-http  toolgate, mode = "passthrough", fixture over HTTP
 #   progressive-stdio toolgate, mode = "progressive", fixture as a stdio child
 #   progressive-http  toolgate, mode = "progressive", fixture over HTTP
-# The progressive runs use progressive-expected-failures.yml as their baseline;
-# every other scenario must pass everywhere.
+#   search-stdio      progressive-stdio with `[disclosure] listing = "search"`
+# The progressive and search runs use progressive-expected-failures.yml as
+# their baseline; every other scenario must pass everywhere.
 # Client side (`conformance client`): scenarios initialize, tools_call,
 # sse-retry and elicitation-sep1034-client-defaults, each through toolgate
 # with the suite's test server as its HTTP upstream (client-wrapper.mjs).
@@ -19,7 +20,9 @@
 # Then the 2026-07-28 revision with the 0.2.0 suite (installed as
 # conformance-next; run-2026 below): `server --requirements 2026-07-28` (37
 # scored scenarios) against the fixture, passthrough over HTTP and stdio, and
-# progressive over HTTP and stdio; and the seven client scenarios that apply
+# progressive over HTTP and stdio, progressive with every description read
+# first over HTTP and stdio, the same under the search listing over stdio
+# (search-fetched-stdio); and the seven client scenarios that apply
 # to toolgate's upstream leg, through client-wrapper-2026.mjs. Each target
 # has its expected-failures file in expected-2026/ (one reason per entry).
 #
@@ -132,9 +135,10 @@ start_toolgate() {
 
 # Writes a toolgate config: mode $2 and an upstream that is either the stdio
 # fixture ($3 = stdio) or the HTTP URL $3, spoken to in era $4 (the
-# upstream's `protocol`; default auto), with the extra upstream keys $5.
+# upstream's `protocol`; default auto), with the extra upstream keys $5 and
+# the extra top-level tables $6 (written after the upstream).
 write_config() {
-    local path="$1" mode="$2" upstream="$3" protocol="${4:-auto}" extra="${5:-}"
+    local path="$1" mode="$2" upstream="$3" protocol="${4:-auto}" extra="${5:-}" tables="${6:-}"
     {
         printf '[server]\nlisten = "127.0.0.1:0"\n\n[[upstream]]\nname = "fixture"\nmode = "%s"\nprotocol = "%s"\n' "$mode" "$protocol"
         [[ -z "$extra" ]] || printf '%s\n' "$extra"
@@ -143,8 +147,15 @@ write_config() {
         else
             printf 'url = "%s"\n' "$upstream"
         fi
+        [[ -z "$tables" ]] || printf '\n%s\n' "$tables"
     } >"$path"
 }
+
+# The search listing: tools/list holds only the search, call and describe
+# tools; the suite calls its tools by name, as SDK clients may.
+search_listing='[disclosure]
+listing = "search"'
+
 
 # The suite checks DNS-rebinding protection against the URL's host, and
 # expects a name (localhost), not an address.
@@ -232,6 +243,11 @@ run_2025() {
         done
     done
 
+    # With the search listing on, progressive runs fail exactly as above.
+    write_config "$work/search-stdio.toml" progressive stdio 2025-11-25 "" "$search_listing"
+    start_toolgate "$work/search-stdio.toml" "$results/toolgate-search-stdio.log"
+    run_server search-stdio "$found" "$expected"
+
     for scenario in initialize tools_call sse-retry elicitation-sep1034-client-defaults; do
         run_client "$scenario"
     done
@@ -275,6 +291,15 @@ run_2026() {
             || { say "fetching the descriptions failed:"; cat "$results_next/progressive-fetched-$transport/fetch.log" >&2; return 1; }
         run_server_2026 "progressive-fetched-$transport" "$found"
     done
+    # The same under the search listing: the fetcher takes the catalog's
+    # names from the descriptions template's completion, and the suite
+    # passes as progressive-fetched does.
+    write_config "$work/2026-search-fetched-stdio.toml" progressive stdio auto "" "$search_listing"
+    start_toolgate "$work/2026-search-fetched-stdio.toml" "$results_next/toolgate-search-fetched-stdio.log"
+    mkdir -p "$results_next/search-fetched-stdio"
+    "$node" "$here/fetch-descriptions-2026.mjs" "$found" >"$results_next/search-fetched-stdio/fetch.log" 2>&1 \
+        || { say "fetching the descriptions failed:"; cat "$results_next/search-fetched-stdio/fetch.log" >&2; return 1; }
+    run_server_2026 "search-fetched-stdio" "$found"
     # A 2026 client in front of a handshake-era upstream: toolgate holds the
     # upstream's calls and answers with InputRequiredResults for what it asks.
     write_config "$work/2026-translated-stdio.toml" passthrough stdio 2025-11-25 'forward_roots = true'
