@@ -4,9 +4,10 @@
 #   tests/run.sh [extra cargo test args...]     e.g. tests/run.sh -- --nocapture
 #
 # 1. Python test peers (tests/python/): a venv at target/test-venv with the
-#    pinned tests/requirements.txt. pip runs only when the requirements (or the
-#    Python version) changed since the last install: a stamp file in the venv
-#    records their hash.
+#    pinned tests/requirements.txt (the MCP Python SDK, mcp-server-time, and
+#    pydantic-ai with FastMCP for the host tool loop tests/python/host_loop.py).
+#    pip runs only when the requirements (or the Python version) changed since
+#    the last install: a stamp file in the venv records their hash.
 #    Then the selection-fidelity evaluation's venv (benches/fidelity/venv.sh:
 #    target/fidelity-venv from benches/fidelity/requirements.txt, the same
 #    stamp logic), for tests/fidelity.rs.
@@ -27,8 +28,9 @@
 #    failure.
 # 5. Node peers for the interop tests (tests/node/: the MCP Inspector CLI,
 #    the TypeScript SDK v1 and v2 (client, server and Node adapter, for the
-#    2026-07-28 rows), server-everything and the Node 22 binary the Inspector
-#    and the v2 peers run on): `npm ci` of the pinned
+#    2026-07-28 rows and the v2 host loop tests/node/host_loop_v2.mjs),
+#    server-everything and the Node 22 binary the Inspector and the v2 peers
+#    run on): `npm ci` of the pinned
 #    package-lock.json, run only when the lockfile (or the Node version)
 #    changed since the last install: a stamp in node_modules records its hash.
 # 5b. tests/deploy/validate.sh: the Kubernetes manifests against their schemas

@@ -346,12 +346,23 @@ impl Forwarder {
         };
         let Some(entry) = call.entry() else {
             let name = call.name();
-            if let Some(upstream) = cx.gateway.removed_tool(name, cx.resolved.caller()) {
-                return invalid(format!(
-                    "Unknown tool: {name} (its upstream `{upstream}` was removed from toolgate's configuration)"
-                ));
+            let why = match cx.gateway.removed_tool(name, cx.resolved.caller()) {
+                Some(upstream) => {
+                    format!(
+                        "Unknown tool: {name} (its upstream `{upstream}` was removed from toolgate's configuration)"
+                    )
+                }
+                None => format!("Unknown tool: {name}"),
+            };
+            // Through the call tool, a name the model got wrong is the
+            // model's to correct: a tool error, which hosts show it, rather
+            // than a protocol error on the call tool the host listed.
+            if cx.resolved.is_routed() {
+                let search = &cx.gateway.config().disclosure.search_tool_name;
+                let text = format!("{why}. Use the exact name {search} returned, or search again.");
+                return Outcome::Result(json!({"content": [{"type": "text", "text": text}], "isError": true}));
             }
-            return invalid(format!("Unknown tool: {name}"));
+            return invalid(why);
         };
         if let Err(e) = check_param_headers(cx, entry, &params) {
             return Outcome::error(e);

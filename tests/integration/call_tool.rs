@@ -107,10 +107,16 @@ async fn the_gate_and_the_policy_hold_through_the_call_tool() -> Result<()> {
     ensure!(text_of(&refused["result"]).contains("TOOL_DESCRIPTION_REQUIRED"), "{refused}");
 
     // A hidden tool and an unknown one get the same answer.
+    // Both are tool errors the model can correct from (a protocol error
+    // would be one on the call tool the host listed).
     let hidden = call_through(&alice, "fx__fixture_crash", json!({})).await?;
     let unknown = call_through(&alice, "fx__no_such_tool", json!({})).await?;
-    let redact = |v: &Value, name: &str| v["error"].to_string().replace(name, "<tool>");
+    let redact = |v: &Value, name: &str| v["result"].to_string().replace(name, "<tool>");
     ensure!(redact(&hidden, "fx__fixture_crash") == redact(&unknown, "fx__no_such_tool"), "{hidden} vs {unknown}");
+    ensure!(
+        unknown["result"]["isError"] == true && text_of(&unknown["result"]).contains("Unknown tool: fx__no_such_tool"),
+        "{unknown}"
+    );
 
     // Routing to toolgate's own tool is a tool error, counted as a call:
     // with calls_per_minute = 4, that was Alice's fourth, and a description

@@ -21,6 +21,7 @@ mod disclosure;
 mod downstream;
 mod forwarding;
 mod health;
+mod hosts;
 mod import;
 mod interop;
 mod interop_matrix;
