@@ -41,3 +41,4 @@ mod state_tls;
 mod traces;
 mod transport;
 mod upstream_faults;
+mod validation;
