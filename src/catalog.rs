@@ -17,6 +17,7 @@ use crate::concerns::{Declared, Mapping};
 use crate::config::{ConcernValues, DisclosureConfig, Mode, UpstreamConfig};
 use crate::disclosure::{self, FetchLimits};
 
+mod arguments;
 mod extras;
 mod filter;
 mod forms;
@@ -26,6 +27,7 @@ mod summary;
 #[cfg(test)]
 mod tests;
 
+pub use arguments::{Arguments, InvalidArguments, SchemaError, validator_for};
 pub use extras::{EXTRA_KEYS, Extras, load_extras_dir};
 pub use naming::{MAX_NAME_CHARS, name_problem, natural_name};
 pub use summary::minimal_description;
@@ -67,6 +69,10 @@ pub struct ToolEntry {
     /// Its concern values (see [`crate::concerns`]), also in `full`'s
     /// `_meta.concerns`.
     pub concerns: Mapping,
+    /// Whether its calls' arguments are checked against `full`'s
+    /// `inputSchema` ([`Arguments`]), as configured when the catalog was
+    /// built (`validate_arguments`).
+    pub validate_arguments: bool,
 }
 
 /// An immutable snapshot of every exposed tool.
@@ -245,6 +251,7 @@ impl Catalog {
                 full,
                 minimal,
                 concerns: mapping,
+                validate_arguments: up.config.validates_arguments(c.original),
             }));
         }
         Catalog::assemble(entries, problems, has_progressive, describe_tool, FetchLimits::from(disclosure))

@@ -163,6 +163,9 @@ pub struct Gateway {
     metrics: Arc<Metrics>,
     /// The open `subscriptions/listen` streams.
     listeners: listeners::Listeners,
+    /// Tool call arguments checked against the tools' schemas
+    /// (`validate_arguments`), with the compiled schemas.
+    arguments: crate::catalog::Arguments,
 }
 
 impl Gateway {
@@ -254,6 +257,7 @@ impl Gateway {
             shutdown: CancellationToken::new(),
             metrics,
             listeners: listeners::Listeners::default(),
+            arguments: crate::catalog::Arguments::default(),
         });
         gateway.metrics.attach(Arc::<Gateway>::downgrade(&gateway));
         if let Some(authenticator) = gateway.clients.authenticator().filter(|a| a.has_jwt()) {
@@ -355,6 +359,29 @@ impl Gateway {
     /// credentials.
     pub fn metadata_routes(&self) -> Option<axum::Router> {
         self.clients.metadata_routes()
+    }
+
+    /// Checks the `arguments` of a call to catalog tool `entry` (missing:
+    /// `{}`) against the tool's full `inputSchema`, when its upstream or
+    /// tool has `validate_arguments` (as the catalog entry says: a reload
+    /// rebuilds it). Every `tools/call` of a catalog tool passes here once
+    /// past the disclosure gate (the forwarder calls it before routing); an
+    /// invalid call is counted and answered with the error's
+    /// [`tool_result`](crate::catalog::InvalidArguments::tool_result), and
+    /// never reaches the upstream.
+    pub(crate) fn check_arguments(
+        &self,
+        entry: &crate::catalog::ToolEntry,
+        arguments: Option<&serde_json::Value>,
+    ) -> Result<(), crate::catalog::InvalidArguments> {
+        let checked = self.arguments.check(entry, arguments);
+        if let Err(e) = &checked {
+            tracing::debug!(tool = %entry.exposed, errors = e.errors, "call refused: invalid arguments");
+            if let Some(up) = self.upstreams().get(entry.upstream) {
+                self.metrics.argument_errors(&up.label, &entry.original);
+            }
+        }
+        checked
     }
 
     pub(crate) fn forwarder(&self) -> &Forwarder {

@@ -7,7 +7,10 @@
 //! toolgate does not know are `other`, upstream and client names come from
 //! the configuration (clients past [`MAX_CLIENTS`] are `other`), and nothing
 //! is labelled by session, tool or argument (a catalog may hold hundreds of
-//! tools and change at run time; traces carry the tool of each call).
+//! tools and change at run time; traces carry the tool of each call), but
+//! the count of calls refused for invalid arguments, whose `tool` names the
+//! few tools models call wrongly (at most [`MAX_TOOL_SERIES`] of them; later
+//! ones are `other`).
 //!
 //! The hot path counts through [`Cells`](cells::Cells): a request's series
 //! are found by index, created in their family on first use, so counting
@@ -20,6 +23,7 @@
 //! live state as a [`LiveState`] and counts its catalogs itself, so the
 //! dependency runs one way (gateway → metrics).
 
+mod arguments;
 mod catalog;
 mod cells;
 mod clients;
@@ -39,6 +43,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 
+pub use arguments::MAX_TOOL_SERIES;
 pub use catalog::CatalogCounts;
 pub use clients::MAX_CLIENTS;
 pub use gauges::{Live, LiveState, LiveUpstream};
@@ -91,6 +96,8 @@ pub struct Metrics {
     routed_calls: Family<Labels<2>, Counter>,
     described: Box<[Counter]>,
     fetches: [Counter; 2],
+    /// Calls refused for invalid arguments, by upstream and tool.
+    argument_errors: arguments::ArgumentErrors,
     catalog: Arc<catalog::CatalogGauges>,
     clients: Arc<clients::Clients>,
     gauges: Arc<gauges::LiveGauges>,
@@ -204,6 +211,7 @@ impl Metrics {
         let fetches = [Via::Resource, Via::Tool]
             .map(|via| fetch_family.get_or_create_owned(&[("via", Label::Static(via.as_str()))]));
 
+        let argument_errors = arguments::ArgumentErrors::register(&mut registry);
         let catalog = Arc::new(catalog::CatalogGauges::register(&mut registry, &upstreams));
         let clients = Arc::new(clients::Clients::register(&mut registry));
         let gauges = Arc::new(gauges::LiveGauges::new(clients.clone()));
@@ -229,6 +237,7 @@ impl Metrics {
             routed_calls,
             described,
             fetches,
+            argument_errors,
             catalog,
             clients,
             gauges,
@@ -363,6 +372,12 @@ impl Metrics {
         if let Some(c) = self.gate_refusals.get(index) {
             c.inc();
         }
+    }
+
+    /// A call to tool `tool` (its upstream's own name) of upstream
+    /// `upstream` was refused: its arguments do not match the tool's schema.
+    pub fn argument_errors(&self, upstream: &Arc<str>, tool: &str) {
+        self.argument_errors.count(upstream, tool);
     }
 
     /// A client read tool descriptions (`via`), which served the full

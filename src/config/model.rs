@@ -431,6 +431,26 @@ pub struct UpstreamConfig {
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     #[schemars(extend("default" = {}))]
     pub concerns: super::ConcernValues,
+    /// Check the arguments of every call to this upstream's tools against the tool's full
+    /// `inputSchema` before it goes upstream: an invalid call gets a tool error (`isError: true`,
+    /// `INVALID_ARGUMENTS`) naming each failing argument, and never reaches the upstream. Unset:
+    /// on for `progressive` upstreams, off for `passthrough` ones. `[upstream.tools.<tool>]` can
+    /// set it per tool. A schema that does not compile is logged once and its tool is not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validate_arguments: Option<bool>,
+}
+
+impl UpstreamConfig {
+    /// Whether calls to the upstream's tool `tool` (its own name) are checked against the tool's
+    /// `inputSchema`: the tool's `validate_arguments`, else the upstream's, else on for
+    /// progressive upstreams only.
+    pub fn validates_arguments(&self, tool: &str) -> bool {
+        self.tools
+            .get(tool)
+            .and_then(|t| t.validate_arguments)
+            .or(self.validate_arguments)
+            .unwrap_or(self.mode == Mode::Progressive)
+    }
 }
 
 fn default_timeout() -> Duration {
@@ -534,4 +554,9 @@ pub struct ToolOverride {
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     #[schemars(extend("default" = {}))]
     pub concerns: super::ConcernValues,
+    /// Check this tool's call arguments against its full `inputSchema`, over the upstream's
+    /// `validate_arguments`: `false` for a tool whose schema is wrong (it refuses calls the server
+    /// would take). Unset: the upstream's setting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validate_arguments: Option<bool>,
 }

@@ -367,6 +367,10 @@ impl Forwarder {
         if let Err(e) = check_param_headers(cx, entry, &params) {
             return Outcome::error(e);
         }
+        // Past the disclosure gate: the arguments against the tool's schema.
+        if let Err(invalid) = cx.gateway.check_arguments(entry, params.get("arguments")) {
+            return Outcome::Result(invalid.tool_result());
+        }
         params["name"] = json!(entry.original);
         // Tool calls may run long: stream the answer (resumable on HTTP)
         // unless it is ready within the transport's grace period.

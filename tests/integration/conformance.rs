@@ -322,8 +322,9 @@ async fn sep1330_enums_reach_the_client_once_described() -> Result<()> {
 
 /// `json-schema-2020-12` looks for `$schema`, `$defs` and
 /// `additionalProperties` in `tools/list`. The minimal list replaces the
-/// schema by design; the descriptions resource serves it untouched, and the
-/// tool takes arguments shaped by it.
+/// schema by design; the descriptions resource serves it untouched, the
+/// tool takes arguments shaped by it, and toolgate refuses arguments it
+/// does not accept (`validate_arguments`: its `anyOf` and `if`/`else`).
 #[tokio::test]
 async fn the_2020_12_schema_is_whole_in_the_descriptions_resource() -> Result<()> {
     for upstream in UPSTREAMS {
@@ -364,10 +365,19 @@ async fn the_2020_12_schema_is_whole_in_the_descriptions_resource() -> Result<()
             ["$schema", "type", "$defs", "properties", "allOf", "if", "then", "else", "additionalProperties"]
         );
 
+        // Neither phone nor email: refused at the gate, never sent upstream.
+        let r = c.call_tool(tool, args).await?;
+        let refusal = json_of(&r);
+        assert_eq!(refusal["error"]["code"], "INVALID_ARGUMENTS", "{upstream:?}: {r}");
+        let keywords: Vec<&str> =
+            refusal["error"]["errors"].as_array().unwrap().iter().filter_map(|e| e["keyword"].as_str()).collect();
+        assert_eq!(keywords, ["anyOf", "required"], "{upstream:?}: {r}");
+
+        let args = json!({"name": "Ada", "address": {"street": "1 Main St", "city": "Springfield"}, "email": "a@b.c"});
         let r = c.call_tool(tool, args).await?;
         assert_eq!(
             text_of(&r),
-            r#"JSON Schema 2020-12 tool called with: {"name":"Ada","address":{"street":"1 Main St","city":"Springfield"}}"#,
+            r#"JSON Schema 2020-12 tool called with: {"name":"Ada","address":{"street":"1 Main St","city":"Springfield"},"email":"a@b.c"}"#,
             "{upstream:?}"
         );
     }

@@ -44,3 +44,4 @@ mod state_tls;
 mod traces;
 mod transport;
 mod upstream_faults;
+mod validation;
