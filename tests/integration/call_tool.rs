@@ -294,3 +294,21 @@ async fn a_task_augmented_call_through_the_call_tool_creates_the_task_upstream()
     ensure!(text_of(&result).contains("routing"), "{result}");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_routed_call_has_its_arguments_checked_against_the_full_schema() -> Result<()> {
+    let upstream = fixture_upstream("fx", &["--validation-tools"], "");
+    let gw = Toolgate::start_with(&upstream, SEARCH).await?;
+    let c = Client::connected(&gw.url, json!({})).await?;
+    c.call_tool("describe_tools", json!({"tools": ["fixture_form", "fixture_calls_seen"]})).await?;
+    let refused = call_through(&c, "fixture_form", json!({"priority": "urgent"})).await?;
+    ensure!(refused["result"]["isError"] == true, "{refused}");
+    let body = json_of(&refused["result"]);
+    ensure!(body["error"]["code"] == "INVALID_ARGUMENTS" && body["error"]["tool"] == "fixture_form", "{body}");
+    let seen = call_through(&c, "fixture_calls_seen", json!({})).await?;
+    ensure!(seen["result"]["structuredContent"]["calls"]["fixture_form"] == 0, "the upstream saw no call: {seen}");
+    let valid = json!({"title": "Routed", "priority": "high", "owner": {"team": "core"}});
+    let reached = call_through(&c, "fixture_form", valid.clone()).await?;
+    ensure!(reached["result"]["structuredContent"]["received"] == valid, "{reached}");
+    Ok(())
+}
