@@ -17,8 +17,15 @@ References, as in ``eval.py``: ``bm25-plain`` (rank_bm25 Okapi over name and
 description), ``dense-minilm`` (the full all-MiniLM-L6-v2 over ``name:
 description``), ``rrf-plain`` (their reciprocal-rank fusion, k 60).
 
-    benches/search/run.sh --heldout            # the tables (a few minutes)
-    benches/search/run.sh --heldout --json     # the figures as JSON
+    benches/search/run.sh --heldout                   # the tables (about 10 minutes)
+    benches/search/run.sh --heldout --variants all    # and every idea tried (about 30)
+    benches/search/run.sh --heldout --json            # the figures as JSON
+
+Two stress sets are made from the 486 tasks, and ranked the same way (each
+task in its fold): ``composite``, two tasks of a fold joined into one request
+of two steps ("<first>. Then <second>"), with ``both@10`` the share whose
+steps each have a tool in the first 10; and ``pasted data``, each task with a
+JSON record, log lines, CSV rows or an e-mail (``PASTES``) pasted under it.
 """
 
 from __future__ import annotations
@@ -68,8 +75,16 @@ class Setting:
 
 
 def design_setting() -> Setting:
+    """The settings toolgate-search ships (``eval.DESIGN``)."""
     d = ev.DESIGN
-    return Setting(d["bm25f"]["k1"], dict(d["bm25f"]["fields"]), d["fuse"]["bm25f+static"]["weights"][1])
+    return Setting(d["bm25f"]["k1"], dict(d["bm25f"]["fields"]), d["fuse"]["bm25f+static"]["weights"][1],
+                   segment_weight=d["clause_weight"])
+
+
+def first_setting() -> Setting:
+    """The first design's (``eval.FIRST_DESIGN``), before this evaluation."""
+    d = ev.FIRST_DESIGN
+    return Setting(ev.DESIGN["bm25f"]["k1"], dict(d["fields"]), d["static_weight"])
 
 
 def grid(kind: str = "minmax", segment_weights=(1.0,), prf=((0.0, 3),)) -> list[Setting]:
@@ -142,24 +157,8 @@ class Ranker:
         return fused + self.boost * top
 
 
-def segments(query: str, split: str) -> list[str]:
-    """The whole query, then (``split="clauses"``) its parts when it has
-    several: sentences, lines, and steps joined by "then" / "and then" /
-    "after that" / "also"; parts of fewer than 3 words stay with the next."""
-    if split == "none":
-        return [query]
-    parts = re.split(r"(?<=[.!?;:])\s+|\n+|,?\s+(?:and\s+then|and\s+also|then|after\s+that|afterwards|also|finally)\s+", query, flags=re.I)
-    merged, carry = [], ""
-    for p in parts:
-        p = (carry + " " + p).strip() if carry else p.strip()
-        if len(p.split()) < 3:
-            carry = p
-            continue
-        merged.append(p)
-        carry = ""
-    if carry and merged:
-        merged[-1] += " " + carry
-    return [query] + merged if len(merged) > 1 else [query]
+segments = ev.segments
+data_like = ev.data_like
 
 
 def minmax(x: np.ndarray) -> np.ndarray:
@@ -278,7 +277,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--variants", default="all", help="comma-separated names of VARIANTS to run (default all)")
+    parser.add_argument("--variants", default="toolgate-search|first design (before)|tuned, no long-request handling",
+                        help="names of the variants to run, joined by '|', or 'all' (default: toolgate-search, "
+                             "the first design, and the tuning without the long-request handling)")
     args = parser.parse_args()
 
     emb = ev.Embeddings(args.threads)
@@ -288,19 +289,22 @@ def main() -> None:
     names = [t.id for t in catalog]
     servers = {t.server for t in catalog}
     assert sorted(s for f in FOLDS for s in f) == sorted(servers), "FOLDS must cover every server once"
+    query = ev.DESIGN["query"]
     variants = [
-        Variant("design (as shipped)", minilm, [design_setting()]),
-        Variant("design (tuned per fold)", minilm, grid()),
+        # what ships: the tuning procedure (grid, chosen on the training folds) and the long-request handling
+        Variant("toolgate-search", minilm, grid(segment_weights=(ev.DESIGN["clause_weight"],)), split=query),
+        Variant("first design (before)", minilm, [first_setting()]),
+        # ideas, measured (README "What was tried")
+        Variant("tuned, no long-request handling", minilm, grid()),
         Variant("rrf fusion (tuned)", minilm, grid("rrf")),
         Variant("static-fields (tuned)", minilm, grid(), static_kind="fields"),
         Variant("prf (tuned)", minilm, grid(prf=((0.5, 3), (1.0, 3), (1.0, 5), (2.0, 5)))),
-        Variant("clauses (tuned)", minilm, grid(segment_weights=(0.25, 0.5, 1.0)), split="clauses"),
+        Variant("clauses, data kept (tuned)", minilm, grid(), split="clauses"),
+        Variant("clause weight 0.5 (tuned)", minilm, grid(segment_weights=(0.5,)), split=query),
+        Variant("clause weight 2 (tuned)", minilm, grid(segment_weights=(2.0,)), split=query),
     ]
-    for path, label in ((ev.CACHE / "static-mpnet-token.npy", "mpnet"),):
-        if path.exists():
-            variants.append(Variant(f"{label} table (tuned)", ArrayTable(minilm, path), grid()))
     if args.variants != "all":
-        keep = set(args.variants.split(","))
+        keep = set(args.variants.split("|"))
         variants = [v for v in variants if v.name in keep]
 
     sets = {"leave-servers-out": tasks, "composite (2 steps)": composites(tasks, FOLDS), "pasted data": pasted(tasks)}
@@ -355,23 +359,6 @@ def main() -> None:
         print(f"- {name}:")
         for fold, s, m in rows:
             print(f"  - {fold[0]}{'...' if len(fold) > 1 else ''}: {s}" + (f" (train MRR {m['mrr']:.3f})" if m else ""))
-
-
-class ArrayTable:
-    """Another distilled token table (raw rows, ``StaticTable``'s PCA) with its own tokenizer."""
-
-    def __init__(self, like, path: Path):
-        self.raw = np.load(path)
-        self.size = self.raw.shape[0]
-        from tokenizers import Tokenizer
-        self.tokenizer = Tokenizer.from_file(str(path.with_suffix(".tokenizer.json")))
-        self.tokenizer.no_padding()
-        self.tokenizer.no_truncation()
-
-    table = ev.StaticTable.table
-
-    def ids(self, text: str) -> list[int]:
-        return self.tokenizer.encode(" ".join(ev.words(text)), add_special_tokens=False).ids[:256]
 
 
 if __name__ == "__main__":
