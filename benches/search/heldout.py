@@ -72,6 +72,7 @@ class Setting:
     segment_weight: float = 1.0
     prf_beta: float = 0.0
     prf_top: int = 3
+    server_weight: float = 0.0
 
 
 def design_setting() -> Setting:
@@ -87,15 +88,17 @@ def first_setting() -> Setting:
     return Setting(ev.DESIGN["bm25f"]["k1"], dict(d["fields"]), d["static_weight"])
 
 
-def grid(kind: str = "minmax", segment_weights=(1.0,), prf=((0.0, 3),)) -> list[Setting]:
+def grid(kind: str = "minmax", segment_weights=(1.0,), prf=((0.0, 3),), server_weights=(0.0,)) -> list[Setting]:
     """The tuning grid: every combination, chosen by MRR on the training folds
     (b 0.75 everywhere and k1 1.2: the first full grid chose them for every
     fold)."""
     out = []
     fusion = [(w, 0) for w in (1, 1.5, 2, 2.5, 3)] if kind == "minmax" else [(w, k) for w in (0.5, 1, 1.5, 2) for k in (10, 30, 60)]
-    for wn, wt, ws, wp, (w, k), sw, (pb, pt) in itertools.product((2, 3, 5), (1, 2), (0.5, 1), (0.5, 1), fusion, segment_weights, prf):
+    for wn, wt, ws, wp, (w, k), sw, (pb, pt), sv in itertools.product(
+        (2, 3, 5), (1, 2), (0.5, 1), (0.5, 1), fusion, segment_weights, prf, server_weights
+    ):
         fields = {"name": (wn, 0.75), "server": (ws, 0.75), "title": (wt, 0.75), "description": (1.0, 0.75), "params": (wp, 0.75)}
-        out.append(Setting(1.2, fields, w, kind, k, sw, pb, pt))
+        out.append(Setting(1.2, fields, w, kind, k, sw, pb, pt, sv))
     return out
 
 
@@ -121,6 +124,12 @@ class Ranker:
         if static_kind == "one":
             self.tool_vecs = static.tool_vecs
             self.query_vecs = np.stack([static.embed_ids(static.t.ids(q)) for q in flat])
+            # each server's vector: the normalized mean of its tools' vectors
+            servers = sorted({t.server for t in catalog})
+            of = np.array([servers.index(t.server) for t in catalog])
+            sv = np.stack([self.tool_vecs[of == i].mean(axis=0) for i in range(len(servers))])
+            sv /= np.maximum(np.linalg.norm(sv, axis=1, keepdims=True), 1e-12)
+            self.server_cos = (self.query_vecs @ sv.T)[:, of]  # queries x tools: the cosine of the tool's server
         self.terms = [self.bm.query_terms(q) for q in flat]
         self.boost = np.stack([ev.named_tools(q, catalog) for q in queries])
         self._lex = {}
@@ -136,6 +145,8 @@ class Ranker:
         lex = self.lexical(s)
         if s.kind == "minmax":
             fused = minmax(lex) + s.static_weight * minmax(self.static)
+            if s.server_weight:
+                fused = fused + s.server_weight * minmax(self.server_cos)
             if s.prf_beta:
                 # pseudo-relevance feedback: the query vector moves towards
                 # its first ranking's top tools, and the cosine is taken again
@@ -302,6 +313,8 @@ def main() -> None:
         Variant("clauses, data kept (tuned)", minilm, grid(), split="clauses"),
         Variant("clause weight 0.5 (tuned)", minilm, grid(segment_weights=(0.5,)), split=query),
         Variant("clause weight 2 (tuned)", minilm, grid(segment_weights=(2.0,)), split=query),
+        Variant("server vectors (tuned)", minilm, grid(segment_weights=(ev.DESIGN["clause_weight"],), server_weights=(0.0, 0.25, 0.5, 1.0)),
+                split=query),
     ]
     if args.variants != "all":
         keep = set(args.variants.split("|"))
