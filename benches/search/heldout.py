@@ -34,7 +34,6 @@ import argparse
 import importlib.util
 import itertools
 import json
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
