@@ -44,7 +44,7 @@ def shipped_table(path: Path) -> np.ndarray:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", type=Path, default=ev.REPO / "tests" / "corpus")
+    parser.add_argument("--corpus", type=Path, default=ev.REPO / "tests" / "corpus")  # or restbench/corpus
     parser.add_argument("--tasks", type=Path, default=HERE / "tasks.jsonl")
     parser.add_argument("--table", choices=("float", "shipped"), default="float")
     parser.add_argument("--top", type=int, default=10)
@@ -65,9 +65,7 @@ def main() -> None:
         static.tool_vecs = np.stack([static.embed_ids(table.ids(static.tool_text(t))) for t in catalog])
     weights = list(d["fuse"]["bm25f+static"]["weights"])
     for task in tasks:
-        fused = ev.fuse([lex.score(task.query), static.score(task.query)], weights, names, "minmax")
-        boost = ev.named_tools(task.query, catalog)
-        scores = fused + boost * (fused.max() - fused.min() + 1)
+        scores = ev.design_scores(lex, static, catalog, task.query, weights, d["clause_weight"], d["query"])
         order = sorted(range(len(names)), key=lambda j: (-scores[j], names[j]))[: args.top]
         print(json.dumps({"id": task.id, "top": [names[j] for j in order], "scores": [round(float(scores[j]), 6) for j in order]}))
 

@@ -8,6 +8,9 @@
 #   benches/search/run.sh --json       # the figures as JSON
 #   benches/search/run.sh --toolgate   # the references and the Python design
 #                                      # beside toolgate-search (crates/search)
+#   benches/search/run.sh --heldout    # catalogs the tuning never saw: leave-
+#                                      # servers-out, RestBench, stress sets
+#                                      # (heldout.py; --variants all: every idea)
 #
 # One onnxruntime thread by default (--threads N). The first run distils the
 # static token table (30,522 tokens through the model, about a minute of CPU)
@@ -25,6 +28,10 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 py="$("$here/venv.sh")"
+if [[ "${1:-}" == "--heldout" ]]; then
+    shift
+    exec "$py" "$here/heldout.py" "$@"
+fi
 if [[ "${1:-}" != "--toolgate" ]]; then
     exec "$py" "$here/eval.py" "$@"
 fi

@@ -6,6 +6,8 @@
 //! ```sh
 //! cargo bench -p toolgate-search --bench eval
 //! cargo bench -p toolgate-search --bench eval -- --reference FIGURES.json --rankings RANKS.jsonl
+//! cargo bench -p toolgate-search --bench eval -- --corpus benches/search/restbench/corpus \
+//!     --tasks benches/search/restbench/tasks.jsonl     # RestBench (all its tasks are "test")
 //! benches/search/run.sh --toolgate     # both, with the Python figures made first
 //! ```
 //!
@@ -73,8 +75,11 @@ fn main() {
     let value =
         |flag: &str| -> Vec<String> { args.windows(2).filter(|w| w[0] == flag).map(|w| w[1].clone()).collect() };
     let repo = corpus::repo();
-    let docs = corpus::load(&repo.join("tests/corpus"), "");
-    let tasks = load_tasks(&repo.join("benches/search/tasks.jsonl"));
+    // another set of catalogs and tasks (benches/search/restbench), paths from the repository's root
+    let corpus_dir = value("--corpus").pop().unwrap_or_else(|| "tests/corpus".into());
+    let tasks_file = value("--tasks").pop().unwrap_or_else(|| "benches/search/tasks.jsonl".into());
+    let docs = corpus::load(&repo.join(&corpus_dir), "");
+    let tasks = load_tasks(&repo.join(&tasks_file));
 
     let started = Instant::now();
     let index = Index::build(docs);
@@ -96,7 +101,7 @@ fn main() {
         Figures::of(&r)
     };
 
-    println!("## Tool search: toolgate-search on benches/search/tasks.jsonl ({} tools)\n", index.len());
+    println!("## Tool search: toolgate-search on {tasks_file} ({} tools of {corpus_dir})\n", index.len());
     println!("| method | dev R@1 | dev R@5 | dev R@10 | dev MRR | test R@1 | test R@5 | test R@10 | test MRR |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for path in value("--reference") {

@@ -1,17 +1,25 @@
-//! The index of one catalog and its ranking: min-max(BM25F) + 2.5 ×
-//! min-max(static cosine) over the visible tools, then the exact-name rule,
-//! ties by exposed name.
+//! The index of one catalog and its ranking: min-max(BM25F) + 1.5 ×
+//! min-max(static cosine) over the visible tools, of the whole request (less
+//! its pasted data) plus of its best clause when it has several; then the
+//! exact-name rule, ties by exposed name.
 
 use crate::Document;
 use crate::bm25f::Bm25f;
 use crate::embed::{DIMS, dot, model};
 use crate::names::Names;
+use crate::query::segments;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::mem::size_of;
 
-/// The weight of the static cosine against BM25F, both min-max normalized.
-pub const STATIC_WEIGHT: f32 = 2.5;
+/// The weight of the static cosine against BM25F, both min-max normalized
+/// (tuned with [`crate::bm25f::FIELDS`]).
+pub const STATIC_WEIGHT: f32 = 1.5;
+
+/// The weight of a tool's best clause against the whole request, for
+/// requests of several clauses (`crate::query`). Fixed at 1, not tuned: the
+/// tasks it was tuned on are mostly one sentence.
+const CLAUSE_WEIGHT: f32 = 1.0;
 
 /// A catalog's search index, built once per catalog (it cannot be updated:
 /// build a new one). `Send + Sync`: share it behind an `Arc`.
@@ -73,14 +81,21 @@ impl Index {
         if limit == 0 || shown.is_empty() {
             return Vec::new();
         }
-        let mut lexical = vec![0f32; self.len()];
-        self.bm25f.accumulate(&self.bm25f.query_terms(query), &mut lexical);
-        let q = model().embed(query);
-        let lexical: Vec<f32> = shown.iter().map(|&d| lexical[d as usize]).collect();
-        let cosine: Vec<f32> = shown.iter().map(|&d| dot(&q, self.vector(d as usize))).collect();
-        let (lexical, cosine) = (min_max(lexical), min_max(cosine));
-        let mut scored: Vec<(f32, u32)> =
-            shown.iter().zip(lexical.iter().zip(&cosine)).map(|(&d, (l, c))| (l + STATIC_WEIGHT * c, d)).collect();
+        let segments = segments(query);
+        let mut fused = self.fused(&segments.whole, &shown);
+        if !segments.clauses.is_empty() {
+            // each tool adds its best clause's score: every step of the request has its chance
+            let mut best = vec![f32::NEG_INFINITY; shown.len()];
+            for clause in &segments.clauses {
+                for (b, s) in best.iter_mut().zip(self.fused(clause, &shown)) {
+                    *b = b.max(s);
+                }
+            }
+            for (f, b) in fused.iter_mut().zip(best) {
+                *f += CLAUSE_WEIGHT * b;
+            }
+        }
+        let mut scored: Vec<(f32, u32)> = fused.into_iter().zip(shown.iter().copied()).collect();
 
         let mut named: Vec<u32> = self.names.named(query).collect();
         if !named.is_empty() {
@@ -104,6 +119,17 @@ impl Index {
         }
         scored.sort_unstable_by(order);
         scored.into_iter().map(|(score, d)| Hit { doc: d as usize, score }).collect()
+    }
+
+    /// min-max(BM25F) + [`STATIC_WEIGHT`] × min-max(static cosine) of `text`
+    /// for each tool of `shown`, in its order.
+    fn fused(&self, text: &str, shown: &[u32]) -> Vec<f32> {
+        let mut lexical = vec![0f32; self.len()];
+        self.bm25f.accumulate(&self.bm25f.query_terms(text), &mut lexical);
+        let q = model().embed(text);
+        let lexical = min_max(shown.iter().map(|&d| lexical[d as usize]).collect());
+        let cosine = min_max(shown.iter().map(|&d| dot(&q, self.vector(d as usize))).collect());
+        lexical.iter().zip(&cosine).map(|(l, c)| l + STATIC_WEIGHT * c).collect()
     }
 
     /// How many tools the index holds.

@@ -19,7 +19,9 @@ fn matches_the_formula() {
     let s = scores(&index, 2, "issue issues");
     // "issu": only in tool 0, once in its name (2 terms, as the average)
     // and once in its description (3 terms, as the average)
-    let tilde = 5.0 * 1.0 / 1.0 + 1.0 * 1.0 / (0.5 + 0.5 * 3.0 / 3.0);
+    let (name, description) = (FIELDS[0], FIELDS[3]);
+    let tilde = name.1 * 1.0 / (1.0 - name.2 + name.2 * 2.0 / 2.0)
+        + description.1 * 1.0 / (1.0 - description.2 + description.2 * 3.0 / 3.0);
     let idf = (1.0f64 + (2.0 - 1.0 + 0.5) / (1.0 + 0.5)).ln();
     let want = idf * tilde * (K1 + 1.0) / (K1 + tilde);
     assert!((f64::from(s[0]) - want).abs() < 1e-5, "{} vs {want}", s[0]);

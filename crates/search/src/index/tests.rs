@@ -46,6 +46,18 @@ fn finds_tools_by_words_and_meaning() {
 }
 
 #[test]
+fn every_step_of_a_long_request_has_its_chance() {
+    let two =
+        top("Print the logs of the web pod in prod. Then post a message to the ops channel saying it is fixed", 2);
+    assert!(two.contains(&"kubernetes__kubectl_logs") && two.contains(&"slack__slack_post_message"), "{two:?}");
+    // pasted data under the request does not drown it
+    let pasted = "What time is it in Tokyo right now?\n\
+                  {\"issue_key\": \"PAY-12\", \"pull_request\": 88, \"repo\": \"octo/widgets\", \"url\": \"https://x.io/a\"}\n\
+                  2026-11-02 14:03:11 ERROR [worker-3] issue fetch failed: https://x.io/a (pod web-1)";
+    assert_eq!(top(pasted, 1), ["time__get_current_time"]);
+}
+
+#[test]
 fn exact_name_goes_first() {
     // "create issue" favours the GitHub tool by words; naming the Jira one wins
     assert_eq!(top("jira_create_issue: a new issue in the PAY project", 1), ["jira__jira_create_issue"]);
