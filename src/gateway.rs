@@ -59,7 +59,7 @@ mod resolve;
 mod search;
 mod startup;
 mod state;
-mod tasks;
+mod supervise;
 mod translate;
 mod upstreams;
 mod views;
@@ -76,7 +76,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use catalogs::{CatalogView, Catalogs};
 pub use reload::{Changes, ReloadError, watch as watch_config};
-pub use state::GatewaySession;
+pub use state::{GatewaySession, GwSession};
 pub use upstreams::UpstreamHandle;
 
 use crate::auth::{Principal, SessionGuard};
@@ -89,11 +89,12 @@ use crate::server::http::Admit;
 use crate::server::http::health::{Readiness, Ready};
 use crate::server::{
     CacheHints, CacheScope, Caller, Discovery, Handler, InitContext, Listen, ModernContext, RequestCtx, ServerOffer,
-    Session, SessionStore, TraceHeaders,
+    SessionStore, TraceHeaders,
 };
 use crate::shared::SharedSessions;
 use forward::Forwarder;
-use layer::{Exchange, Layer, Next, Terminal, Then};
+use forward::Terminal;
+use layer::{Exchange, Layer, Next, Then};
 use note::RequestNote;
 use resolve::Resolved;
 use views::Views;
@@ -120,9 +121,6 @@ pub enum StartError {
     #[error("cannot set up the shared state store")]
     StateStore(#[from] crate::shared::OpenError),
 }
-
-/// A downstream session of the gateway.
-pub type GwSession = Session<GatewaySession>;
 
 /// How long connecting to an upstream may take at the TCP level.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -284,7 +282,7 @@ impl Gateway {
         }
         replicas::start(&gateway, gateway.connection.clone());
         gateway.catalogs().rebuild(&gateway);
-        upstreams::supervise_all(&gateway);
+        supervise::supervise_all(&gateway);
         Ok(gateway)
     }
 
@@ -487,11 +485,11 @@ impl Gateway {
     /// allows: the forwarder's, as the layers add to it.
     fn offer_for(&self, version: crate::protocol::Version, uses: impl Fn(usize) -> bool) -> ServerOffer {
         let mut offer = self.forwarder.offer(self, version, uses);
-        self.policy.offer(self, &mut offer);
-        self.concerns.offer(self, &mut offer);
-        self.disclosure.offer(self, &mut offer);
+        self.policy.offer(&mut offer);
+        self.concerns.offer(&mut offer);
+        self.disclosure.offer(&mut offer);
         // Last, so its workflow comes first.
-        self.search.offer(self, &mut offer);
+        self.search.offer(&mut offer);
         offer
     }
 }

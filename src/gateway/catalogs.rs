@@ -17,8 +17,9 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use super::Gateway;
+use super::state::GwSession;
 use super::upstreams::UpstreamHandle;
-use super::{Gateway, GwSession};
 use crate::auth::{ClientPolicy, Principal};
 use crate::catalog::{Catalog, UpstreamTools};
 use crate::concerns::{Declared, Filter};

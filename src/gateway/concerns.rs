@@ -14,10 +14,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::Gateway;
 use super::layer::{Exchange, Layer, Next};
 use super::lists::RouteMaps;
+use super::state::GwSession;
 use super::views::Views;
-use super::{Gateway, GwSession};
 use crate::auth::Principal;
 use crate::concerns::{Configured, Declared};
 use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request};
@@ -72,7 +73,7 @@ impl Layer for Concerns {
         }
     }
 
-    fn offer(&self, _: &Gateway, offer: &mut ServerOffer) {
+    fn offer(&self, offer: &mut ServerOffer) {
         if let Some(caps) = offer.capabilities.as_object_mut() {
             caps.insert("concerns".into(), self.declared.to_json());
         }

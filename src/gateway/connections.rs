@@ -7,10 +7,11 @@ use std::sync::{Arc, Weak};
 use serde_json::{Value, json};
 use tracing::Instrument as _;
 
+use super::Gateway;
 use super::events::SessionEvents;
 use super::instances::stop_when_idle;
+use super::state::GwSession;
 use super::upstreams::UpstreamHandle;
-use super::{Gateway, GwSession};
 use crate::auth::{PrincipalId, PrincipalKind};
 use crate::protocol::method;
 use crate::upstream::modern::ClientContext;

@@ -18,8 +18,8 @@ use super::catalogs::CatalogView;
 use super::layer::{Exchange, Layer, Next};
 use super::pages::Pager;
 use super::resolve::Target;
+use super::state::GwSession;
 use super::views::Views;
-use super::{Gateway, GwSession};
 use crate::config::Mode;
 use crate::disclosure::{self, Selection};
 use crate::grants::Unavailable;
@@ -233,8 +233,8 @@ impl Layer for Disclosure {
 
     /// toolgate serves the descriptions resource and completes its template,
     /// and explains the workflow first in the instructions.
-    fn offer(&self, gateway: &Gateway, offer: &mut ServerOffer) {
-        let view = gateway.catalogs().current();
+    fn offer(&self, offer: &mut ServerOffer) {
+        let view = self.views.catalogs().current();
         if !view.catalog.has_progressive() {
             return;
         }

@@ -7,7 +7,8 @@ use std::sync::{Arc, Weak};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{Gateway, GwSession};
+use super::Gateway;
+use super::state::GwSession;
 use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request, codes};
 use crate::protocol::method;
 use crate::protocol::modern::{listen, method as modern_method};
@@ -210,7 +211,7 @@ impl ControlEvents {
 impl PeerEvents for ControlEvents {
     fn notification(&self, peer: &Arc<Peer>, notification: Notification) {
         let Some(gw) = self.gateway.upgrade() else { return };
-        let notification = super::listeners::untag(notification);
+        let notification = untag(notification);
         match notification.method.as_str() {
             method::TOOLS_LIST_CHANGED => gw.upstreams()[self.index].request_refresh(),
             // The upstream hears toolgate's listen stream from now on. A tool
@@ -236,11 +237,8 @@ impl PeerEvents for ControlEvents {
                 // theirs on their own connections, whose updates reach them
                 // through `SessionEvents`).
                 let up = &gw.upstreams()[self.index];
-                let hearers = if !up.is_shared() && !super::listeners::is_modern(up) {
-                    gw.listeners().sessions()
-                } else {
-                    gw.audience()
-                };
+                let hearers =
+                    if !up.is_shared() && !up.is_modern() { gw.listeners().sessions() } else { gw.audience() };
                 for s in hearers {
                     if s.state.is_subscribed(uri) {
                         gw.notify_session(&s, notification.clone());
@@ -281,3 +279,21 @@ fn log_upstream_message(peer: &Peer, params: Option<&Value>) {
         _ => tracing::error!(upstream = %peer.label(), level, %data, "upstream log"),
     }
 }
+
+/// A notification from an upstream's listen stream, without the stream's
+/// `subscriptionId` (toolgate's own subscription upstream, meaningless to
+/// its clients: a listener gets its own, a session none). An emptied
+/// `_meta` goes too; everything else stays.
+pub(crate) fn untag(mut notification: crate::jsonrpc::Notification) -> crate::jsonrpc::Notification {
+    if let Some(serde_json::Value::Object(params)) = notification.params.as_mut()
+        && let Some(serde_json::Value::Object(meta)) = params.get_mut("_meta")
+        && meta.remove(crate::protocol::modern::meta::SUBSCRIPTION_ID).is_some()
+        && meta.is_empty()
+    {
+        params.remove("_meta");
+    }
+    notification
+}
+
+#[cfg(test)]
+mod tests;

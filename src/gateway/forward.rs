@@ -13,17 +13,19 @@
 //! prompt) resolves as if they were not configured.
 
 use std::collections::VecDeque;
+use std::ops::Deref;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use tracing::Instrument as _;
 
-use super::layer::Forwarding;
+use super::layer::{Exchange, Next};
 use super::lists::{ListKind, RouteMaps, crawl_all};
 use super::pages::Pager;
+use super::state::GwSession;
 use super::upstreams::UpstreamHandle;
-use super::{Gateway, GwSession, connections, events, tasks, translate};
+use super::{Gateway, connections, events, translate};
 use crate::catalog::ToolEntry;
 use crate::config::Mode;
 use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
@@ -32,6 +34,11 @@ use crate::protocol::{Version, method};
 use crate::server::ServerOffer;
 use crate::upstream::modern::headers::{self, ParamCheck};
 use crate::upstream::{self, Call, UpstreamError};
+
+mod subscriptions;
+mod tasks;
+
+pub(crate) use subscriptions::{hold, let_go};
 
 /// How long a URL-mode elicitation's owner is remembered.
 const ELICITATION_TTL: Duration = Duration::from_secs(3600);
@@ -44,6 +51,35 @@ const SESSIONS_PER_ELICITATION: usize = 8;
 /// The forwarder's own state: what the merged lists taught about ownership,
 /// the pager it shares with the layers, and who started which URL-mode
 /// elicitation.
+/// One client request as the forwarder sees it: the layers' [`Exchange`],
+/// and the gateway whose upstreams, sessions and held calls it forwards
+/// through.
+#[derive(Clone, Copy)]
+pub struct Forwarding<'a> {
+    pub gateway: &'a Arc<Gateway>,
+    pub exchange: Exchange<'a>,
+}
+
+impl<'a> Deref for Forwarding<'a> {
+    type Target = Exchange<'a>;
+
+    fn deref(&self) -> &Exchange<'a> {
+        &self.exchange
+    }
+}
+
+/// The end of the chain: the forwarder, with the gateway it forwards through.
+pub struct Terminal<'a> {
+    pub forwarder: &'a Forwarder,
+    pub gateway: &'a Arc<Gateway>,
+}
+
+impl<'a> Next<'a> for Terminal<'a> {
+    fn run(self, cx: Exchange<'a>, request: Request) -> impl Future<Output = Outcome> + Send + 'a {
+        self.forwarder.serve(Forwarding { gateway: self.gateway, exchange: cx }, request)
+    }
+}
+
 pub struct Forwarder {
     /// Shared with the concerns layer, which asks which upstreams map
     /// their lists to concerns.
@@ -443,10 +479,10 @@ impl Forwarder {
         }
         let candidates = self.resource_candidates(cx.gateway, cx.session, &uri);
         if let Some(&index) = candidates.first()
-            && super::listeners::is_modern(&cx.gateway.upstreams()[index])
+            && cx.gateway.upstreams()[index].is_modern()
         {
             // Boxed: rare, and its state would size every forwarded request's future.
-            return Box::pin(super::listeners::modern_subscription(cx, index, &uri, subscribe)).await;
+            return Box::pin(subscriptions::modern_subscription(cx, index, &uri, subscribe)).await;
         }
         let shared = candidates.first().is_some_and(|&i| cx.gateway.upstreams()[i].is_shared());
         if !subscribe && shared {
@@ -474,9 +510,9 @@ impl Forwarder {
         for uri in session.state.subscriptions() {
             let first = self.resource_candidates(gateway, session, &uri).first().copied();
             if let Some(i) = first
-                && super::listeners::is_modern(&gateway.upstreams()[i])
+                && gateway.upstreams()[i].is_modern()
             {
-                super::listeners::let_go(gateway, i, &uri).await;
+                let_go(gateway, i, &uri).await;
                 continue;
             }
             if gateway.audience().iter().any(|s| s.state.is_subscribed(&uri)) {

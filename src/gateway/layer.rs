@@ -20,13 +20,11 @@
 //! gateway ([`Forwarding`]), whose upstream connections it drives.
 
 use std::future::Future;
-use std::ops::Deref;
 use std::sync::Arc;
 
-use super::forward::Forwarder;
 use super::note::RequestNote;
 use super::resolve::Resolved;
-use super::{Gateway, GwSession};
+use super::state::GwSession;
 use crate::jsonrpc::{Outcome, Request};
 use crate::server::{RequestCtx, ServerOffer};
 
@@ -53,8 +51,8 @@ pub trait Layer: Send + Sync + 'static {
     ) -> impl Future<Output = Outcome> + Send + 'a;
 
     /// Adds what the layer offers to toolgate's `initialize` answer.
-    fn offer(&self, gateway: &Gateway, offer: &mut ServerOffer) {
-        let _ = (gateway, offer);
+    fn offer(&self, offer: &mut ServerOffer) {
+        let _ = offer;
     }
 }
 
@@ -62,35 +60,6 @@ pub trait Layer: Send + Sync + 'static {
 pub trait Next<'a>: Send + 'a {
     /// Passes `request` on to the next layer (or the forwarder).
     fn run(self, cx: Exchange<'a>, request: Request) -> impl Future<Output = Outcome> + Send + 'a;
-}
-
-/// One client request as the forwarder sees it: the layers' [`Exchange`],
-/// and the gateway whose upstreams, sessions and held calls it forwards
-/// through.
-#[derive(Clone, Copy)]
-pub struct Forwarding<'a> {
-    pub gateway: &'a Arc<Gateway>,
-    pub exchange: Exchange<'a>,
-}
-
-impl<'a> Deref for Forwarding<'a> {
-    type Target = Exchange<'a>;
-
-    fn deref(&self) -> &Exchange<'a> {
-        &self.exchange
-    }
-}
-
-/// The end of the chain: the forwarder, with the gateway it forwards through.
-pub struct Terminal<'a> {
-    pub forwarder: &'a Forwarder,
-    pub gateway: &'a Arc<Gateway>,
-}
-
-impl<'a> Next<'a> for Terminal<'a> {
-    fn run(self, cx: Exchange<'a>, request: Request) -> impl Future<Output = Outcome> + Send + 'a {
-        self.forwarder.serve(Forwarding { gateway: self.gateway, exchange: cx }, request)
-    }
 }
 
 /// `layer`, then `next`.
@@ -114,9 +83,9 @@ impl<L: Layer> Layer for Option<L> {
         }
     }
 
-    fn offer(&self, gateway: &Gateway, offer: &mut ServerOffer) {
+    fn offer(&self, offer: &mut ServerOffer) {
         if let Some(layer) = self {
-            layer.offer(gateway, offer);
+            layer.offer(offer);
         }
     }
 }

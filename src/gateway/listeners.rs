@@ -28,14 +28,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::{Gateway, GwSession, startup};
-use crate::jsonrpc::{ErrorObject, Outcome, codes};
-use crate::protocol::method;
+use super::forward::{hold, let_go};
+use super::state::GwSession;
+use super::{Gateway, startup};
+use crate::jsonrpc::{ErrorObject, codes};
 use crate::server::{Listen, Subscriptions};
-use crate::upstream::{self, Call};
 
 /// One open stream: its listening session, and what ends it early.
 type Open = (Arc<GwSession>, CancellationToken);
@@ -175,91 +174,3 @@ impl Gateway {
         Ok(())
     }
 }
-
-/// Takes one more hold on `uri` at upstream `index`: the first one
-/// subscribes it there (a handshake-era upstream on its control
-/// connection; a 2026-07-28 upstream's listen stream picks it up itself).
-pub(crate) async fn hold(gateway: &Gateway, index: usize, uri: &str) {
-    let Some(up) = gateway.upstreams().get(index).cloned() else { return };
-    if !up.era.resources.acquire(uri) || is_modern(&up) {
-        return;
-    }
-    if let Some(peer) = up.control() {
-        let call = Call::new(method::RESOURCES_SUBSCRIBE, Some(json!({"uri": uri})));
-        match upstream::service::call_on(peer, up.config.timeout, call).await {
-            Ok(o) if o.error_code().is_none() => {}
-            Ok(o) => {
-                tracing::warn!(upstream = %up.label, uri, error = ?o.error_code(), "the upstream refused a resource subscription")
-            }
-            Err(e) => tracing::warn!(upstream = %up.label, uri, error = %e.report(), "cannot subscribe to a resource"),
-        }
-    }
-}
-
-/// Lets go of one hold on `uri` at upstream `index`: the last one
-/// unsubscribes it there, unless a session's own subscription shares the
-/// connection (a `shared` handshake-era upstream).
-pub(crate) async fn let_go(gateway: &Gateway, index: usize, uri: &str) {
-    let Some(up) = gateway.upstreams().get(index).cloned() else { return };
-    if !up.era.resources.release(uri) || is_modern(&up) {
-        return;
-    }
-    if up.is_shared() && gateway.audience().iter().any(|s| s.state.is_subscribed(uri)) {
-        return;
-    }
-    if let Some(peer) = up.control() {
-        let call = Call::new(method::RESOURCES_UNSUBSCRIBE, Some(json!({"uri": uri})));
-        let _ = upstream::service::call_on(peer, up.config.timeout, call).await;
-    }
-}
-
-/// Whether `up` speaks the sessionless revision (no `resources/subscribe`).
-pub(crate) fn is_modern(up: &super::UpstreamHandle) -> bool {
-    up.hello().is_some_and(|h| h.modern.is_some())
-}
-
-/// `resources/subscribe` or `resources/unsubscribe` of a handshake-era
-/// session for a URI a 2026-07-28 upstream serves (which has neither
-/// method): the session's subscription is held at that upstream like a
-/// listen stream's, and its updates reach the session's standalone stream.
-/// An upstream that declares no resource subscriptions refuses it (`-32601`).
-pub(crate) async fn modern_subscription(
-    cx: super::layer::Forwarding<'_>,
-    index: usize,
-    uri: &str,
-    subscribe: bool,
-) -> Outcome {
-    let up = &cx.gateway.upstreams()[index];
-    if subscribe && !up.hello().is_some_and(|h| h.flag("resources", "subscribe")) {
-        return Outcome::error(ErrorObject::new(
-            codes::METHOD_NOT_FOUND,
-            format!("upstream `{}` does not support resource subscriptions", up.label),
-        ));
-    }
-    if subscribe {
-        if cx.session.state.subscribe(uri) {
-            hold(cx.gateway, index, uri).await;
-        }
-    } else if cx.session.state.unsubscribe(uri) {
-        let_go(cx.gateway, index, uri).await;
-    }
-    Outcome::Result(json!({}))
-}
-
-/// A notification from an upstream's listen stream, without the stream's
-/// `subscriptionId` (toolgate's own subscription upstream, meaningless to
-/// its clients: a listener gets its own, a session none). An emptied
-/// `_meta` goes too; everything else stays.
-pub(crate) fn untag(mut notification: crate::jsonrpc::Notification) -> crate::jsonrpc::Notification {
-    if let Some(serde_json::Value::Object(params)) = notification.params.as_mut()
-        && let Some(serde_json::Value::Object(meta)) = params.get_mut("_meta")
-        && meta.remove(crate::protocol::modern::meta::SUBSCRIPTION_ID).is_some()
-        && meta.is_empty()
-    {
-        params.remove("_meta");
-    }
-    notification
-}
-
-#[cfg(test)]
-mod tests;

@@ -13,10 +13,11 @@ use parking_lot::RwLock;
 use serde_json::{Value, json};
 use toolgate_mcp::uri_template::UriTemplate;
 
-use super::GwSession;
+use super::state::GwSession;
 use super::upstreams::UpstreamHandle;
 use crate::catalog;
 use crate::config::Sharing;
+use crate::protocol::method;
 use crate::upstream::{Peer, crawl};
 
 /// Which list.
@@ -45,7 +46,7 @@ impl ListKind {
             ListKind::Resources => crate::protocol::method::RESOURCES_LIST,
             ListKind::Templates => crate::protocol::method::RESOURCES_TEMPLATES_LIST,
             ListKind::Prompts => crate::protocol::method::PROMPTS_LIST,
-            ListKind::Tasks => super::tasks::LIST,
+            ListKind::Tasks => method::TASKS_LIST,
         }
     }
 

@@ -31,7 +31,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::layer::Forwarding;
+use super::forward::Forwarding;
 use super::resolve::RetryState;
 use super::upstreams::UpstreamHandle;
 use crate::auth::Principal;

@@ -37,8 +37,10 @@ use parking_lot::Mutex;
 pub use diff::Changes;
 pub use watch::watch;
 
-use super::upstreams::{UpstreamHandle, supervise_one};
-use super::{Gateway, GwSession};
+use super::Gateway;
+use super::state::GwSession;
+use super::supervise::supervise_one;
+use super::upstreams::UpstreamHandle;
 use crate::auth::{Authenticator, Principal};
 use crate::config::{Config, TargetError};
 use crate::jsonrpc::{Message, Notification};

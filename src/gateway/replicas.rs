@@ -32,7 +32,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{Gateway, GatewaySession, GwSession, caller_principal};
+use super::state::{GatewaySession, GwSession};
+use super::{Gateway, caller_principal};
 use crate::jsonrpc::{Body, ErrorObject, Id, Message, Notification, Response};
 use crate::protocol::Version;
 use crate::server::{Adoption, Caller, InitContext, SessionStore};

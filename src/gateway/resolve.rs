@@ -11,8 +11,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::Gateway;
 use super::catalogs::CatalogView;
-use super::{Gateway, GwSession};
+use super::state::GwSession;
 use crate::auth::Principal;
 use crate::catalog::ToolEntry;
 use crate::disclosure::{self, Selection};

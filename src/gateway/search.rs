@@ -30,8 +30,8 @@ use super::catalogs::CatalogView;
 use super::layer::{Exchange, Layer, Next};
 use super::pages::Pager;
 use super::resolve::Target;
+use super::state::GwSession;
 use super::views::Views;
-use super::{Gateway, GwSession};
 use crate::catalog::ToolEntry;
 use crate::config::{Activation, DisclosureConfig, Listing};
 use crate::jsonrpc::{Message, Notification, Outcome, Request};
@@ -309,7 +309,7 @@ impl Layer for Search {
         }
     }
 
-    fn offer(&self, _: &Gateway, offer: &mut ServerOffer) {
+    fn offer(&self, offer: &mut ServerOffer) {
         let how = match self.listing {
             Listing::Auto => format!(
                 "When tools/list shows `{}` (catalogs of more than {} tools), it holds only a few tools: ",

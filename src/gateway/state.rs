@@ -7,14 +7,19 @@ use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 
 use super::CatalogView;
-use super::upstreams::UpstreamHandle;
+use super::upstreams::{ConnectionSlot, UpstreamHandle};
 use crate::auth::{Principal, SessionGuard};
 use crate::concerns::{Configured, Filter};
 pub use crate::grants::Grants;
 use crate::jsonrpc::{ErrorObject, codes};
+use crate::server::Session;
 use crate::shared::record::{self, Mutable};
 use crate::shared::{Record, SessionLink, Unavailable};
 use crate::upstream::Peer;
+
+/// A downstream session of the gateway: the engine's session, holding the
+/// gateway's state for it.
+pub type GwSession = Session<GatewaySession>;
 
 /// Tool lists this session's own upstream sessions reported that differ
 /// from the gateway-wide ones (servers with per-session toolsets), and the
@@ -33,9 +38,6 @@ pub struct SessionTools {
 
 /// Longest resource URI a session may subscribe to, in bytes.
 pub const MAX_SUBSCRIBED_URI: usize = 4096;
-
-/// The place of one per-session upstream connection.
-pub type ConnectionSlot = Arc<tokio::sync::Mutex<Option<Arc<Peer>>>>;
 
 /// Per-session gateway state: the client it belongs to, the tools this
 /// session may call, its own upstream sessions, and what it subscribed to.
@@ -72,7 +74,7 @@ pub struct GatewaySession {
     /// [`crate::concerns`]): what its lists show.
     concerns: RwLock<Option<Configured>>,
     /// The tasks its upstreams created for it, and where they live.
-    pub tasks: super::tasks::SessionTasks,
+    pub tasks: tasks::SessionTasks,
     /// Its record in the shared store (`[state] sessions = "shared"`).
     shared: Option<Arc<SessionLink>>,
 }
@@ -396,6 +398,8 @@ impl GatewaySession {
 fn uses_of(upstreams: &[Arc<UpstreamHandle>], principal: &Principal) -> Box<[bool]> {
     upstreams.iter().map(|u| !u.is_retired() && principal.tools().allows_upstream(&u.config.name)).collect()
 }
+
+mod tasks;
 
 #[cfg(test)]
 mod tests;

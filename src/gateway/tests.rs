@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::config::load_str_jailed;
 use crate::jsonrpc::{Body, Id, Response};
+use crate::server::Session;
 use crate::server::{Accepted, Downlink, Engine, Frame, SessionRef};
 use crate::upstream::MemoryTarget;
 

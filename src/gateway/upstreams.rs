@@ -1,6 +1,7 @@
 //! One configured upstream as the gateway sees it: where it lives, its
-//! control connection, its last known tools and capabilities, and the
-//! supervisor task that keeps the control connection up.
+//! control connection, its last known tools and capabilities, and the place
+//! of a session's own connection to it. The supervisor that keeps the
+//! control connection up is [`super::supervise`].
 //!
 //! The control connection is toolgate's own session with the upstream (its
 //! own `clientInfo`, no reverse-routing capabilities unless the upstream is
@@ -10,7 +11,7 @@
 //! every session's calls use.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::{ArcSwap, ArcSwapOption};
@@ -20,23 +21,14 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::instances::Instances;
-use tracing::Instrument as _;
-
-use super::Gateway;
-use super::events::ControlEvents;
-use super::state::ConnectionSlot;
 use crate::auth::PrincipalId;
 use crate::catalog::{Extras, load_extras_dir};
 use crate::config::{Sharing, Target, UpstreamConfig};
-use crate::protocol::method;
 use crate::upstream::modern::UpstreamEra;
-use crate::upstream::{
-    self, Cause, ClientHello, ConnectOptions, Peer, ServerHello, UpstreamError, crawl, toolgate_info,
-};
+use crate::upstream::{Cause, ClientHello, Peer, ServerHello, UpstreamError, toolgate_info};
 
-/// First and longest pause between restarts of a failed upstream.
-const MIN_BACKOFF: Duration = Duration::from_millis(500);
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The place of one per-session upstream connection.
+pub type ConnectionSlot = Arc<tokio::sync::Mutex<Option<Arc<Peer>>>>;
 
 /// A configured upstream.
 pub struct UpstreamHandle {
@@ -61,15 +53,15 @@ pub struct UpstreamHandle {
     /// `true` once the first connection attempt finished, either way.
     ready: watch::Sender<bool>,
     /// Asks the supervisor to crawl the tool list again.
-    refresh: Notify,
+    pub(super) refresh: Notify,
     /// Asks the supervisor to reconnect now rather than after its backoff.
-    reconnect: Notify,
+    pub(super) reconnect: Notify,
     /// The places of its per-session children (stdio, `per_session` only).
     pub(crate) instances: Option<Instances>,
     /// Cancelled when a reload removes or replaces this upstream: its
     /// supervisor stops, and its slot serves nothing until a reload fills
     /// it again (see [`super::reload`]).
-    retired: CancellationToken,
+    pub(super) retired: CancellationToken,
     /// Its era as last probed, and its tools' `x-mcp-header`s, shared by
     /// all its connections.
     pub era: Arc<UpstreamEra>,
@@ -267,136 +259,29 @@ impl UpstreamHandle {
         self.generation.send_modify(|g| *g += 1);
     }
 
-    fn set_up(&self, peer: Arc<Peer>) {
+    pub(super) fn set_up(&self, peer: Arc<Peer>) {
         self.hello.store(peer.hello().cloned().map(Arc::new));
         *self.down.lock() = None;
         self.set_control(Some(peer));
     }
 
-    fn set_down(&self, cause: Cause) {
+    pub(super) fn set_down(&self, cause: Cause) {
         *self.down.lock() = Some(cause);
         self.set_control(None);
     }
 
-    fn set_tools(&self, tools: Vec<Value>) {
+    pub(super) fn set_tools(&self, tools: Vec<Value>) {
         self.tools.store(Arc::new(tools));
     }
 
-    fn mark_ready(&self) {
+    /// Whether it speaks the sessionless revision (2026-07-28: no
+    /// `resources/subscribe`, no `logging/setLevel`).
+    pub fn is_modern(&self) -> bool {
+        self.hello().is_some_and(|h| h.modern.is_some())
+    }
+
+    pub(super) fn mark_ready(&self) {
         self.ready.send_replace(true);
-    }
-}
-
-/// The pause before restart attempt `n` (0-based): doubling, capped.
-pub fn backoff(attempt: u32) -> Duration {
-    MIN_BACKOFF.saturating_mul(1u32 << attempt.min(16)).min(MAX_BACKOFF)
-}
-
-/// Starts the supervisor of every upstream.
-pub(super) fn supervise_all(gateway: &Arc<Gateway>) {
-    for up in gateway.upstreams().iter() {
-        supervise_one(gateway, up.clone());
-    }
-}
-
-/// Starts the supervisor of one upstream (at start, or added by a reload).
-pub(super) fn supervise_one(gateway: &Arc<Gateway>, up: Arc<UpstreamHandle>) {
-    let span = tracing::info_span!("upstream", upstream = %up.label);
-    #[allow(clippy::disallowed_methods)] // a span of its own, not the caller's
-    tokio::spawn(supervise(Arc::downgrade(gateway), up).instrument(span));
-}
-
-/// Keeps one upstream's control connection up: connect, crawl its tools,
-/// refresh on `list_changed`, and restart with backoff when it dies.
-async fn supervise(gateway: Weak<Gateway>, up: Arc<UpstreamHandle>) {
-    let mut attempt = 0u32;
-    let mut first = true;
-    loop {
-        let Some(gw) = gateway.upgrade() else { return };
-        if gw.is_shutting_down() || up.is_retired() {
-            return;
-        }
-        if !std::mem::take(&mut first) {
-            gw.metrics().upstream_restarted(up.index);
-        }
-        let options = ConnectOptions {
-            label: up.label.clone(),
-            hello: up.control_hello(),
-            events: Arc::new(ControlEvents::new(gateway.clone(), up.index)),
-            attribute_to_latest_call: false,
-            timeout: up.config.timeout,
-            cancel_timeout: up.config.cancel_timeout,
-            protocol: up.config.protocol.into(),
-            era: Some(up.era.clone()),
-            control: true,
-        };
-        let connected = upstream::connect(&up.target, gw.http(), options).await;
-        let shutdown = gw.shutdown_token();
-        let retired = up.retired.clone();
-        drop(gw);
-        if retired.is_cancelled() {
-            // Removed while it connected: the new connection is not wanted.
-            if let Ok(peer) = connected {
-                peer.shutdown().await;
-            }
-            return;
-        }
-        match connected {
-            Ok(peer) => {
-                attempt = 0;
-                up.set_up(peer.clone());
-                refresh_tools(&gateway, &up, &peer).await;
-                up.mark_ready();
-                loop {
-                    tokio::select! {
-                        _ = peer.closed().cancelled() => break,
-                        _ = shutdown.cancelled() => return,
-                        _ = retired.cancelled() => return,
-                        _ = up.refresh.notified() => refresh_tools(&gateway, &up, &peer).await,
-                    }
-                }
-                let reason = peer.close_reason().unwrap_or_else(|| "connection closed".into());
-                tracing::warn!(%reason, "upstream connection lost; restarting");
-                up.set_down(Cause::msg(reason));
-            }
-            Err(e) => {
-                tracing::error!(error = %e.report(), retry_in = ?backoff(attempt), "upstream unavailable");
-                up.set_down(Cause::new(e));
-                up.mark_ready();
-            }
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(backoff(attempt)) => {}
-            // A caller needs a new connection now (the old one's session expired).
-            _ = up.reconnect.notified() => {}
-            _ = shutdown.cancelled() => return,
-            _ = retired.cancelled() => return,
-        }
-        attempt = attempt.saturating_add(1);
-    }
-}
-
-/// Crawls an upstream's tools and rebuilds the catalog.
-async fn refresh_tools(gateway: &Weak<Gateway>, up: &Arc<UpstreamHandle>, peer: &Arc<Peer>) {
-    if !peer.hello().is_some_and(|h| h.has("tools")) {
-        up.set_tools(Vec::new());
-    } else {
-        match crawl(peer, up.config.timeout, method::TOOLS_LIST, "tools").await {
-            Ok(tools) => {
-                tracing::info!(tools = tools.len(), "tool list loaded");
-                up.era.tools.update(&tools);
-                up.set_tools(tools);
-            }
-            Err(e) => {
-                tracing::warn!(error = %e.report(), "could not list tools; keeping the previous list");
-                return;
-            }
-        }
-    }
-    if let Some(gw) = gateway.upgrade()
-        && !up.is_retired()
-    {
-        gw.catalogs().rebuild(&gw);
     }
 }
 

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 
 use super::catalogs::{CatalogView, Catalogs};
+use super::startup;
+use super::state::GwSession;
 use super::upstreams::UpstreamHandle;
-use super::{GwSession, startup};
 use crate::config::Config;
 
 /// The gateway's live state as the layers read it (clones share it).

@@ -19,6 +19,7 @@
 //! [`PeerEvents`]. A call goes through the layers in [`service`]: retry of
 //! a forgotten session, the choice of connection, the deadline.
 
+mod backoff;
 mod capped;
 mod connect;
 mod crawl;
@@ -34,6 +35,7 @@ mod stdio;
 mod target;
 mod transport;
 
+pub use backoff::{MAX_BACKOFF, MIN_BACKOFF, backoff};
 pub use capped::same_origin_redirects;
 pub use connect::{ConnectOptions, connect};
 pub use crawl::crawl;

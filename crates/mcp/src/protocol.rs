@@ -95,6 +95,10 @@ pub mod method {
     pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
     pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
     pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
+    pub const TASKS_GET: &str = "tasks/get";
+    pub const TASKS_RESULT: &str = "tasks/result";
+    pub const TASKS_CANCEL: &str = "tasks/cancel";
+    pub const TASKS_LIST: &str = "tasks/list";
 }
 
 /// HTTP header names of the Streamable HTTP transport, as `HeaderName`s so

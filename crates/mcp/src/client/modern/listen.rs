@@ -10,7 +10,6 @@
 //! change, until the connection closes.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Map, Value};
 
@@ -20,10 +19,6 @@ use super::super::peer::{Call, Peer};
 use super::UpstreamEra;
 use crate::jsonrpc::{Outcome, codes};
 use crate::protocol::modern::{listen, method};
-
-/// First and longest pause before reopening an ended stream.
-const MIN_BACKOFF: Duration = Duration::from_millis(500);
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// The `notifications` filter for what `capabilities` offer, or `None` when
 /// they offer no list changes.
@@ -51,7 +46,7 @@ pub(crate) fn filter(capabilities: &Value) -> Option<Value> {
 pub(crate) fn keep_open(peer: Arc<Peer>, filter: Option<Value>, era: Option<Arc<UpstreamEra>>) {
     crate::spawn(async move {
         let mut changes = era.as_ref().map(|e| e.resources.watch());
-        let mut pause = MIN_BACKOFF;
+        let mut attempt = 0u32;
         loop {
             if let Some(rx) = changes.as_mut() {
                 rx.borrow_and_update();
@@ -89,14 +84,14 @@ pub(crate) fn keep_open(peer: Arc<Peer>, filter: Option<Value>, era: Option<Arc<
                 }
                 Ok(Outcome::Error(e)) => tracing::debug!(upstream = %peer.label(), error = %e, "listen refused"),
                 // A graceful end (the result) or a broken stream: listen again.
-                Ok(_) => pause = MIN_BACKOFF,
+                Ok(_) => attempt = 0,
                 Err(e) => tracing::debug!(upstream = %peer.label(), error = %e.report(), "listen stream ended"),
             }
             tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
+                _ = tokio::time::sleep(super::super::backoff(attempt)) => {}
                 _ = peer.closed().cancelled() => return,
             }
-            pause = (pause * 2).min(MAX_BACKOFF);
+            attempt = attempt.saturating_add(1);
         }
     });
 }

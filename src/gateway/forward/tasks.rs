@@ -16,63 +16,24 @@
 //!   it are listed).
 //!
 //! A task is its creator's alone: a session's tasks are remembered in the
-//! session (and its shared record), a sessionless (2026-07-28) client's in
+//! session (`state/tasks.rs`, and its shared record), a sessionless (2026-07-28) client's in
 //! the gateway's grant store under its client's scope. `tasks/get`,
 //! `tasks/result` and `tasks/cancel` of any other id, another client's
 //! included, get the same "Unknown task" as a made-up one, and `tasks/list`
 //! lists only the client's own: on a `shared` upstream every client's
 //! tasks live in one upstream session, which cannot tell them apart.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
-use super::layer::Forwarding;
-use super::lists::{Crawled, ListKind, crawl_all};
-use super::upstreams::UpstreamHandle;
+use super::Forwarding;
+use crate::gateway::lists::{Crawled, ListKind, crawl_all};
+use crate::gateway::upstreams::UpstreamHandle;
 use crate::grants::Unavailable;
 use crate::jsonrpc::{ErrorObject, Outcome};
 
-/// `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/list`.
-pub const GET: &str = "tasks/get";
-pub const RESULT: &str = "tasks/result";
-pub const CANCEL: &str = "tasks/cancel";
-pub const LIST: &str = "tasks/list";
-
-/// Most tasks a session remembers (the oldest are forgotten first).
-const REMEMBERED: usize = crate::grants::MAX_TASKS;
-
-/// The tasks one session's upstreams created for it: task id → the name of
-/// the upstream that holds it.
-#[derive(Default)]
-pub struct SessionTasks(Mutex<VecDeque<(String, Arc<str>)>>);
-
-impl SessionTasks {
-    /// Remembers that upstream `upstream` holds task `id`; returns the task
-    /// forgotten to make room, if one was.
-    pub fn note(&self, id: &str, upstream: &Arc<str>) -> Option<String> {
-        let mut tasks = self.0.lock();
-        if tasks.iter().any(|(t, _)| t == id) {
-            return None;
-        }
-        let forgotten = (tasks.len() == REMEMBERED).then(|| tasks.pop_front()).flatten().map(|(t, _)| t);
-        tasks.push_back((id.to_owned(), upstream.clone()));
-        forgotten
-    }
-
-    /// Every task remembered, with its upstream's name (a shared session's
-    /// record, written back whole).
-    pub fn known(&self) -> Vec<(String, String)> {
-        self.0.lock().iter().map(|(t, u)| (t.clone(), u.to_string())).collect()
-    }
-
-    /// The upstream that holds task `id`, if this session created it.
-    pub fn owner(&self, id: &str) -> Option<Arc<str>> {
-        self.0.lock().iter().find(|(t, _)| t == id).map(|(_, u)| u.clone())
-    }
-}
+use crate::protocol::method::{TASKS_CANCEL as CANCEL, TASKS_GET as GET, TASKS_LIST as LIST, TASKS_RESULT as RESULT};
 
 /// Whether `method` is one of the task methods toolgate routes.
 pub fn routes(method: &str) -> bool {

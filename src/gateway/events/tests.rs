@@ -1,4 +1,4 @@
-//! Unit tests of `listeners` (listeners.rs).
+//! Unit tests of `events` (events.rs).
 
 use serde_json::json;
 
