@@ -651,35 +651,14 @@ impl Handler for Gateway {
         }
     }
 
-    /// A shared session is recorded before its `initialize` is answered.
-    async fn started(self: &Arc<Self>, session: &Arc<GwSession>) -> Result<(), ErrorObject> {
-        self.record_session(session).await
-    }
-
-    async fn adopt(
+    /// A shared session another replica created, from its record.
+    fn restore(
         self: &Arc<Self>,
         id: &str,
+        stored: crate::server::Stored,
         caller: &Caller,
-    ) -> Result<Option<crate::server::Adoption<GatewaySession>>, ErrorObject> {
-        self.adopt_session(id, caller).await
-    }
-
-    async fn deleted(self: &Arc<Self>, session: &Arc<GwSession>) -> Result<(), ErrorObject> {
-        self.end_shared(session).await
-    }
-
-    async fn cancel_elsewhere(self: &Arc<Self>, session: &Arc<GwSession>, id: &crate::jsonrpc::Id) {
-        self.cancel_shared(session, id).await
-    }
-
-    async fn response(self: &Arc<Self>, session: &Arc<GwSession>, response: crate::jsonrpc::Response) {
-        self.route_answer(session, response).await
-    }
-
-    /// With shared sessions, requests to clients name this replica, so that
-    /// an answer reaching another replica finds its way back.
-    fn request_tag(&self) -> Option<Arc<str>> {
-        self.shared.as_ref().map(|s| s.replica().clone())
+    ) -> Result<Option<GatewaySession>, ErrorObject> {
+        self.restore_session(id, stored, caller)
     }
 
     async fn closed(self: &Arc<Self>, session: Arc<GwSession>) {

@@ -29,6 +29,7 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -36,8 +37,8 @@ use super::state::{GatewaySession, GwSession};
 use super::{Gateway, caller_principal};
 use crate::jsonrpc::{Body, ErrorObject, Id, Message, Notification, Response};
 use crate::protocol::Version;
-use crate::server::{Adoption, Caller, InitContext, SessionStore};
-use crate::shared::{BusMessage, Connection, Inbound, Record, Refresh, SessionLink, bus};
+use crate::server::{Caller, InitContext, SessionBackend, SessionStore, Stored};
+use crate::shared::{BusMessage, Connection, Inbound, Record, Refresh, SessionLink, SharedSessions, bus};
 
 /// How often sessions whose record could not be written are written back.
 const WRITE_BACK_EVERY: Duration = Duration::from_secs(1);
@@ -59,43 +60,17 @@ impl Gateway {
         state.shared_as(link, &base)
     }
 
-    /// Records a session `initialize` just created; an error refuses it.
-    pub(crate) async fn record_session(&self, session: &GwSession) -> Result<(), ErrorObject> {
-        let (Some(shared), Some(record)) = (&self.shared, session.state.record()) else { return Ok(()) };
-        match shared.put(session.id(), &record).await {
-            Ok(Refresh::Kept | Refresh::Missing) => Ok(()),
-            // A tombstone under a fresh random id: not this session's.
-            Ok(Refresh::Ended) => Err(ErrorObject::new(
-                crate::jsonrpc::codes::STATE_STORE_UNAVAILABLE,
-                "the session could not be recorded; retry",
-            )),
-            Err(e) => {
-                tracing::warn!(error = %e, "a new session could not be recorded in the shared store");
-                Err(e.to_error())
-            }
-        }
-    }
-
-    /// The session `id` of `caller` from the shared store, if it is there
-    /// and belongs to `caller`.
-    pub(crate) async fn adopt_session(
+    /// The state of session `id` of `caller` that another replica created,
+    /// from its record ([`Replicas`] loaded it): the same client, revision,
+    /// capabilities, log level, concerns, subscriptions, grants and tasks.
+    /// `None` when its client no longer may be served.
+    pub(crate) fn restore_session(
         self: &Arc<Self>,
         id: &str,
+        stored: Stored,
         caller: &Caller,
-    ) -> Result<Option<Adoption<GatewaySession>>, ErrorObject> {
-        let Some(shared) = &self.shared else { return Ok(None) };
-        let record = match shared.load(id).await {
-            Ok(Some(record)) => record,
-            Ok(None) => return Ok(None),
-            Err(e) => {
-                tracing::warn!(error = %e, "a session could not be looked up in the shared store");
-                return Err(e.to_error());
-            }
-        };
-        // Another client's session is unknown, exactly like a made-up one.
-        let Some(version) = Version::parse(&record.version).filter(|_| record.caller == caller.id()) else {
-            return Ok(None);
-        };
+    ) -> Result<Option<GatewaySession>, ErrorObject> {
+        let (Some(shared), Ok(record)) = (&self.shared, stored.record.downcast::<Record>()) else { return Ok(None) };
         let principal = self.clients.current(&caller_principal(caller))?;
         let slot = self.clients.open_session(&principal)?;
         let declared = self.catalogs().concerns();
@@ -107,7 +82,7 @@ impl Gateway {
         // Upstreams may still be starting (a replica that just restarted):
         // the session's requests wait for them as a new session's would.
         let deadline = tokio::time::Instant::now() + self.config().server.startup_timeout;
-        let link = Arc::new(SessionLink::new(shared.clone(), Arc::from(id), record.clone()));
+        let link = Arc::new(SessionLink::new(shared.clone(), Arc::from(id), (*record).clone()));
         let state = GatewaySession::for_client(&self.upstreams(), principal, slot)
             .with_startup_deadline(deadline)
             .with_concerns(concerns)
@@ -115,72 +90,7 @@ impl Gateway {
         self.metrics.session_started();
         self.metrics.session_adopted();
         tracing::info!(session = id, client = state.client_name(), "session adopted from the shared store");
-        let params = json!({"capabilities": record.capabilities, "clientInfo": record.client_info});
-        Ok(Some(Adoption { version, params, state }))
-    }
-
-    /// Ends a shared session everywhere (its client's `DELETE`). When Redis
-    /// does not answer in time, the `DELETE` may still have reached it, or
-    /// may not: either way the session ends here, and toolgate keeps ending
-    /// it in the store until Redis answers (or the record has expired by
-    /// itself), so the client's answer (the session is ended) comes true.
-    pub(crate) async fn end_shared(&self, session: &GwSession) -> Result<(), ErrorObject> {
-        let Some(shared) = &self.shared else { return Ok(()) };
-        let Err(e) = shared.end(session.id()).await else { return Ok(()) };
-        tracing::warn!(error = %e, "a session could not be ended in the shared store yet; retrying until Redis answers");
-        let (shared, id, give_up) = (shared.clone(), session.id_arc(), self.sessions.idle_timeout());
-        let started = tokio::time::Instant::now();
-        crate::spawn(async move {
-            while started.elapsed() < give_up {
-                tokio::time::sleep(WRITE_BACK_EVERY).await;
-                if shared.end(&id).await.is_ok() {
-                    tracing::info!("a session whose end the shared store missed is ended there");
-                    return;
-                }
-            }
-        });
-        Ok(())
-    }
-
-    /// A cancellation of a request that does not run here: every replica
-    /// holding the session hears it, and the one running it stops it.
-    pub(crate) async fn cancel_shared(&self, session: &GwSession, id: &Id) {
-        let Some(shared) = &self.shared else { return };
-        let message = BusMessage::Cancel {
-            session: session.id().to_owned(),
-            id: id.to_value(),
-            from: shared.replica().to_string(),
-        };
-        if let Err(e) = shared.broadcast(&message).await {
-            tracing::debug!(error = %e, "a cancellation could not be passed to the other replicas");
-        }
-    }
-
-    /// A client's answer to a request no waiter here knows: if another
-    /// replica sent it (its id carries that replica's tag), it goes there.
-    pub(crate) async fn route_answer(&self, session: &GwSession, response: Response) {
-        let Some(shared) = &self.shared else { return };
-        let Some(tag) = response.id.as_ref().and_then(replica_of) else {
-            tracing::debug!(session = session.id(), "an answer to no request of toolgate's ignored");
-            return;
-        };
-        if tag == shared.replica().as_ref() {
-            tracing::debug!(session = session.id(), "a late answer to a request no longer waiting ignored");
-            return;
-        }
-        let message =
-            BusMessage::Answer { session: session.id().to_owned(), response: Message::Response(response).to_value() };
-        match shared.send_to(&tag, &message).await {
-            Ok(true) => {
-                tracing::debug!(session = session.id(), replica = %tag, "an answer passed to the replica that asked")
-            }
-            Ok(false) => tracing::info!(
-                session = session.id(),
-                replica = %tag,
-                "an answer for a replica that is gone dropped (its call ended with it)"
-            ),
-            Err(e) => tracing::warn!(error = %e, "an answer could not be passed to the replica that asked"),
-        }
+        Ok(Some(state))
     }
 
     /// Sends `notification` to `session`'s standalone stream (`GET`). With
@@ -279,6 +189,147 @@ impl Gateway {
     }
 }
 
+/// The shared store as the engine's [`SessionBackend`]: where the sessions
+/// of this replica live besides it.
+pub(super) struct Replicas {
+    shared: Arc<SharedSessions>,
+    /// How long a session may idle: past it the store has forgotten it by
+    /// itself, and an end it missed need not be retried.
+    idle: Duration,
+}
+
+impl Replicas {
+    pub(super) fn new(shared: Arc<SharedSessions>, idle: Duration) -> Self {
+        Self { shared, idle }
+    }
+
+    /// Records a session `initialize` just created; an error refuses it.
+    async fn record_session(&self, session: &GwSession) -> Result<(), ErrorObject> {
+        let Some(record) = session.state.record() else { return Ok(()) };
+        match self.shared.put(session.id(), &record).await {
+            Ok(Refresh::Kept | Refresh::Missing) => Ok(()),
+            // A tombstone under a fresh random id: not this session's.
+            Ok(Refresh::Ended) => Err(ErrorObject::new(
+                crate::jsonrpc::codes::STATE_STORE_UNAVAILABLE,
+                "the session could not be recorded; retry",
+            )),
+            Err(e) => {
+                tracing::warn!(error = %e, "a new session could not be recorded in the shared store");
+                Err(e.to_error())
+            }
+        }
+    }
+
+    /// The record of session `id` of `caller`, if it is there and belongs
+    /// to `caller` (another client's session is unknown, exactly like a
+    /// made-up one).
+    async fn load_session(&self, id: &str, caller: &Caller) -> Result<Option<Stored>, ErrorObject> {
+        let record = match self.shared.load(id).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                tracing::warn!(error = %e, "a session could not be looked up in the shared store");
+                return Err(e.to_error());
+            }
+        };
+        let Some(version) = Version::parse(&record.version).filter(|_| record.caller == caller.id()) else {
+            return Ok(None);
+        };
+        let params = json!({"capabilities": record.capabilities, "clientInfo": record.client_info});
+        Ok(Some(Stored { version, params, record: Box::new(record) }))
+    }
+
+    /// Ends a shared session everywhere (its client's `DELETE`). When Redis
+    /// does not answer in time, the `DELETE` may still have reached it, or
+    /// may not: either way the session ends here, and toolgate keeps ending
+    /// it in the store until Redis answers (or the record has expired by
+    /// itself), so the client's answer (the session is ended) comes true.
+    async fn end_session(&self, session: &GwSession) -> Result<(), ErrorObject> {
+        let Err(e) = self.shared.end(session.id()).await else { return Ok(()) };
+        tracing::warn!(error = %e, "a session could not be ended in the shared store yet; retrying until Redis answers");
+        let (shared, id, give_up) = (self.shared.clone(), session.id_arc(), self.idle);
+        let started = tokio::time::Instant::now();
+        crate::spawn(async move {
+            while started.elapsed() < give_up {
+                tokio::time::sleep(WRITE_BACK_EVERY).await;
+                if shared.end(&id).await.is_ok() {
+                    tracing::info!("a session whose end the shared store missed is ended there");
+                    return;
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// A cancellation of a request that does not run here: every replica
+    /// holding the session hears it, and the one running it stops it.
+    async fn cancel_elsewhere(&self, session: &GwSession, id: &Id) {
+        let message = BusMessage::Cancel {
+            session: session.id().to_owned(),
+            id: id.to_value(),
+            from: self.shared.replica().to_string(),
+        };
+        if let Err(e) = self.shared.broadcast(&message).await {
+            tracing::debug!(error = %e, "a cancellation could not be passed to the other replicas");
+        }
+    }
+
+    /// A client's answer to a request no waiter here knows: if another
+    /// replica sent it (its id carries that replica's tag), it goes there.
+    async fn route_answer(&self, session: &GwSession, response: Response) {
+        let Some(tag) = response.id.as_ref().and_then(replica_of) else {
+            tracing::debug!(session = session.id(), "an answer to no request of toolgate's ignored");
+            return;
+        };
+        if tag == self.shared.replica().as_ref() {
+            tracing::debug!(session = session.id(), "a late answer to a request no longer waiting ignored");
+            return;
+        }
+        let message =
+            BusMessage::Answer { session: session.id().to_owned(), response: Message::Response(response).to_value() };
+        match self.shared.send_to(&tag, &message).await {
+            Ok(true) => {
+                tracing::debug!(session = session.id(), replica = %tag, "an answer passed to the replica that asked")
+            }
+            Ok(false) => tracing::info!(
+                session = session.id(),
+                replica = %tag,
+                "an answer for a replica that is gone dropped (its call ended with it)"
+            ),
+            Err(e) => tracing::warn!(error = %e, "an answer could not be passed to the replica that asked"),
+        }
+    }
+}
+
+impl SessionBackend<GatewaySession> for Replicas {
+    /// A shared session is recorded before its `initialize` is answered.
+    fn record<'a>(&'a self, session: &'a Arc<GwSession>) -> BoxFuture<'a, Result<(), ErrorObject>> {
+        Box::pin(self.record_session(session))
+    }
+
+    fn load<'a>(&'a self, id: &'a str, caller: &'a Caller) -> BoxFuture<'a, Result<Option<Stored>, ErrorObject>> {
+        Box::pin(self.load_session(id, caller))
+    }
+
+    fn end<'a>(&'a self, session: &'a Arc<GwSession>) -> BoxFuture<'a, Result<(), ErrorObject>> {
+        Box::pin(self.end_session(session))
+    }
+
+    fn forward_cancel<'a>(&'a self, session: &'a Arc<GwSession>, id: &'a Id) -> BoxFuture<'a, ()> {
+        Box::pin(self.cancel_elsewhere(session, id))
+    }
+
+    fn forward_answer<'a>(&'a self, session: &'a Arc<GwSession>, response: Response) -> BoxFuture<'a, ()> {
+        Box::pin(self.route_answer(session, response))
+    }
+
+    /// Requests to clients name this replica, so that an answer reaching
+    /// another replica finds its way back.
+    fn tag(&self) -> Option<Arc<str>> {
+        Some(self.shared.replica().clone())
+    }
+}
+
 /// The replica tag of a request id toolgate sent a client (`"<tag>-<n>"`).
 fn replica_of(id: &Id) -> Option<String> {
     let Value::String(text) = id.to_value() else { return None };
@@ -293,6 +344,7 @@ pub(super) fn start(gateway: &Arc<Gateway>, connection: Option<Arc<Connection>>)
         crate::spawn(watch(Arc::downgrade(gateway), connection));
     }
     let Some(shared) = gateway.shared.clone() else { return };
+    gateway.sessions.share_with(Arc::new(Replicas::new(shared.clone(), gateway.sessions.idle_timeout())));
     let (to, mut heard) = mpsc::unbounded_channel();
     let channels = vec![shared.bus_channel(), shared.replica_channel(shared.replica())];
     crate::spawn(bus::listen(shared.connection().clone(), channels, to, gateway.shutdown_token()));

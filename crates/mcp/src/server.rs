@@ -8,6 +8,7 @@
 //! fixture. Transports (Streamable HTTP and legacy HTTP+SSE in [`http`],
 //! [`stdio`]) only move frames; they never interpret MCP methods.
 
+mod backend;
 mod caller;
 mod engine;
 mod handler;
@@ -19,13 +20,13 @@ pub mod single;
 pub mod stdio;
 mod store;
 
+pub use backend::{Local, SessionBackend, Stored};
 pub use caller::Caller;
 pub use engine::{
     Accepted, Engine, Hold, Listen, ListenSink, ModernAccepted, Refusal, RoutingHeaders, SessionRef, Subscriptions,
 };
 pub use handler::{
-    Adoption, CacheHints, CacheScope, Discovery, Handler, Held, InitContext, ModernContext, RequestCtx, ServerOffer,
-    TraceHeaders,
+    CacheHints, CacheScope, Discovery, Handler, Held, InitContext, ModernContext, RequestCtx, ServerOffer, TraceHeaders,
 };
 pub use limits::{Limits, shutting_down, too_many_requests, too_many_sessions};
 pub use session::{ClientRequestError, Downlink, Frame, Frames, Session};

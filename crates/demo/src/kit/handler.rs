@@ -16,7 +16,7 @@ use std::sync::Arc;
 use futures::FutureExt as _;
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
-use toolgate_mcp::jsonrpc::{ErrorObject, Id, Notification, Outcome, Request, Response, codes};
+use toolgate_mcp::jsonrpc::{ErrorObject, Id, Notification, Outcome, Request, codes};
 use toolgate_mcp::protocol::method;
 use toolgate_mcp::protocol::modern::params::{self, ParamCheck};
 use toolgate_mcp::server::{
@@ -149,10 +149,6 @@ impl Handler for RegistryHandler {
 
     async fn notification(self: &Arc<Self>, _: &Arc<KitSession>, notification: Notification) {
         tracing::trace!(method = notification.method, "notification ignored");
-    }
-
-    async fn response(self: &Arc<Self>, session: &Arc<KitSession>, response: Response) {
-        tracing::warn!(session = session.id(), id = ?response.id, "response to no pending request");
     }
 
     async fn closed(self: &Arc<Self>, _: Arc<KitSession>) {}

@@ -54,7 +54,7 @@ pub enum SessionRef<S: Send + Sync + 'static> {
     Unknown,
     /// The request named a session this process does not hold, and the
     /// store shared with other processes, which may, could not be asked
-    /// ([`Handler::adopt`]): the error says so; the client may retry.
+    /// ([`SessionBackend::load`](super::SessionBackend::load), [`Handler::restore`]): the error says so; the client may retry.
     Unavailable(ErrorObject),
     /// A live session.
     Live(Arc<Session<S>>),
@@ -134,7 +134,7 @@ pub struct Engine<H: Handler> {
     server_info: Option<sessionless::ServerInfo>,
     /// The tag of requests to clients ([`Handler::request_tag`], asked once).
     request_tag: Option<Arc<str>>,
-    /// Sessions being adopted ([`Handler::adopt`]) now, so that concurrent
+    /// Sessions being adopted ([`SessionBackend::load`](super::SessionBackend::load), [`Handler::restore`]) now, so that concurrent
     /// requests naming one adopt it once.
     adopting: parking_lot::Mutex<std::collections::HashMap<Arc<str>, Arc<tokio::sync::Mutex<()>>>>,
 }
@@ -160,7 +160,7 @@ impl<H: Handler> Engine<H> {
             idle: Notify::new(),
             stopping: CancellationToken::new(),
             server_info: handler.server_info().map(sessionless::ServerInfo::new),
-            request_tag: handler.request_tag(),
+            request_tag: store.backend().tag(),
             adopting: Default::default(),
         });
         let weak_store = Arc::downgrade(&store);
@@ -261,7 +261,7 @@ impl<H: Handler> Engine<H> {
 
     /// Looks up the session an `Mcp-Session-Id` names for `caller`, here or,
     /// if this process does not hold it, in the store it shares with others
-    /// ([`Handler::adopt`]): a session found there is adopted (served here
+    /// ([`SessionBackend::load`](super::SessionBackend::load), [`Handler::restore`]): a session found there is adopted (served here
     /// from now on as well). Counts as activity.
     pub async fn find_session(&self, id: Option<&str>, caller: &Caller) -> SessionRef<H::State> {
         let Some(id) = id else { return SessionRef::Missing };
@@ -318,8 +318,14 @@ impl<H: Handler> Engine<H> {
         if self.is_shutting_down() {
             return SessionRef::Unknown;
         }
-        let adoption = match self.handler.adopt(id, caller).await {
-            Ok(Some(adoption)) => adoption,
+        let stored = match self.store.backend().load(id, caller).await {
+            Ok(Some(stored)) => stored,
+            Ok(None) => return SessionRef::Unknown,
+            Err(e) => return SessionRef::Unavailable(e),
+        };
+        let (version, params) = (stored.version, stored.params.clone());
+        let state = match self.handler.restore(id, stored, caller) {
+            Ok(Some(state)) => state,
             Ok(None) => return SessionRef::Unknown,
             Err(e) => return SessionRef::Unavailable(e),
         };
@@ -327,7 +333,7 @@ impl<H: Handler> Engine<H> {
             tracing::warn!(session = id, "session not adopted: too many sessions");
             return SessionRef::Unavailable(limits::too_many_sessions(self.store.limits().max_sessions));
         };
-        let session = Session::new(Arc::from(id), adoption.version, &adoption.params, adoption.state, caller.clone())
+        let session = Session::new(Arc::from(id), version, &params, state, caller.clone())
             .with_max_in_flight(self.store.limits().max_requests_per_session)
             .with_request_tag(self.request_tag.clone());
         session.mark_initialized();
@@ -356,9 +362,9 @@ impl<H: Handler> Engine<H> {
     }
 
     /// Ends `session` at its client's request (`DELETE`): wherever else it
-    /// lives ([`Handler::deleted`]), then here.
+    /// lives ([`SessionBackend::end`](super::SessionBackend::end)), then here.
     pub async fn delete(&self, session: &Arc<Session<H::State>>) -> Result<(), (Refusal, Response)> {
-        if let Err(e) = self.handler.deleted(session).await {
+        if let Err(e) = self.store.backend().end(session).await {
             let refusal = unavailable_or(&e, Refusal::SessionUnknown);
             return Err((refusal, Response::error(None, e)));
         }
@@ -539,7 +545,7 @@ impl<H: Handler> Engine<H> {
                     .with_request_tag(self.request_tag.clone());
                 let session = Arc::new(session);
                 self.store.insert(place, session.clone());
-                if let Err(e) = self.handler.started(&session).await {
+                if let Err(e) = self.store.backend().record(&session).await {
                     self.store.remove(session.id());
                     tracing::warn!(error = %e, "initialize refused: the session could not be recorded");
                     let refusal = unavailable_or(&e, Refusal::StoreUnavailable);
@@ -574,7 +580,7 @@ impl<H: Handler> Engine<H> {
                     if session.cancel_request(&id) {
                         tracing::debug!(session = session.id(), %id, "client cancelled a request");
                     } else {
-                        self.handler.cancel_elsewhere(session, &id).await;
+                        self.store.backend().forward_cancel(session, &id).await;
                     }
                 }
             }
@@ -587,7 +593,7 @@ impl<H: Handler> Engine<H> {
         match response {
             Response { id: Some(id), outcome } => {
                 if let Err(outcome) = session.resolve(&id, outcome) {
-                    self.handler.response(session, Response { id: Some(id), outcome }).await;
+                    self.store.backend().forward_answer(session, Response { id: Some(id), outcome }).await;
                 }
             }
             Response { id: None, outcome } => {

@@ -10,10 +10,11 @@ use http::{HeaderMap, HeaderValue};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::backend::Stored;
 use super::caller::Caller;
 use super::engine::Listen;
 use super::session::{Downlink, Session};
-use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request, Response};
+use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request};
 use crate::protocol::Version;
 
 /// What an `initialize` request told the server.
@@ -59,19 +60,6 @@ impl std::fmt::Debug for Held {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(if self.0.lock().is_some() { "Held(..)" } else { "Held(empty)" })
     }
-}
-
-/// A session another process created, that the application found in a
-/// store it shares with that process ([`Handler::adopt`]): what the engine
-/// needs to serve it here as if its `initialize` had been answered here.
-pub struct Adoption<S> {
-    /// The revision negotiated at its `initialize`.
-    pub version: Version,
-    /// The `params` of its `initialize` as far as the engine keeps them:
-    /// `capabilities` and `clientInfo`.
-    pub params: Value,
-    /// The application's state for it.
-    pub state: S,
 }
 
 /// What a server offers a client in its `initialize` result (the engine
@@ -316,83 +304,24 @@ pub trait Handler: Send + Sync + 'static {
         notification: Notification,
     ) -> impl Future<Output = ()> + Send;
 
-    /// A client response to a request the engine did not send itself (an
-    /// application that allocates its own request ids). Ignored by default.
-    fn response(
-        self: &Arc<Self>,
-        session: &Arc<Session<Self::State>>,
-        response: Response,
-    ) -> impl Future<Output = ()> + Send {
-        let _ = (session, response);
-        async {}
-    }
-
     /// The session ended here (client `DELETE`, idle expiry, shutdown, or
     /// another process told this one it ended): release what it holds here.
     fn closed(self: &Arc<Self>, session: Arc<Session<Self::State>>) -> impl Future<Output = ()> + Send;
 
-    /// A session `caller` names that this process does not hold: the
-    /// application may know it from a store it shares with other processes
-    /// (replicas behind one load balancer). `Ok(None)`: unknown (the client
-    /// gets 404), also when it belongs to another caller. `Err`: the store
-    /// could not be asked; the client gets the error with HTTP 503 if its
-    /// code is [`codes::STATE_STORE_UNAVAILABLE`](crate::jsonrpc::codes),
-    /// and may retry. By default nothing is shared: `Ok(None)`.
-    fn adopt(
+    /// The state of a session this process does not hold, which the session
+    /// store's [`SessionBackend`](super::SessionBackend) found (adoption):
+    /// rebuilt from what the application stored of it ([`Stored::record`],
+    /// its own type). `Ok(None)`: not served here after all (its client no
+    /// longer may, say); the client gets 404. Sessions are not shared by
+    /// default, and nothing is restored: `Ok(None)`.
+    fn restore(
         self: &Arc<Self>,
         id: &str,
+        stored: Stored,
         caller: &Caller,
-    ) -> impl Future<Output = Result<Option<Adoption<Self::State>>, ErrorObject>> + Send {
-        let _ = (id, caller);
-        async { Ok(None) }
-    }
-
-    /// A session was created by `initialize` and is about to be answered:
-    /// the application may record it where other processes find it. `Err`
-    /// ends the session again and answers `initialize` with the error (HTTP
-    /// 503 for [`codes::STATE_STORE_UNAVAILABLE`](crate::jsonrpc::codes)).
-    /// Nothing to do by default.
-    fn started(
-        self: &Arc<Self>,
-        session: &Arc<Session<Self::State>>,
-    ) -> impl Future<Output = Result<(), ErrorObject>> + Send {
-        let _ = session;
-        async { Ok(()) }
-    }
-
-    /// The client ended the session (`DELETE`): before it is released here
-    /// ([`Handler::closed`]), the application may end it wherever else it
-    /// lives. `Err` keeps it (the client gets the error, HTTP 503 for
-    /// [`codes::STATE_STORE_UNAVAILABLE`](crate::jsonrpc::codes), and may
-    /// retry). Nothing to do by default.
-    fn deleted(
-        self: &Arc<Self>,
-        session: &Arc<Session<Self::State>>,
-    ) -> impl Future<Output = Result<(), ErrorObject>> + Send {
-        let _ = session;
-        async { Ok(()) }
-    }
-
-    /// The client cancelled request `id`, which is not running in this
-    /// process (it may run in another one serving the same session).
-    /// Ignored by default, as the spec allows.
-    fn cancel_elsewhere(
-        self: &Arc<Self>,
-        session: &Arc<Session<Self::State>>,
-        id: &crate::jsonrpc::Id,
-    ) -> impl Future<Output = ()> + Send {
-        let _ = (session, id);
-        async {}
-    }
-
-    /// A tag for the ids of the requests this process sends clients
-    /// (sampling, elicitation, roots): with one, they are strings
-    /// `"<tag>-<n>"` rather than numbers, so that a client's answer reaching
-    /// another process sharing the session says where it belongs (see
-    /// [`Handler::response`]). Asked once, when the engine starts. `None` by
-    /// default.
-    fn request_tag(&self) -> Option<Arc<str>> {
-        None
+    ) -> Result<Option<Self::State>, ErrorObject> {
+        let _ = (id, stored, caller);
+        Ok(None)
     }
 }
 

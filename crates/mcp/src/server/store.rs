@@ -20,6 +20,7 @@ use moka::notification::RemovalCause;
 use moka::sync::Cache;
 use tokio::sync::mpsc;
 
+use super::backend::{Local, SessionBackend};
 use super::limits::Limits;
 use super::session::Session;
 
@@ -34,6 +35,9 @@ pub struct SessionStore<S: Send + Sync + 'static> {
     /// Told of every lookup (activity), if the application asked
     /// ([`SessionStore::on_touch`]).
     touched: OnceLock<Touched<S>>,
+    /// Where sessions live besides this process ([`Local`] unless the
+    /// application sets one, [`SessionStore::share_with`]).
+    backend: OnceLock<Arc<dyn SessionBackend<S>>>,
 }
 
 /// What the application does when a session is looked up.
@@ -112,7 +116,7 @@ impl<S: Send + Sync + 'static> SessionStore<S> {
                 let _ = tx.send(session);
             })
             .build_with_hasher(foldhash::fast::RandomState::default());
-        (Self { cache, idle, limits, live, touched: OnceLock::new() }, rx)
+        (Self { cache, idle, limits, live, touched: OnceLock::new(), backend: OnceLock::new() }, rx)
     }
 
     /// A fresh, unguessable session id (122 random bits, visible ASCII):
@@ -183,6 +187,21 @@ impl<S: Send + Sync + 'static> SessionStore<S> {
     /// of it elsewhere alive. Set once; later calls are ignored.
     pub fn on_touch(&self, touched: impl Fn(&Arc<Session<S>>) + Send + Sync + 'static) {
         let _ = self.touched.set(Box::new(touched));
+    }
+
+    /// Shares the sessions with other processes through `backend` (set
+    /// once, before the engine serves: the engine reads its request tag
+    /// when it starts).
+    pub fn share_with(&self, backend: Arc<dyn SessionBackend<S>>) {
+        let _ = self.backend.set(backend);
+    }
+
+    /// Where sessions live besides this process.
+    pub fn backend(&self) -> &dyn SessionBackend<S> {
+        match self.backend.get() {
+            Some(backend) => backend.as_ref(),
+            None => &Local,
+        }
     }
 
     /// Counts as activity on session `id` (its idle clock restarts).

@@ -4,8 +4,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::jsonrpc::Outcome;
-use crate::server::{CacheHints, CacheScope, Discovery, ModernContext, RequestCtx};
+use futures::future::BoxFuture;
+
+use crate::jsonrpc::{Message, Outcome};
+use crate::server::{CacheHints, CacheScope, Discovery, Frame, ModernContext, RequestCtx, SessionBackend, Stored};
 
 /// Echoes every request's method and params; `slow` waits for cancellation.
 struct Echo;
@@ -66,6 +68,11 @@ impl Handler for Echo {
     async fn notification(self: &Arc<Self>, _: &Arc<Session<()>>, _: Notification) {}
 
     async fn closed(self: &Arc<Self>, _: Arc<Session<()>>) {}
+
+    /// What [`Memory`] stored: its own record, which it takes back.
+    fn restore(self: &Arc<Self>, _: &str, stored: Stored, _: &Caller) -> Result<Option<()>, ErrorObject> {
+        Ok(stored.record.downcast::<&str>().ok().filter(|r| **r == "echo").map(|_| ()))
+    }
 }
 
 fn engine() -> Arc<Engine<Echo>> {
@@ -308,3 +315,105 @@ async fn a_shutting_down_engine_refuses_new_work_and_drains_the_running() {
 
 #[path = "sessionless_tests.rs"]
 mod sessionless_tests;
+
+/// A store of sessions two engines (two processes) share, in memory: what
+/// it was told, and what it answers.
+#[derive(Default)]
+struct Memory {
+    /// Session id → (caller id, revision, params).
+    sessions: parking_lot::Mutex<std::collections::HashMap<String, (String, Version, Value)>>,
+    cancels: parking_lot::Mutex<Vec<String>>,
+    answers: parking_lot::Mutex<Vec<Value>>,
+}
+
+impl SessionBackend<()> for Memory {
+    fn record<'a>(&'a self, session: &'a Arc<Session<()>>) -> BoxFuture<'a, Result<(), ErrorObject>> {
+        let params = json!({"capabilities": session.client_capabilities(), "clientInfo": session.client_info()});
+        let entry = (session.caller().id().to_owned(), session.version(), params);
+        self.sessions.lock().insert(session.id().to_owned(), entry);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn load<'a>(&'a self, id: &'a str, caller: &'a Caller) -> BoxFuture<'a, Result<Option<Stored>, ErrorObject>> {
+        let found = self.sessions.lock().get(id).filter(|(owner, ..)| owner == caller.id()).cloned();
+        let stored = found.map(|(_, version, params)| Stored { version, params, record: Box::new("echo") });
+        Box::pin(async { Ok(stored) })
+    }
+
+    fn end<'a>(&'a self, session: &'a Arc<Session<()>>) -> BoxFuture<'a, Result<(), ErrorObject>> {
+        self.sessions.lock().remove(session.id());
+        Box::pin(async { Ok(()) })
+    }
+
+    fn forward_cancel<'a>(&'a self, _: &'a Arc<Session<()>>, id: &'a Id) -> BoxFuture<'a, ()> {
+        self.cancels.lock().push(id.to_string());
+        Box::pin(async {})
+    }
+
+    fn forward_answer<'a>(&'a self, _: &'a Arc<Session<()>>, response: Response) -> BoxFuture<'a, ()> {
+        self.answers.lock().push(Message::Response(response).to_value());
+        Box::pin(async {})
+    }
+
+    fn tag(&self) -> Option<Arc<str>> {
+        Some(Arc::from("replica1"))
+    }
+}
+
+/// An engine whose sessions `backend` shares.
+fn sharing(backend: &Arc<Memory>) -> Arc<Engine<Echo>> {
+    let (store, ended) = SessionStore::new(Duration::from_secs(60));
+    store.share_with(backend.clone());
+    Engine::start(Arc::new(Echo), Arc::new(store), ended)
+}
+
+#[tokio::test]
+async fn a_session_recorded_by_one_engine_is_adopted_by_another_and_ended_everywhere() {
+    let backend = Arc::new(Memory::default());
+    let (a, b) = (sharing(&backend), sharing(&backend));
+    let s = session(&a, "2025-11-25").await;
+    assert!(backend.sessions.lock().contains_key(s.id()), "recorded before it was answered");
+
+    // Another caller naming it finds nothing, here or there.
+    let bob = Caller::new("bob", Arc::new(()));
+    assert!(matches!(b.find_session(Some(s.id()), &bob).await, SessionRef::Unknown));
+    // Its own caller is served by the other engine, at the same revision.
+    let SessionRef::Live(adopted) = b.find_session(Some(s.id()), &Caller::anonymous()).await else {
+        panic!("not adopted")
+    };
+    assert_eq!(adopted.version(), Version::V2025_11_25);
+    assert_eq!(adopted.client_info(), &json!({"name": "t", "version": "0"}));
+    // An id of another form never reaches the backend.
+    assert!(matches!(b.find_session(Some("gone:x"), &Caller::anonymous()).await, SessionRef::Unknown));
+
+    // Ended through the other engine: gone from the backend, so a third
+    // engine cannot adopt it.
+    b.delete(&adopted).await.expect("deleted");
+    assert!(!backend.sessions.lock().contains_key(s.id()));
+    let c = sharing(&backend);
+    assert!(matches!(c.find_session(Some(s.id()), &Caller::anonymous()).await, SessionRef::Unknown));
+}
+
+#[tokio::test]
+async fn cancellations_and_answers_for_no_one_here_go_to_the_backend_and_requests_carry_its_tag() {
+    let backend = Arc::new(Memory::default());
+    let engine = sharing(&backend);
+    let s = session(&engine, "2025-11-25").await;
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "elsewhere-7"}});
+    engine.accept(SessionRef::Live(s.clone()), body(cancel)).await;
+    assert_eq!(*backend.cancels.lock(), ["\"elsewhere-7\""]);
+    let answer = json!({"jsonrpc": "2.0", "id": "replica2-3", "result": {}});
+    engine.accept(SessionRef::Live(s.clone()), body(answer.clone())).await;
+    assert_eq!(*backend.answers.lock(), [answer]);
+
+    // A request to the client names this process.
+    let (downlink, mut frames) = Downlink::channel();
+    let asking = s.clone();
+    let asked = crate::spawn(async move {
+        let cancel = tokio_util::sync::CancellationToken::new();
+        asking.request_client("roots/list", None, Some(&downlink), &cancel).await
+    });
+    let Some(Frame::Message(Message::Request(request))) = frames.recv().await else { panic!("no request") };
+    assert!(request.id.to_string().starts_with("\"replica1-"), "{}", request.id);
+    asked.abort();
+}
