@@ -18,7 +18,7 @@ use crate::upstream::modern::ClientContext;
 use crate::upstream::toolgate_info;
 use crate::upstream::{self, Call, ClientHello, ConnectOptions, Connections, Peer, UpstreamError};
 
-/// The connections a call of `session` to upstream `index` uses.
+/// The connections a call of `session` to upstream `up` uses.
 ///
 /// A sessionless (2026-07-28) request has no session to own an upstream
 /// session. Where the upstream is `per_session`, each authenticated client
@@ -31,13 +31,12 @@ use crate::upstream::{self, Call, ClientHello, ConnectOptions, Connections, Peer
 pub(crate) fn for_call<'a>(
     gateway: &'a Arc<Gateway>,
     session: &'a Arc<GwSession>,
-    index: usize,
+    up: &'a Arc<UpstreamHandle>,
 ) -> CallConnections<'a> {
-    let up = gateway.upstreams()[index].clone();
     if up.is_shared() || session.is_sessionless() {
-        return unowned(gateway, session, up);
+        return unowned(gateway, session, up.clone());
     }
-    CallConnections::PerSession { gateway, session, index }
+    CallConnections::PerSession { gateway, session, up }
 }
 
 /// The connections of a call that no session's own upstream session
@@ -65,7 +64,7 @@ pub(crate) enum CallConnections<'a> {
     /// The upstream's one connection, shared by every session.
     Shared(Arc<UpstreamHandle>),
     /// A downstream session's own upstream session.
-    PerSession { gateway: &'a Arc<Gateway>, session: &'a Arc<GwSession>, index: usize },
+    PerSession { gateway: &'a Arc<Gateway>, session: &'a Arc<GwSession>, up: &'a Arc<UpstreamHandle> },
     /// A client's own upstream session for its sessionless calls.
     PerClient(ClientConnection),
 }
@@ -87,15 +86,13 @@ impl Connections for CallConnections<'_> {
                 None if fresh => Box::pin(up.fresh_control(up.config.timeout)).await,
                 None => Err(up.unavailable()),
             },
-            CallConnections::PerSession { gateway, session, index } => {
-                session_connection(gateway, session, *index).await
-            }
+            CallConnections::PerSession { gateway, session, up } => session_connection(gateway, session, up).await,
             CallConnections::PerClient(client) => client.connection().await,
         }
     }
 
     fn modern(&self) -> bool {
-        self.upstream().hello().is_some_and(|h| h.modern.is_some())
+        self.upstream().is_modern()
     }
 
     fn sessions_expire(&self) -> bool {
@@ -104,10 +101,10 @@ impl Connections for CallConnections<'_> {
 }
 
 impl CallConnections<'_> {
-    fn upstream(&self) -> Arc<UpstreamHandle> {
+    fn upstream(&self) -> &Arc<UpstreamHandle> {
         match self {
-            CallConnections::Shared(up) | CallConnections::PerClient(ClientConnection { up, .. }) => up.clone(),
-            CallConnections::PerSession { gateway, index, .. } => gateway.upstreams()[*index].clone(),
+            CallConnections::Shared(up) | CallConnections::PerClient(ClientConnection { up, .. }) => up,
+            CallConnections::PerSession { up, .. } => up,
         }
     }
 }
@@ -152,14 +149,14 @@ impl ClientConnection {
     }
 }
 
-/// The session's own connection to upstream `index`, opened (or reopened,
+/// The session's own connection to upstream `up`, opened (or reopened,
 /// after it closed) on use.
 async fn session_connection(
     gateway: &Arc<Gateway>,
     session: &Arc<GwSession>,
-    index: usize,
+    up: &Arc<UpstreamHandle>,
 ) -> Result<Arc<Peer>, UpstreamError> {
-    let up = gateway.upstreams()[index].clone();
+    let index = up.index;
     // A down control connection means the upstream cannot start: fail
     // fast instead of spawning a doomed child per request.
     if up.control().is_none() {
@@ -172,7 +169,7 @@ async fn session_connection(
     }
     // Boxed: opening is rare, and inline its state (the handshake's) would
     // size the future of every call that goes through here.
-    let peer = Box::pin(open_session_connection(gateway, session, index, &up, slot.is_some())).await?;
+    let peer = Box::pin(open_session_connection(gateway, session, index, up, slot.is_some())).await?;
     *slot = Some(peer.clone());
     Ok(peer)
 }

@@ -105,7 +105,7 @@ pub struct Forwarder {
 /// Over stdio (no headers) and for session clients there is nothing to check.
 fn check_param_headers(cx: Forwarding<'_>, entry: &ToolEntry, params: &Value) -> Result<(), ErrorObject> {
     let Some(sent) = cx.session.modern().and_then(|m| m.param_headers.as_deref()) else { return Ok(()) };
-    let Some(up) = cx.gateway.upstreams().get(entry.upstream).cloned() else { return Ok(()) };
+    let Some(up) = cx.resolved.call().and_then(|c| c.upstream.clone()) else { return Ok(()) };
     let Some(specs) = up.era.tools.get(&entry.original) else { return Ok(()) };
     // A call routed through the call tool was sent for the call tool's
     // schema, which mirrors no argument in a header.
@@ -248,12 +248,27 @@ impl Forwarder {
     /// with the upstream's timeout, the client's cancellation and the retry
     /// of a forgotten session (see [`upstream::service`]).
     pub async fn forward(&self, cx: Forwarding<'_>, index: usize, method: &str, params: Option<Value>) -> Outcome {
+        match cx.gateway.upstreams().get(index) {
+            Some(up) => self.forward_to(cx, up, method, params).await,
+            None => Outcome::error(ErrorObject::method_not_found(method)),
+        }
+    }
+
+    /// [`Forwarder::forward`] to an upstream already resolved (a tool call's:
+    /// see [`ToolCall`](super::resolve::ToolCall)).
+    pub async fn forward_to(
+        &self,
+        cx: Forwarding<'_>,
+        up: &Arc<UpstreamHandle>,
+        method: &str,
+        params: Option<Value>,
+    ) -> Outcome {
+        let index = up.index;
         // Every route above resolves only to upstreams the client may use;
         // this keeps it so whatever a future route gets wrong.
         if !cx.session.state.uses(index) {
             return Outcome::error(ErrorObject::method_not_found(method));
         }
-        let up = &cx.gateway.upstreams()[index];
         cx.ctx.span.record("upstream", &*up.label);
         cx.note.forwarded_to(index);
         // The upstream exchange, a child of the request's span (disabled,
@@ -269,7 +284,7 @@ impl Forwarder {
         // sent (its own capabilities win), but never into a handshake-era
         // upstream session, where a dual-era server refuses it.
         let sessionless = cx.session.is_sessionless();
-        let modern_upstream = up.hello().is_some_and(|h| h.modern.is_some());
+        let modern_upstream = up.is_modern();
         let task_augmented = params.as_ref().is_some_and(|p| p.get("task").is_some());
         let params = if sessionless && !modern_upstream { strip_envelope(params) } else { params };
         // A traced call carries its span's context to the upstream (`_meta`,
@@ -298,7 +313,7 @@ impl Forwarder {
             // A 2026 client takes a modern upstream's answers (input-required
             // results included) as they are, and retries by itself.
             call.downstream_modern |= sessionless;
-            let connections = connections::for_call(cx.gateway, cx.session, index);
+            let connections = connections::for_call(cx.gateway, cx.session, up);
             // Boxed: the exchange's state machine is several kilobytes, and
             // inline it would be copied into every future that awaits this
             // one on the way up to the transport (measured with callgrind:
@@ -411,7 +426,10 @@ impl Forwarder {
         // Tool calls may run long: stream the answer (resumable on HTTP)
         // unless it is ready within the transport's grace period.
         cx.ctx.downlink.prefer_stream();
-        self.forward(cx, entry.upstream, method::TOOLS_CALL, Some(params)).await
+        match &call.upstream {
+            Some(up) => self.forward_to(cx, up, method::TOOLS_CALL, Some(params)).await,
+            None => self.forward(cx, entry.upstream, method::TOOLS_CALL, Some(params)).await,
+        }
     }
 
     async fn merged_list(&self, cx: Forwarding<'_>, kind: ListKind, params: Option<&Value>) -> Outcome {

@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::Gateway;
 use super::catalogs::CatalogView;
 use super::state::GwSession;
+use super::upstreams::UpstreamHandle;
 use crate::auth::Principal;
 use crate::catalog::ToolEntry;
 use crate::disclosure::{self, Selection};
@@ -43,6 +44,9 @@ pub struct ToolCall {
     pub view: Arc<CatalogView>,
     /// What the name names.
     pub target: Target,
+    /// The upstream of the catalog tool it names, resolved once here for
+    /// the gate, the checks and the forwarder.
+    pub upstream: Option<Arc<UpstreamHandle>>,
     /// A sessionless retry's `requestState`, checked once.
     pub retry: Option<RetryState>,
 }
@@ -169,13 +173,17 @@ impl ToolCall {
             Some(entry) => Target::Tool(entry.clone()),
             None => Target::Other(name.into()),
         };
-        let retry = match (&target, params) {
-            (Target::Tool(entry), Some(params)) if session.is_sessionless() => {
-                retry_state(gateway, caller, entry, params)
+        let upstream = match &target {
+            Target::Tool(entry) => gateway.upstreams().get(entry.upstream).cloned(),
+            _ => None,
+        };
+        let retry = match (&target, &upstream, params) {
+            (Target::Tool(entry), Some(up), Some(params)) if session.is_sessionless() => {
+                retry_state(gateway, caller, up, entry, params)
             }
             _ => None,
         };
-        Self { view, target, retry }
+        Self { view, target, upstream, retry }
     }
 
     /// The called name.
@@ -198,9 +206,14 @@ impl ToolCall {
 
 /// The check of a string `requestState` in a sessionless call of `entry`,
 /// bound as the call goes upstream (under the upstream's own tool name).
-fn retry_state(gateway: &Gateway, caller: &Principal, entry: &ToolEntry, params: &Value) -> Option<RetryState> {
+fn retry_state(
+    gateway: &Gateway,
+    caller: &Principal,
+    up: &UpstreamHandle,
+    entry: &ToolEntry,
+    params: &Value,
+) -> Option<RetryState> {
     let token = params.get(result::REQUEST_STATE)?.as_str()?;
-    let up = gateway.upstreams().get(entry.upstream).cloned()?;
     let mut upstream_params = params.clone();
     upstream_params["name"] = Value::from(entry.original.as_str());
     Some(gateway.mrtr().check(token, caller, &up.label, method::TOOLS_CALL, &upstream_params))
