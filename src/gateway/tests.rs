@@ -152,7 +152,7 @@ impl Setup {
     async fn client(&self, capabilities: Value) -> Client {
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}});
-        match self.engine.accept(SessionRef::Missing, Body::decode(init.to_string().as_bytes())).await {
+        match self.engine.accept_anonymous(SessionRef::Missing, Body::decode(init.to_string().as_bytes())).await {
             Accepted::Initialized { session, .. } => Client { engine: self.engine.clone(), session },
             _ => panic!("initialize failed"),
         }
@@ -187,7 +187,9 @@ impl Client {
     }
 
     async fn send(&self, message: Value) {
-        self.engine.accept(SessionRef::Live(self.session.clone()), Body::decode(message.to_string().as_bytes())).await;
+        self.engine
+            .accept_anonymous(SessionRef::Live(self.session.clone()), Body::decode(message.to_string().as_bytes()))
+            .await;
     }
 }
 

@@ -189,6 +189,7 @@ impl Codec {
     }
 
     /// A codec with a given key (a test's) and replica id.
+    #[cfg(test)]
     pub fn with_key(key: &[u8], replica: &str) -> Self {
         Self { key: hmac::Key::new(hmac::HMAC_SHA256, key), replica: replica.to_owned() }
     }

@@ -36,9 +36,15 @@ impl MemoryTarget {
             let (outbox, from_server) = mpsc::channel(engine.store().limits().stream_buffer.max(1));
             let engine = engine.clone();
             crate::spawn(async move {
-                if let Some(session) =
-                    single::drive(&engine, UnboundedReceiverStream::new(inbound), &outbox, single::Lifetime::Connection)
-                        .await
+                if let Some(session) = single::drive(
+                    &engine,
+                    UnboundedReceiverStream::new(inbound),
+                    &outbox,
+                    single::Lifetime::Connection,
+                    crate::server::Caller::anonymous(),
+                    None,
+                )
+                .await
                 {
                     engine.store().remove(session.id());
                 }

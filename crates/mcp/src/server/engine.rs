@@ -390,7 +390,7 @@ impl<H: Handler> Engine<H> {
         }
     }
 
-    /// [`Engine::accept_as`] for a connection without a session yet
+    /// [`Engine::accept`] for a connection without a session yet
     /// ([`SessionRef::Unbound`]): an `initialize` uses the connection's
     /// `hold`, if it has one (taken then, whatever the outcome).
     pub async fn accept_unbound(
@@ -406,16 +406,21 @@ impl<H: Handler> Engine<H> {
     }
 
     /// Takes one decoded body (or the reason it did not decode) from an
-    /// anonymous client (see [`Engine::accept_as`]).
-    pub async fn accept(&self, session: SessionRef<H::State>, body: Result<Body, DecodeError>) -> Accepted<H::State> {
-        self.accept_as(session, body, &Caller::anonymous()).await
+    /// anonymous client (see [`Engine::accept`]), for tests.
+    #[cfg(any(test, feature = "test-util"))]
+    pub async fn accept_anonymous(
+        &self,
+        session: SessionRef<H::State>,
+        body: Result<Body, DecodeError>,
+    ) -> Accepted<H::State> {
+        self.accept(session, body, &Caller::anonymous()).await
     }
 
     /// Takes one decoded body (or the reason it did not decode) from
     /// `caller`; a session its `initialize` creates belongs to `caller`. The
     /// transport has looked `session` up for this caller
     /// ([`Engine::find_session`]).
-    pub async fn accept_as(
+    pub async fn accept(
         &self,
         session: SessionRef<H::State>,
         body: Result<Body, DecodeError>,

@@ -390,6 +390,7 @@ impl<S> Session<S> {
     }
 
     /// Whether `notifications/initialized` has arrived.
+    #[cfg(any(test, feature = "test-util"))]
     pub fn is_initialized(&self) -> bool {
         self.initialized.load(Ordering::Relaxed)
     }
@@ -428,6 +429,7 @@ impl<S> Session<S> {
     }
 
     /// How many client requests are in flight.
+    #[cfg(any(test, feature = "test-util"))]
     pub fn requests_in_flight(&self) -> usize {
         self.in_flight.lock().len()
     }

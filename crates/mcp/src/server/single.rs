@@ -86,26 +86,13 @@ enum Answer {
     Modern(Id, Option<Response>),
 }
 
-/// Serves one client connection until `inbound` ends (or its session does),
-/// writing everything to `outbox`. Returns the session the connection
-/// initialized, if any (the caller ends it).
+/// Serves one client connection opened by `caller` until `inbound` ends (or
+/// its session does), writing everything to `outbox`: the session it
+/// initializes belongs to `caller` (the anonymous caller on stdio; legacy
+/// HTTP+SSE with authentication names one). An [`Unopened`] connection
+/// holds its session's place from the start. Returns the session the
+/// connection initialized, if any (the caller ends it).
 pub async fn drive<H, I>(
-    engine: &Arc<Engine<H>>,
-    inbound: I,
-    outbox: &Outbox,
-    lifetime: Lifetime,
-) -> Option<Arc<Session<H::State>>>
-where
-    H: Handler,
-    I: Stream<Item = Result<Body, DecodeError>>,
-{
-    drive_as(engine, inbound, outbox, lifetime, Caller::anonymous(), None).await
-}
-
-/// [`drive`] for a connection opened by `caller` (legacy HTTP+SSE with
-/// authentication): the session it initializes belongs to `caller`. An
-/// [`Unopened`] connection holds its session's place from the start.
-pub async fn drive_as<H, I>(
     engine: &Arc<Engine<H>>,
     inbound: I,
     outbox: &Outbox,
@@ -219,7 +206,7 @@ where
                     Some(s) => {
                         // Any traffic keeps the session alive.
                         engine.store().touch(s.id());
-                        engine.accept_as(SessionRef::Live(s.clone()), body, &caller).await
+                        engine.accept(SessionRef::Live(s.clone()), body, &caller).await
                     }
                     None => engine.accept_unbound(&mut hold, body, &caller).await,
                 };

@@ -49,7 +49,8 @@ where
         std::future::ready(body)
     });
     // The session is the pipe's: it never expires while the client is there.
-    single::drive(&engine, bodies, &outbox, single::Lifetime::Connection).await;
+    single::drive(&engine, bodies, &outbox, single::Lifetime::Connection, crate::server::Caller::anonymous(), None)
+        .await;
     engine.shutdown().await;
     drop(outbox);
     if let Some(e) = failed {

@@ -162,6 +162,7 @@ impl<S: Send + Sync + 'static> SessionStore<S> {
 
     /// Whether a session could be created now (for transports that refuse a
     /// connection before its `initialize` arrives).
+    #[cfg(any(test, feature = "test-util"))]
     pub fn has_room(&self) -> bool {
         self.reserve().is_some()
     }

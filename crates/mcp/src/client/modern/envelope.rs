@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::Request;
-use crate::protocol::modern::{header, meta};
+use crate::protocol::modern::meta;
 
 /// What a forwarded call says about the downstream client it is made for.
 /// The forwarder fills it; the upstream leg uses it only towards modern
@@ -36,13 +36,14 @@ pub struct ClientContext {
 impl ClientContext {
     /// Keeps, of `headers`, the `Mcp-Param-*` ones (what a transport hands
     /// the forwarder is all of the request's headers).
+    #[cfg(any(test, feature = "test-util"))]
     pub fn with_param_headers<'a>(
         mut self,
         headers: impl IntoIterator<Item = (&'a HeaderName, &'a HeaderValue)>,
     ) -> Self {
         self.param_headers = headers
             .into_iter()
-            .filter(|(n, _)| n.as_str().starts_with(header::PARAM_PREFIX))
+            .filter(|(n, _)| n.as_str().starts_with(crate::protocol::modern::header::PARAM_PREFIX))
             .map(|(n, v)| (n.clone(), v.clone()))
             .collect();
         self

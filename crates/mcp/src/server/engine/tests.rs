@@ -90,7 +90,7 @@ fn init(version: &str) -> Result<Body, DecodeError> {
 }
 
 async fn session(engine: &Engine<Echo>, version: &str) -> Arc<Session<()>> {
-    match engine.accept(SessionRef::Missing, init(version)).await {
+    match engine.accept_anonymous(SessionRef::Missing, init(version)).await {
         Accepted::Initialized { session, .. } => session,
         _ => panic!("initialize failed"),
     }
@@ -106,7 +106,8 @@ fn error_of(accepted: Accepted<()>) -> (Option<Refusal>, i64, String) {
 #[tokio::test]
 async fn initialize_negotiates_and_answers_with_the_offer() {
     let engine = engine();
-    let Accepted::Initialized { session, response } = engine.accept(SessionRef::Unbound, init("2025-03-26")).await
+    let Accepted::Initialized { session, response } =
+        engine.accept_anonymous(SessionRef::Unbound, init("2025-03-26")).await
     else {
         panic!("initialize failed")
     };
@@ -129,7 +130,7 @@ async fn session_version(engine: &Engine<Echo>, version: &str) -> Version {
 async fn initialize_on_a_live_session_is_refused() {
     let engine = engine();
     let s = session(&engine, "2025-11-25").await;
-    let (refusal, code, _) = error_of(engine.accept(SessionRef::Live(s), init("2025-11-25")).await);
+    let (refusal, code, _) = error_of(engine.accept_anonymous(SessionRef::Live(s), init("2025-11-25")).await);
     assert_eq!((refusal, code), (Some(Refusal::AlreadyInitialized), codes::INVALID_REQUEST));
 }
 
@@ -138,31 +139,33 @@ async fn requests_without_a_session_are_refused_by_how_the_transport_names_sessi
     let engine = engine();
     let ping = || body(json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}));
     // A connection that carries one session answers ping before initialize.
-    let Accepted::Answered { responses, refusal: None, .. } = engine.accept(SessionRef::Unbound, ping()).await else {
+    let Accepted::Answered { responses, refusal: None, .. } =
+        engine.accept_anonymous(SessionRef::Unbound, ping()).await
+    else {
         panic!()
     };
     assert_eq!(responses[0].outcome, Outcome::Result(json!({})));
-    let (refusal, code, _) = error_of(engine.accept(SessionRef::Missing, ping()).await);
+    let (refusal, code, _) = error_of(engine.accept_anonymous(SessionRef::Missing, ping()).await);
     assert_eq!((refusal, code), (Some(Refusal::SessionRequired), codes::SERVER_ERROR));
-    let (refusal, code, _) = error_of(engine.accept(SessionRef::Unknown, ping()).await);
+    let (refusal, code, _) = error_of(engine.accept_anonymous(SessionRef::Unknown, ping()).await);
     assert_eq!((refusal, code), (Some(Refusal::SessionUnknown), codes::SESSION_NOT_FOUND));
     let list = body(json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}));
-    let (refusal, code, _) = error_of(engine.accept(SessionRef::Unbound, list).await);
+    let (refusal, code, _) = error_of(engine.accept_anonymous(SessionRef::Unbound, list).await);
     assert_eq!((refusal, code), (Some(Refusal::NotInitialized), codes::INVALID_REQUEST));
     // The 2026 probe gets what a session-based server answers.
     let discover = || body(json!({"jsonrpc": "2.0", "id": 9, "method": "server/discover"}));
-    let (_, code, message) = error_of(engine.accept(SessionRef::Missing, discover()).await);
+    let (_, code, message) = error_of(engine.accept_anonymous(SessionRef::Missing, discover()).await);
     assert_eq!(code, codes::SERVER_ERROR);
     assert!(message.contains("initialize"), "{message}");
-    let (_, code, _) = error_of(engine.accept(SessionRef::Unbound, discover()).await);
+    let (_, code, _) = error_of(engine.accept_anonymous(SessionRef::Unbound, discover()).await);
     assert_eq!(code, codes::METHOD_NOT_FOUND);
     // Notifications before a session are dropped on a connection, refused over HTTP.
     let note = || body(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     assert!(matches!(
-        engine.accept(SessionRef::Unbound, note()).await,
+        engine.accept_anonymous(SessionRef::Unbound, note()).await,
         Accepted::Answered { refusal: None, ref responses, .. } if responses.is_empty()
     ));
-    assert_eq!(error_of(engine.accept(SessionRef::Missing, note()).await).0, Some(Refusal::SessionRequired));
+    assert_eq!(error_of(engine.accept_anonymous(SessionRef::Missing, note()).await).0, Some(Refusal::SessionRequired));
 }
 
 #[tokio::test]
@@ -178,13 +181,13 @@ async fn batches_follow_the_session_revision() {
         ]))
     };
     let modern = session(&engine, "2025-06-18").await;
-    let (refusal, code, _) = error_of(engine.accept(SessionRef::Live(modern), batch()).await);
+    let (refusal, code, _) = error_of(engine.accept_anonymous(SessionRef::Live(modern), batch()).await);
     assert_eq!((refusal, code), (Some(Refusal::BatchNotAllowed), codes::INVALID_REQUEST));
 
     let old = session(&engine, "2025-03-26").await;
     assert!(!old.is_initialized());
     let Accepted::Run { session, requests, answered, batch: true } =
-        engine.accept(SessionRef::Live(old), batch()).await
+        engine.accept_anonymous(SessionRef::Live(old), batch()).await
     else {
         panic!("the batch did not run")
     };
@@ -213,16 +216,16 @@ async fn a_cancelled_request_is_not_answered() {
     let s = session(&engine, "2025-11-25").await;
     let run = run_slow(&engine, &s).await;
     let cancel = body(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}));
-    engine.accept(SessionRef::Live(s), cancel).await;
+    engine.accept_anonymous(SessionRef::Live(s), cancel).await;
     assert!(run.await.unwrap().is_none());
 }
 
 #[tokio::test]
 async fn malformed_bodies_are_refused_as_such() {
     let engine = engine();
-    let (refusal, code, _) = error_of(engine.accept(SessionRef::Missing, Body::decode(b"{not json")).await);
+    let (refusal, code, _) = error_of(engine.accept_anonymous(SessionRef::Missing, Body::decode(b"{not json")).await);
     assert_eq!((refusal, code), (Some(Refusal::Malformed), codes::PARSE_ERROR));
-    let (refusal, code, _) = error_of(engine.accept(SessionRef::Unbound, Body::decode(b"[]")).await);
+    let (refusal, code, _) = error_of(engine.accept_anonymous(SessionRef::Unbound, Body::decode(b"[]")).await);
     assert_eq!((refusal, code), (Some(Refusal::Malformed), codes::INVALID_REQUEST));
 }
 
@@ -236,7 +239,7 @@ async fn initialize_past_max_sessions_is_refused_until_a_session_ends() {
     let engine = limited(crate::server::Limits { max_sessions: 2, ..Default::default() });
     let first = session(&engine, "2025-11-25").await;
     session(&engine, "2025-11-25").await;
-    let (refusal, code, message) = error_of(engine.accept(SessionRef::Missing, init("2025-11-25")).await);
+    let (refusal, code, message) = error_of(engine.accept_anonymous(SessionRef::Missing, init("2025-11-25")).await);
     assert_eq!((refusal, code), (Some(Refusal::TooManySessions), codes::LIMIT_EXCEEDED));
     assert!(message.contains("at most 2"), "{message}");
     assert_eq!(engine.store().len(), 2, "the refused initialize created nothing");
@@ -256,7 +259,8 @@ async fn requests_past_the_per_session_cap_are_answered_at_once() {
         {"jsonrpc": "2.0", "id": 3, "method": "slow"},
         {"jsonrpc": "2.0", "id": 4, "method": "slow"},
     ]));
-    let Accepted::Run { session, requests, .. } = engine.accept(SessionRef::Live(s.clone()), batch).await else {
+    let Accepted::Run { session, requests, .. } = engine.accept_anonymous(SessionRef::Live(s.clone()), batch).await
+    else {
         panic!("the batch did not run")
     };
     let runs: Vec<_> = requests
@@ -284,7 +288,7 @@ async fn requests_past_the_per_session_cap_are_answered_at_once() {
     // Cancelling the running ones frees their places.
     for id in [1, 2, 3, 4] {
         let cancel = body(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}));
-        engine.accept(SessionRef::Live(s.clone()), cancel).await;
+        engine.accept_anonymous(SessionRef::Live(s.clone()), cancel).await;
     }
     for run in waiting {
         assert!(run.await.unwrap().is_none(), "cancelled");
@@ -299,11 +303,11 @@ async fn a_shutting_down_engine_refuses_new_work_and_drains_the_running() {
     let s = session(&engine, "2025-11-25").await;
     let run = run_slow(&engine, &s).await;
     engine.begin_shutdown();
-    let (refusal, _, message) = error_of(engine.accept(SessionRef::Missing, init("2025-11-25")).await);
+    let (refusal, _, message) = error_of(engine.accept_anonymous(SessionRef::Missing, init("2025-11-25")).await);
     assert_eq!(refusal, Some(Refusal::ShuttingDown));
     assert!(message.contains("shutting down"), "{message}");
     let list = body(json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}));
-    let Accepted::Answered { responses, .. } = engine.accept(SessionRef::Live(s.clone()), list).await else {
+    let Accepted::Answered { responses, .. } = engine.accept_anonymous(SessionRef::Live(s.clone()), list).await else {
         panic!("a new request ran during shutdown")
     };
     assert_eq!(responses[0].outcome.error_code(), Some(codes::SERVER_ERROR));
@@ -400,10 +404,10 @@ async fn cancellations_and_answers_for_no_one_here_go_to_the_backend_and_request
     let engine = sharing(&backend);
     let s = session(&engine, "2025-11-25").await;
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "elsewhere-7"}});
-    engine.accept(SessionRef::Live(s.clone()), body(cancel)).await;
+    engine.accept_anonymous(SessionRef::Live(s.clone()), body(cancel)).await;
     assert_eq!(*backend.cancels.lock(), ["\"elsewhere-7\""]);
     let answer = json!({"jsonrpc": "2.0", "id": "replica2-3", "result": {}});
-    engine.accept(SessionRef::Live(s.clone()), body(answer.clone())).await;
+    engine.accept_anonymous(SessionRef::Live(s.clone()), body(answer.clone())).await;
     assert_eq!(*backend.answers.lock(), [answer]);
 
     // A request to the client names this process.

@@ -116,7 +116,7 @@ pub async fn open<H: Handler>(State(state): State<Arc<HttpState<H>>>, mut reques
     crate::spawn(async move {
         let bodies = tokio_stream::wrappers::ReceiverStream::new(bodies);
         let lifetime = single::Lifetime::Idle;
-        if let Some(session) = single::drive_as(&engine, bodies, &outbox, lifetime, caller, Some(unopened)).await {
+        if let Some(session) = single::drive(&engine, bodies, &outbox, lifetime, caller, Some(unopened)).await {
             tracing::debug!(session = session.id(), "legacy SSE stream closed; ending its session");
             engine.store().remove(session.id());
         }

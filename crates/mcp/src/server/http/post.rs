@@ -64,7 +64,7 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, call
         return r.into_response();
     }
     let session = state.engine.session_of(&body, id, &caller).await;
-    match state.engine.accept_as(session, body, &caller).await {
+    match state.engine.accept(session, body, &caller).await {
         Accepted::Answered { responses, refusal, batch } => answered(responses, refusal, batch),
         Accepted::Initialized { session, response } => {
             let mut r = reply::json(StatusCode::OK, &Message::Response(response));
