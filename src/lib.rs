@@ -1,25 +1,38 @@
 //! toolgate: a transparent MCP gateway that applies progressive disclosure to
 //! tool definitions.
 //!
-//! The crate is laid out by responsibility:
+//! The crate is laid out by responsibility (the book's Architecture chapter,
+//! `docs/src/architecture.md`, places each module in the house):
+//! - [`gateway`]: the MCP application the server engine calls: each request
+//!   resolved once, its layers (client policy, concerns, the search listing,
+//!   progressive disclosure) and the forwarder to the upstreams, upstream
+//!   supervision, hot reload, and sessions shared across replicas.
 //! - [`jsonrpc`], [`protocol`], [`server`] and [`upstream`]: re-exported
 //!   from the `toolgate-mcp` engine crate (envelopes, revisions, the server
 //!   engine and its downstream transports, and the client of upstream
 //!   servers, `toolgate_mcp::client`).
-//! - [`config`]: the TOML model, loading and validation.
+//! - [`config`]: the TOML model, loading, validation and its JSON Schema.
 //! - [`auth`]: client authentication (API keys, JWT), per-client tool policy
 //!   and limits.
-//! - [`catalog`]: the merged tool catalog (naming, minimal forms, extras).
-//! - [`concerns`]: concern-based filtering (declarations, primitives'
-//!   values, clients' configurations).
+//! - [`catalog`]: the merged tool catalog (naming, minimal forms, full
+//!   definitions, argument checks).
 //! - [`disclosure`]: the `tool_descriptions` resource, the gate's refusals,
 //!   the `describe_tools` fallback tool.
-//! - [`tokens`]: token measurement of catalogs (`toolgate tokens`).
-//! - [`import`]: other clients' MCP server lists as toolgate TOML (`toolgate import`).
+//! - [`grants`]: description grants, the tools a client may call, per
+//!   session or in a store (memory or Redis) for sessionless clients.
+//! - [`concerns`]: concern-based filtering (declarations, primitives'
+//!   values, clients' configurations).
+//! - [`mrtr`]: multi-round-trip translation for 2026-07-28 clients of
+//!   handshake-era upstreams (the signed `requestState`, the held calls).
+//! - [`shared`]: the state replicas share through Redis (the connection,
+//!   session records, messages between replicas).
 //! - [`metrics`]: the Prometheus series and `GET /metrics`.
-//! - [`grants`] and [`shared`]: description grants, and the state replicas
-//!   share through Redis (sessions, messages between replicas).
 //! - [`telemetry`]: logging, OpenTelemetry traces and W3C trace context.
+//! - [`tokens`]: token measurement of catalogs (`toolgate tokens`,
+//!   `toolgate forms`).
+//! - [`import`]: other clients' MCP server lists as toolgate TOML (`toolgate import`).
+//!
+//! The `toolgate` binary (`src/main.rs`) is the command line over them.
 
 #![forbid(unsafe_code)]
 

@@ -1,9 +1,11 @@
 //! Multi-round-trip translation for a 2026-07-28 client in front of a
-//! handshake-era upstream: the upstream asks for elicitation, sampling or
-//! roots mid-call with ordinary server-to-client requests; toolgate keeps
-//! that call open ("held"), answers the client's request with an
-//! `InputRequiredResult` carrying the questions and a signed `requestState`,
-//! and completes the held call with the answers of the client's retry.
+//! handshake-era upstream.
+//!
+//! The upstream asks for elicitation, sampling or roots mid-call with
+//! ordinary server-to-client requests; toolgate keeps that call open
+//! ("held"), answers the client's request with an `InputRequiredResult`
+//! carrying the questions and a signed `requestState`, and completes the
+//! held call with the answers of the client's retry.
 //!
 //! - [`state`]: the `requestState` toolgate mints (HMAC-signed, bound to the
 //!   held call, the request and the client, with an expiry);

@@ -10,13 +10,19 @@
 //! - `defaults`: a hand-written table whose second column names config keys
 //!   (`server.max_body_bytes`, `upstream[].timeout`); their defaults fill the
 //!   third column;
-//! - `help` or `help COMMAND`: `toolgate [COMMAND] --help`.
+//! - `help` or `help COMMAND`: `toolgate [COMMAND] --help`;
+//! - `layout`: every workspace member (`Cargo.toml`'s `[workspace]
+//!   members`), its library and binaries, and the top-level modules they
+//!   declare, each with the first sentence of its `//!` doc;
+//! - `layout FILE`: the modules `FILE` declares (`src/gateway.rs`), likewise.
 //!
 //! A stale part is rewritten before the test fails, so running the test
 //! (`cargo test --test book`) and committing the result is how the book is
 //! updated. A new table in the configuration needs a `keys` part on some
 //! page, and a new section a page of its own: the test creates a stub and
-//! says what to add to `SUMMARY.md`.
+//! says what to add to `SUMMARY.md`. A new crate or top-level module
+//! changes the `layout` part, and fails the test until the architecture
+//! chapter's prose places it.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -244,6 +250,214 @@ fn help(command: Option<&str>) -> anyhow::Result<String> {
     Ok(format!("```text\n{}\n```\n", String::from_utf8(out.stdout)?.trim_end()))
 }
 
+/// The first sentence of a Rust file's `//!` doc, as one table cell: the
+/// doc's first paragraph (up to a blank line, a list or a code block), cut
+/// after its first full stop, with intra-doc links reduced to their text.
+fn summary(file: &Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(file).with_context(|| file.display().to_string())?;
+    let mut paragraph = Vec::new();
+    for line in text.lines() {
+        let Some(doc) = line.strip_prefix("//!") else { break };
+        let doc = doc.trim();
+        if doc.is_empty() || doc.starts_with("- ") || doc.starts_with("* ") || doc.starts_with("```") {
+            break;
+        }
+        paragraph.push(doc);
+    }
+    let shown = file.strip_prefix(repo()).unwrap_or(file).display();
+    ensure!(!paragraph.is_empty(), "{shown} does not open with a `//!` doc saying what it is");
+    // Odd pieces between backticks are code, left alone; in the prose
+    // between them, `[text](target)` and `[text]` become `text`.
+    let mut plain = String::new();
+    for (i, piece) in paragraph.join(" ").split('`').enumerate() {
+        if i > 0 {
+            plain.push('`');
+        }
+        if i % 2 == 1 {
+            plain.push_str(piece);
+            continue;
+        }
+        let mut rest = piece;
+        while let Some(at) = rest.find("](") {
+            plain.push_str(&rest[..at]);
+            rest = rest[at..].find(')').map_or("", |close| &rest[at + close + 1..]);
+        }
+        plain.push_str(rest);
+    }
+    let mut plain: String = plain
+        .split('`')
+        .enumerate()
+        .map(|(i, piece)| if i % 2 == 1 { piece.to_owned() } else { piece.replace(['[', ']'], "") })
+        .collect::<Vec<_>>()
+        .join("`");
+    // The first full stop outside code that ends a sentence (not `e.g.`).
+    let mut code = false;
+    let bytes = plain.as_bytes();
+    for (at, &byte) in bytes.iter().enumerate() {
+        match byte {
+            b'`' => code = !code,
+            b'.' if !code
+                && bytes.get(at + 1).is_none_or(|next| next.is_ascii_whitespace())
+                && (at < 2 || bytes[at - 2] != b'.') =>
+            {
+                plain.truncate(at + 1);
+                break;
+            }
+            _ => {}
+        }
+    }
+    if plain.ends_with(':') {
+        plain.pop();
+        plain.push('.');
+    }
+    Ok(cell(&plain))
+}
+
+/// The modules a Rust file declares (`mod name;`), test-only ones left
+/// out: `(name, whether it is public)`.
+fn declared(file: &Path) -> anyhow::Result<Vec<(String, bool)>> {
+    let text = std::fs::read_to_string(file).with_context(|| file.display().to_string())?;
+    let mut modules = Vec::new();
+    let mut test_only = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("#[") {
+            test_only |= line.contains("cfg(test)");
+            continue;
+        }
+        if line.starts_with("//") {
+            continue;
+        }
+        let (item, public) = match line.strip_prefix("pub") {
+            Some(rest) if rest.starts_with(' ') => (rest.trim_start(), true),
+            Some(rest) if rest.starts_with('(') => (rest.split_once(')').map_or(rest, |(_, r)| r.trim_start()), false),
+            _ => (line, false),
+        };
+        if let Some(name) = item.strip_prefix("mod ").and_then(|n| n.strip_suffix(';'))
+            && !test_only
+        {
+            modules.push((name.trim().to_owned(), public));
+        }
+        test_only = false;
+    }
+    Ok(modules)
+}
+
+/// Where module `name`, declared in `parent`, lives (repo-relative, `/`):
+/// beside a crate root (`lib.rs`, `main.rs`, a binary's file, `mod.rs`),
+/// else in the folder named after the parent.
+fn module_file(parent: &str, root: bool, name: &str) -> String {
+    let dir = if root {
+        parent.rsplit_once('/').map_or(String::new(), |(dir, _)| format!("{dir}/"))
+    } else {
+        format!("{}/", parent.trim_end_matches(".rs"))
+    };
+    let file = format!("{dir}{name}.rs");
+    if repo().join(&file).exists() { file } else { format!("{dir}{name}/mod.rs") }
+}
+
+/// One row of the layout: a crate root, a binary or a module.
+struct Room {
+    /// The crate's name on its first row.
+    krate: Option<String>,
+    /// The file, repo-relative.
+    file: String,
+    /// The binary it is the root of.
+    binary: Option<String>,
+}
+
+/// Every workspace member (`[workspace] members`), its library and binary
+/// roots, and the top-level modules they declare.
+fn rooms() -> anyhow::Result<Vec<(String, Vec<Room>)>> {
+    let workspace: toml::Table = toml::from_str(&std::fs::read_to_string(repo().join("Cargo.toml"))?)?;
+    let members = workspace["workspace"]["members"].as_array().context("no [workspace] members")?;
+    let mut out = Vec::new();
+    for member in members.iter().filter_map(toml::Value::as_str) {
+        let prefix = if member == "." { String::new() } else { format!("{member}/") };
+        let manifest: toml::Table = toml::from_str(
+            &std::fs::read_to_string(repo().join(&prefix).join("Cargo.toml")).with_context(|| member.to_owned())?,
+        )?;
+        let name = manifest["package"]["name"].as_str().context("a member without a package name")?.to_owned();
+        let mut roots = Vec::new();
+        let lib = manifest.get("lib").and_then(|l| l.get("path")).and_then(toml::Value::as_str).unwrap_or("src/lib.rs");
+        if repo().join(&prefix).join(lib).exists() {
+            roots.push((format!("{prefix}{lib}"), None));
+        }
+        let bins = manifest.get("bin").and_then(toml::Value::as_array).cloned().unwrap_or_default();
+        for bin in &bins {
+            let bin_name = bin.get("name").and_then(toml::Value::as_str).unwrap_or(&name);
+            let path = bin.get("path").and_then(toml::Value::as_str).unwrap_or("src/main.rs");
+            roots.push((format!("{prefix}{path}"), Some(bin_name.to_owned())));
+        }
+        if bins.is_empty() && repo().join(&prefix).join("src/main.rs").exists() {
+            roots.push((format!("{prefix}src/main.rs"), Some(name.clone())));
+        }
+        let mut rooms: Vec<Room> = Vec::new();
+        let mut modules = BTreeSet::new();
+        for (file, binary) in roots {
+            for (module, _) in declared(&repo().join(&file))? {
+                modules.insert(module_file(&file, true, &module));
+            }
+            rooms.push(Room { krate: rooms.is_empty().then(|| name.clone()), file, binary });
+        }
+        rooms.extend(modules.into_iter().map(|file| Room { krate: None, file, binary: None }));
+        out.push((member.to_owned(), rooms));
+    }
+    Ok(out)
+}
+
+/// The `layout` part: every crate of the workspace, its roots and its
+/// top-level modules, each with the first sentence of its `//!` doc.
+fn layout() -> anyhow::Result<String> {
+    let mut out = String::from("| Crate | File | What it is |\n|---|---|---|\n");
+    for (_, rooms) in rooms()? {
+        for room in rooms {
+            let krate = room.krate.map(|k| format!("`{k}`")).unwrap_or_default();
+            let binary = room.binary.map(|b| format!(" (binary `{b}`)")).unwrap_or_default();
+            let summary = summary(&repo().join(&room.file))?;
+            out.push_str(&format!("| {krate} | `{}`{binary} | {summary} |\n", room.file));
+        }
+    }
+    Ok(out)
+}
+
+/// The `layout FILE` part: the modules `FILE` declares, each with the first
+/// sentence of its `//!` doc.
+fn layout_of(file: &str) -> anyhow::Result<String> {
+    let root = ["lib.rs", "main.rs", "mod.rs"].iter().any(|r| file.ends_with(r));
+    let mut out = String::from("| File | What it is |\n|---|---|\n");
+    let mut files: Vec<String> =
+        declared(&repo().join(file))?.iter().map(|(module, _)| module_file(file, root, module)).collect();
+    files.sort();
+    for module in files {
+        out.push_str(&format!("| `{module}` | {} |\n", summary(&repo().join(&module))?));
+    }
+    Ok(out)
+}
+
+/// `text` without its generated parts.
+fn prose(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(BEGIN) {
+        out.push_str(&rest[..start]);
+        rest = rest[start..].find(END).map_or("", |end| &rest[start + end + END.len()..]);
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether `text` names `path` as a path of its own: not as the tail of a
+/// longer one (`src/client.rs` in `crates/mcp/src/client.rs`) nor as the
+/// head of a longer name (`crates/mcp` in `crates/mcp-extra`).
+fn names(text: &str, path: &str) -> bool {
+    let part = |c: char| c.is_ascii_alphanumeric() || "_-./".contains(c);
+    text.match_indices(path).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + path.len()..].chars().next();
+        !before.is_some_and(part) && (path.ends_with('/') || !after.is_some_and(|c| part(c) && c != '.' && c != '/'))
+    })
+}
+
 /// `text` with every generated part regenerated.
 fn regenerate(schema: &Value, text: &str) -> anyhow::Result<String> {
     let mut out = String::new();
@@ -261,6 +475,8 @@ fn regenerate(schema: &Value, text: &str) -> anyhow::Result<String> {
             ["defaults"] => defaults(schema, old)?,
             ["help"] => help(None)?,
             ["help", command] => help(Some(command))?,
+            ["layout"] => layout()?,
+            ["layout", file] => layout_of(file)?,
             _ => bail!("unknown generated part `{what}`"),
         };
         out.push_str(&rest[..body_start]);
@@ -431,6 +647,61 @@ fn the_toml_examples_follow_the_schema() -> anyhow::Result<()> {
     }
     ensure!(checked >= 5, "only {checked} TOML examples found: is the extraction broken?");
     ensure!(problems.is_empty(), "{}", problems.join("\n"));
+    Ok(())
+}
+
+/// A library's crate map is complete: the `//!` doc of each member's
+/// `lib.rs` links every public module it declares (`` [`gateway`] ``).
+#[test]
+fn every_crate_map_links_its_public_modules() -> anyhow::Result<()> {
+    let mut missing = Vec::new();
+    for (_, rooms) in rooms()? {
+        let Some(lib) = rooms.first().filter(|room| room.binary.is_none()) else { continue };
+        let text = std::fs::read_to_string(repo().join(&lib.file))?;
+        let doc: String = text.lines().map_while(|line| line.strip_prefix("//!")).collect();
+        for (module, public) in declared(&repo().join(&lib.file))? {
+            if public && !doc.contains(&format!("[`{module}`]")) {
+                missing.push(format!("{}: [`{module}`]", lib.file));
+            }
+        }
+    }
+    ensure!(
+        missing.is_empty(),
+        "these crate maps (the `//!` doc of a lib.rs) do not link a public module they declare; add a line for \
+         each: {}",
+        missing.join(", ")
+    );
+    Ok(())
+}
+
+/// A new crate or module fails the book until the architecture chapter
+/// places it in the house: besides the generated `layout` table, the
+/// chapter's own prose names every member's folder (`crates/search`) and
+/// every binary's and top-level module's file (`src/shared.rs`) or folder
+/// (`src/shared/`).
+#[test]
+fn the_architecture_places_every_crate_and_module() -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(book().join("architecture.md"))?;
+    ensure!(text.contains(&format!("{BEGIN}layout -->")), "docs/src/architecture.md has no `{BEGIN}layout -->` part");
+    let prose = prose(&text);
+    let mut unplaced = Vec::new();
+    for (member, rooms) in rooms()? {
+        if member != "." && !names(&prose, &member) {
+            unplaced.push(format!("the crate `{member}`"));
+        }
+        for room in rooms.iter().filter(|room| room.krate.is_none()) {
+            let folder = format!("{}/", room.file.trim_end_matches("/mod.rs").trim_end_matches(".rs"));
+            if !names(&prose, &room.file) && !names(&prose, &folder) {
+                unplaced.push(format!("`{}`", room.file));
+            }
+        }
+    }
+    ensure!(
+        unplaced.is_empty(),
+        "docs/src/architecture.md does not place these in the house: say, outside its generated parts, where each \
+         belongs (naming its path): {}",
+        unplaced.join(", ")
+    );
     Ok(())
 }
 

@@ -20,10 +20,10 @@
 //! - **Documents** have five fields: the upstream tool name, the server (its
 //!   name plus what it says about itself), the title, the description, and
 //!   the parameters (names, descriptions, enum values).
-//! - **Analysis**: camelCase and acronym boundaries split, then runs of
-//!   letters and digits, lowercased (so `snake_case` and `kebab-case`
-//!   split); one-character words and Lucene's 33 English stopwords dropped;
-//!   Snowball English stemming (`rust-stemmers`).
+//! - **Analysis** ([`analysis`]): camelCase and acronym boundaries split,
+//!   then runs of letters and digits, lowercased (so `snake_case` and
+//!   `kebab-case` split); one-character words and Lucene's 33 English
+//!   stopwords dropped; Snowball English stemming (`rust-stemmers`).
 //! - **BM25F** ([`bm25f`]): k1 1.2; (weight, b) name (2, .75), server
 //!   (.5, .75), title (1, .75), description (1, .75), params (.5, .75).
 //! - **Static embeddings**: the sum of the rows of a text's WordPiece tokens

@@ -16,6 +16,9 @@
 //! - [`redis`]: a real `redis-server` on a free loopback port, stopped,
 //!   frozen and restarted at will ([`RedisServer`]), optionally with TLS
 //!   signed by a CA made for the test ([`TestCa`]) and an ACL user.
+//! - [`modern`]: raw 2026-07-28 (sessionless) requests: the `_meta`
+//!   envelope every request carries, and a POST with the revision's routing
+//!   headers.
 //! - [`pipe`]: an in-process client that drives an [`Engine`] through its
 //!   real stdio transport over an in-memory pipe, for handler tests.
 //!
