@@ -14,26 +14,40 @@
 //! decided by its catalog view and the forwarder's routes, which every layer
 //! uses; the [`policy`] layer applies its call rate.
 //!
-//! - [`clients`] and [`admission`]: authentication of HTTP requests, the
-//!   protected resource metadata, per-client session counts;
-//! - [`policy`]: the per-client layer (call rate);
-//! - [`upstreams`]: each configured upstream, its control connection and
-//!   the supervisor that keeps it up;
-//! - [`catalogs`]: the merged tool catalog, gateway-wide and per session;
-//! - [`connections`]: which upstream connection a call uses;
-//! - [`disclosure`]: the progressive-disclosure layer (the gate, the
-//!   descriptions resource, the describe tool);
-//! - [`forward`]: the transparent forwarder; [`lists`] and [`pages`] merge and
-//!   page lists; [`translate`] downgrades content for older clients;
+//! Nouns, at the bottom (what the others read):
+//! - [`upstreams`]: each configured upstream, its control connection, and
+//!   the place of a session's own connection to it; [`instances`] bounds
+//!   per-session children;
+//! - [`state`]: what the gateway keeps per downstream session;
+//! - [`catalogs`]: the merged tool catalog, gateway-wide and per session,
+//!   and [`views`], the one handle on it (and on the configuration and the
+//!   upstream slots) the layers hold;
+//! - [`resolve`]: a request resolved once (the tool, its upstream, the
+//!   caller, a retry's checked state); [`note`], what a request learned on
+//!   its way; [`limits`], method namespaces; [`pages`], list paging.
+//!
+//! The layers, in their order ([`layer`] is their contract): [`policy`]
+//! (the per-client call rate), [`concerns`], [`search`] (the search listing
+//! and its call tool), [`disclosure`] (the gate, the descriptions
+//! resource, the describe tool).
+//!
+//! Actors, above them:
+//! - [`forward`]: the transparent forwarder, with its task and subscription
+//!   routes; [`lists`] merges lists; [`translate`] downgrades content for
+//!   older clients; [`connections`]: which upstream connection a call uses;
 //! - [`events`]: where upstream traffic goes back to;
+//! - [`supervise`]: the supervisor of each upstream's control connection;
+//!   [`startup`], the wait for upstreams still starting;
 //! - [`mrtr`]: held calls of sessionless clients whose handshake-era
 //!   upstream asks for input mid-call;
-//! - [`state`]: what the gateway keeps per downstream session.
-//! - [`listeners`]: `subscriptions/listen` streams of 2026-07-28 clients.
+//! - [`listeners`]: `subscriptions/listen` streams of 2026-07-28 clients;
+//! - [`clients`] and [`admission`]: authentication of HTTP requests, the
+//!   protected resource metadata, per-client session counts and call rates;
 //! - [`reload`]: a new configuration swapped in under running sessions
-//!   (SIGHUP, file watcher).
-//! - [`replicas`]: sessions kept in the shared store, adopted by any
-//!   replica, and the messages replicas pass each other.
+//!   (SIGHUP, file watcher);
+//! - [`replicas`]: sessions kept in the shared store (the engine's session
+//!   backend), adopted by any replica, and the messages replicas pass each
+//!   other; [`gauges`], what the metrics read of the live state.
 
 mod admission;
 mod catalogs;
