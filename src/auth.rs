@@ -34,19 +34,18 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 
-pub use api_key::sha256;
+pub use crate::config::sha256;
 pub use bearer::{MAX_TOKEN_BYTES, bearer_token, challenge, parse_authorization};
 pub use error::{AuthError, TokenError};
 pub use jwks::{ALGORITHMS, JwksError, JwksSettings};
 pub use jwt::CLOCK_SKEW;
 pub use limits::{CallLimiter, RetryAfter, SessionGuard, SessionLimiter, TooManySessions};
 pub use metadata::{WELL_KNOWN, protected_resource_metadata, resource_metadata_url, well_known_paths};
-pub use policy::{PolicyError, ToolPolicy, compile_glob};
+pub use policy::{PolicyError, ToolPolicy};
 pub use principal::{ANONYMOUS, ClientPolicy, Principal, PrincipalId, PrincipalKind};
 
 use crate::config::{AuthConfig, DEFAULT_CLIENT};
 use api_key::ApiKeys;
-pub(crate) use api_key::key_digest;
 use jwks::KeyStore;
 use jwt::JwtVerifier;
 
@@ -130,7 +129,7 @@ impl Authenticator {
                 .map_err(|error| BuildError::Policy { client: client.name.clone(), error })?;
             let policy = Arc::new(policy.of_generation(generation));
             if client.has_key() {
-                let digest = key_digest(client).ok_or_else(|| BuildError::BadDigest(client.name.clone()))?;
+                let digest = client.key_digest().ok_or_else(|| BuildError::BadDigest(client.name.clone()))?;
                 api_keys.insert(digest, &client.name, policy);
             } else {
                 jwt_policies.insert(client.name.clone(), policy);

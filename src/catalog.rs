@@ -15,10 +15,11 @@ use serde_json::{Map, Value, json};
 
 use crate::concerns::{Declared, Mapping};
 use crate::config::{ConcernValues, DisclosureConfig, Mode, UpstreamConfig};
-use crate::disclosure::{self, FetchLimits};
+pub use fetch_limits::{FetchLimits, MAX_REQUESTED_NAME, escaped_len};
 
 mod arguments;
 mod extras;
+mod fetch_limits;
 mod filter;
 mod forms;
 mod naming;
@@ -119,7 +120,7 @@ impl Catalog {
         let index = entries.iter().enumerate().map(|(i, e)| (e.exposed.clone(), i)).collect();
         let mut listed: Vec<_> = entries.iter().map(|e| e.minimal.clone()).collect();
         if let Some(name) = &describe_tool {
-            listed.push(disclosure::describe_tool_definition(name));
+            listed.push(describe_tool_definition(name));
         }
         let list_result = json!({ "tools": listed });
         Catalog {
@@ -384,4 +385,28 @@ fn report_unknown_names(up: &UpstreamTools<'_>, problems: &mut Vec<String>) {
         problems
             .push(format!("upstream `{uname}`: descriptions_dir file `{name}.json` names no tool of this upstream"));
     }
+}
+
+/// The synthesized describe tool, for clients that cannot read resources.
+///
+/// It is listed in every `tools/list`, so it is as short as a minimal form:
+/// what it does and that it is required (the description), how to call it
+/// (the schema: a required array of names). The `initialize` instructions,
+/// the resource entries and every refusal's hint tell the rest of the
+/// workflow. No `title` (clients show the name), and of the annotations only
+/// `readOnlyHint`, which clients use to run a tool without asking
+/// (`idempotentHint` means nothing for a read-only tool).
+pub fn describe_tool_definition(name: &str) -> Value {
+    json!({
+        "name": name,
+        "description": "Get the parameters of tools you picked from tools/list; required before calling them.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "tools": {"type": "array", "items": {"type": "string"}, "description": "Exact tool names"}
+            },
+            "required": ["tools"]
+        },
+        "annotations": {"readOnlyHint": true}
+    })
 }

@@ -14,8 +14,7 @@ mod state;
 mod target;
 mod validate;
 
-pub(crate) use auth::decode_sha256_hex;
-pub use auth::{AuthConfig, ClientConfig, DEFAULT_CLIENT, JwtConfig, Secret};
+pub use auth::{AuthConfig, ClientConfig, DEFAULT_CLIENT, JwtConfig, Secret, compile_glob, sha256};
 pub use concerns::{ConcernConfig, ConcernValues};
 pub use load::{ConfigError, load, load_str, load_str_in};
 #[cfg(test)]

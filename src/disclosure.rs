@@ -9,7 +9,6 @@
 //! completions for the template's `tools` argument. Session state (which tools
 //! a session may call) lives in the gateway, not here.
 
-mod limits;
 mod responses;
 mod selection;
 mod texts;
@@ -17,13 +16,13 @@ mod texts;
 #[cfg(test)]
 mod tests;
 
-pub use limits::{FetchLimits, MAX_REQUESTED_NAME, escaped_len};
+pub use crate::catalog::{FetchLimits, MAX_REQUESTED_NAME, describe_tool_definition, escaped_len};
 pub use responses::{
     Described, complete_tool_names, describe, describe_args_error, describe_refused, describe_tool_result,
     describe_within, description_required, missing_selection, read_result,
 };
 pub use selection::{Selection, parse_describe_args, parse_selection, selection_uri};
-pub use texts::{describe_tool_definition, instructions, resource_entry, template_entry};
+pub use texts::{instructions, resource_entry, template_entry};
 
 /// The base URI of the descriptions resource (listed in `resources/list`).
 pub const RESOURCE_URI: &str = "resource:///tool_descriptions";

@@ -11,25 +11,7 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
 use super::principal::ClientPolicy;
-use crate::config::{ClientConfig, decode_sha256_hex};
-
-/// The SHA-256 digest of `data`.
-pub fn sha256(data: &[u8]) -> [u8; 32] {
-    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, data);
-    let mut out = [0u8; 32];
-    out.copy_from_slice(digest.as_ref());
-    out
-}
-
-/// The digest of a client's key, from `api_key` or `api_key_sha256`; `None`
-/// for an entry without a key (or with a malformed digest).
-pub(crate) fn key_digest(client: &ClientConfig) -> Option<[u8; 32]> {
-    match (&client.api_key, &client.api_key_sha256) {
-        (Some(key), _) => Some(sha256(key.expose().as_bytes())),
-        (None, Some(hex)) => decode_sha256_hex(hex),
-        (None, None) => None,
-    }
-}
+use crate::config::sha256;
 
 /// One keyed client.
 struct Entry {

@@ -25,21 +25,9 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{GlobSet, GlobSetBuilder};
 
-/// Compiles one pattern with the semantics in the module docs, or says why it
-/// is not valid (a message for the config validation).
-pub fn compile_glob(pattern: &str) -> Result<Glob, String> {
-    if pattern.is_empty() {
-        return Err("a tool pattern must not be empty (use \"*\" for every tool)".to_owned());
-    }
-    GlobBuilder::new(pattern)
-        .literal_separator(false)
-        .backslash_escape(true)
-        .case_insensitive(false)
-        .build()
-        .map_err(|e| format!("`{pattern}` is not a valid glob pattern: {}", e.kind()))
-}
+use crate::config::compile_glob;
 
 /// Why a policy could not be built: a pattern that does not compile.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -254,7 +254,7 @@ pub(crate) fn check(auth: &AuthConfig, upstreams: &[UpstreamConfig], listen: Soc
             (None, None) => {}
         }
         // Two clients with one key could not be told apart.
-        if let Some(digest) = crate::auth::key_digest(client) {
+        if let Some(digest) = client.key_digest() {
             if let Some(first) = keys.get(&digest) {
                 push(path.clone(), format!("has the same key as auth.clients[{first}]: give each client its own"));
             } else {
@@ -272,7 +272,7 @@ pub(crate) fn check(auth: &AuthConfig, upstreams: &[UpstreamConfig], listen: Soc
         for key in ["tools", "deny_tools"] {
             let patterns = if key == "tools" { &client.tools } else { &client.deny_tools };
             for (j, pattern) in patterns.iter().enumerate() {
-                if let Err(e) = crate::auth::compile_glob(pattern) {
+                if let Err(e) = compile_glob(pattern) {
                     push(path.key(key).index(j), e);
                 }
             }
@@ -410,6 +410,41 @@ fn list(names: &[&str]) -> String {
     } else {
         names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
     }
+}
+
+/// The SHA-256 digest of `data`.
+pub fn sha256(data: &[u8]) -> [u8; 32] {
+    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, data);
+    let mut out = [0u8; 32];
+    out.copy_from_slice(digest.as_ref());
+    out
+}
+
+impl ClientConfig {
+    /// The digest of the client's key, from `api_key` or `api_key_sha256`;
+    /// `None` for an entry without a key (or with a malformed digest).
+    pub fn key_digest(&self) -> Option<[u8; 32]> {
+        match (&self.api_key, &self.api_key_sha256) {
+            (Some(key), _) => Some(sha256(key.expose().as_bytes())),
+            (None, Some(hex)) => decode_sha256_hex(hex),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Compiles one tool pattern (`tools`, `deny_tools`, `pinned`) with the
+/// semantics [`crate::auth::ToolPolicy`] documents, or says why it is not
+/// valid (a message for the config validation).
+pub fn compile_glob(pattern: &str) -> Result<globset::Glob, String> {
+    if pattern.is_empty() {
+        return Err("a tool pattern must not be empty (use \"*\" for every tool)".to_owned());
+    }
+    globset::GlobBuilder::new(pattern)
+        .literal_separator(false)
+        .backslash_escape(true)
+        .case_insensitive(false)
+        .build()
+        .map_err(|e| format!("`{pattern}` is not a valid glob pattern: {}", e.kind()))
 }
 
 /// The 32 bytes of a 64-digit hex SHA-256 digest (either case).

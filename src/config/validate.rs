@@ -168,7 +168,7 @@ fn check_disclosure(disclosure: &DisclosureConfig, out: &mut Problems) {
     }
     out.at_least(path.key("search_above"), disclosure.search_above, 1);
     for (i, pattern) in disclosure.pinned.iter().enumerate() {
-        if let Err(e) = crate::auth::compile_glob(pattern) {
+        if let Err(e) = super::compile_glob(pattern) {
             out.push(path.key("pinned").index(i), e);
         }
     }

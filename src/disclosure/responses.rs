@@ -5,10 +5,10 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::limits::escaped_len;
+use super::MIME_TYPE;
 use super::selection::selection_uri;
-use super::{MIME_TYPE, texts};
 use crate::catalog::Catalog;
+use crate::catalog::{MAX_REQUESTED_NAME, describe_tool_definition, escaped_len};
 
 /// Most completion values one answer may carry (MCP limit).
 const MAX_COMPLETIONS: usize = 100;
@@ -26,8 +26,8 @@ pub struct Described {
 
 /// Room an entry that is not a definition may take in an answer, escaped
 /// (a "not found" or "not included" entry naming a tool of at most
-/// [`MAX_REQUESTED_NAME`](super::limits::MAX_REQUESTED_NAME) bytes).
-const SMALL_ENTRY: usize = 4 * super::limits::MAX_REQUESTED_NAME + 400;
+/// [`MAX_REQUESTED_NAME`](MAX_REQUESTED_NAME) bytes).
+const SMALL_ENTRY: usize = 4 * MAX_REQUESTED_NAME + 400;
 
 /// The full definitions of `names` (exposed names), within the catalog's
 /// [`FetchLimits`](super::FetchLimits). See [`describe_within`].
@@ -61,7 +61,7 @@ pub fn describe_within(catalog: &Catalog, names: &[String], budget: usize) -> De
         let key = escaped_len(&Value::String(name.clone()).to_string()) + 2;
         let definition = match catalog.get(name) {
             Some(entry) => Some(entry.full.clone()),
-            None if catalog.describe_tool_name() == Some(name.as_str()) => Some(texts::describe_tool_definition(name)),
+            None if catalog.describe_tool_name() == Some(name.as_str()) => Some(describe_tool_definition(name)),
             None => None,
         };
         let entry = match definition {

@@ -56,30 +56,6 @@ pub fn template_entry(describe_tool: Option<&str>) -> Value {
     })
 }
 
-/// The synthesized describe tool, for clients that cannot read resources.
-///
-/// It is listed in every `tools/list`, so it is as short as a minimal form:
-/// what it does and that it is required (the description), how to call it
-/// (the schema: a required array of names). The `initialize` instructions,
-/// the resource entries and every refusal's hint tell the rest of the
-/// workflow. No `title` (clients show the name), and of the annotations only
-/// `readOnlyHint`, which clients use to run a tool without asking
-/// (`idempotentHint` means nothing for a read-only tool).
-pub fn describe_tool_definition(name: &str) -> Value {
-    json!({
-        "name": name,
-        "description": "Get the parameters of tools you picked from tools/list; required before calling them.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "tools": {"type": "array", "items": {"type": "string"}, "description": "Exact tool names"}
-            },
-            "required": ["tools"]
-        },
-        "annotations": {"readOnlyHint": true}
-    })
-}
-
 /// The `initialize` instructions explaining the two-stage workflow (spec
 /// section 8). The gateway appends each upstream's own instructions.
 pub fn instructions(describe_tool: Option<&str>) -> String {

@@ -119,7 +119,7 @@ impl Search {
         let mut pinned = globset::GlobSetBuilder::new();
         for pattern in &disclosure.pinned {
             // Validated with the configuration.
-            if let Ok(glob) = crate::auth::compile_glob(pattern) {
+            if let Ok(glob) = crate::config::compile_glob(pattern) {
                 pinned.add(glob);
             }
         }

@@ -2,7 +2,8 @@
 //! resource, or a `describe_tools` call), so that no request can make
 //! toolgate render, cache or send an answer of any size: how many tools one
 //! fetch may name, how long a requested name may be, and how large the
-//! answer may grow.
+//! answer may grow. Each catalog carries the bounds of the configuration it
+//! was built under; [`crate::disclosure`] applies them.
 
 use serde_json::{Value, json};
 
