@@ -35,7 +35,7 @@ use tokio::sync::mpsc;
 
 use super::state::{GatewaySession, GwSession};
 use super::{Gateway, caller_principal};
-use crate::jsonrpc::{Body, ErrorObject, Id, Message, Notification, Response};
+use crate::jsonrpc::{ErrorObject, Id, Message, Notification, Response};
 use crate::protocol::Version;
 use crate::server::{Caller, InitContext, SessionBackend, SessionStore, Stored};
 use crate::shared::{BusMessage, Connection, Inbound, Record, Refresh, SessionLink, SharedSessions, bus};
@@ -110,7 +110,7 @@ impl Gateway {
         if let Some(shared) = elsewhere {
             let message = BusMessage::Notify {
                 session: session.id().to_owned(),
-                message: Message::Notification(notification.clone()).to_value(),
+                message: Message::Notification(notification.clone()).encode(),
                 from: shared.replica().to_string(),
             };
             let shared = shared.clone();
@@ -126,11 +126,9 @@ impl Gateway {
     /// A notification another replica produced for a session's standalone
     /// stream: delivered if that stream is held here, else ignored (the
     /// replica holding it delivers it; the one that produced it kept it).
-    fn deliver_elsewhere_notification(&self, session: &str, message: Value) {
+    fn deliver_elsewhere_notification(&self, session: &str, message: &str) {
         let Some(session) = self.sessions.get(session).filter(|s| s.has_standalone()) else { return };
-        let Ok(Body::Single(Message::Notification(notification))) = Body::decode(message.to_string().as_bytes()) else {
-            return;
-        };
+        let Ok(Message::Notification(notification)) = Message::decode(message.as_bytes()) else { return };
         tracing::debug!(session = session.id(), method = ?notification.method, "a notification from another replica delivered on the standalone stream held here");
         session.notify(Message::Notification(notification));
     }
@@ -169,8 +167,7 @@ impl Gateway {
             }
             BusMessage::Answer { session, response } => {
                 let Some(session) = self.sessions.get(&session) else { return };
-                let Ok(Body::Single(Message::Response(Response { id: Some(id), outcome }))) =
-                    Body::decode(response.to_string().as_bytes())
+                let Ok(Message::Response(Response { id: Some(id), outcome })) = Message::decode(response.as_bytes())
                 else {
                     return;
                 };
@@ -184,7 +181,7 @@ impl Gateway {
                     tracing::debug!("a reply from another replica for an exchange no longer waiting ignored");
                 }
             }
-            BusMessage::Notify { session, message, .. } => self.deliver_elsewhere_notification(&session, message),
+            BusMessage::Notify { session, message, .. } => self.deliver_elsewhere_notification(&session, &message),
         }
     }
 }
@@ -286,7 +283,7 @@ impl Replicas {
             return;
         }
         let message =
-            BusMessage::Answer { session: session.id().to_owned(), response: Message::Response(response).to_value() };
+            BusMessage::Answer { session: session.id().to_owned(), response: Message::Response(response).encode() };
         match self.shared.send_to(&tag, &message).await {
             Ok(true) => {
                 tracing::debug!(session = session.id(), replica = %tag, "an answer passed to the replica that asked")

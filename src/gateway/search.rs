@@ -243,7 +243,11 @@ impl Search {
             return tool_error("the tool index is not available yet; try again in a moment");
         };
         let query_owned = query.clone();
+        let span = tracing::Span::current();
+        // The request's span, entered on the blocking thread.
+        #[allow(clippy::disallowed_methods)]
         let found = tokio::task::spawn_blocking(move || {
+            let _entered = span.enter();
             let visible = |doc: usize| listing.catalog.get(indexed.index.exposed(doc)).is_some();
             let hits = indexed.index.search(&query_owned, limit, visible);
             hits.into_iter()
@@ -459,7 +463,11 @@ fn server_texts(views: &Views) -> Vec<(String, String)> {
 
 /// Indexes `view` on a blocking thread (a build takes about 0.3 ms a tool).
 async fn build(view: Arc<CatalogView>, servers: Vec<(String, String)>) -> Option<Arc<Indexed>> {
-    match tokio::task::spawn_blocking(move || index(view, &servers)).await {
+    let span = tracing::Span::current();
+    // The caller's span, entered on the blocking thread.
+    #[allow(clippy::disallowed_methods)]
+    let built = tokio::task::spawn_blocking(move || span.in_scope(|| index(view, &servers)));
+    match built.await {
         Ok(indexed) => {
             tracing::debug!(tools = indexed.index.len(), "tool search index built");
             Some(Arc::new(indexed))

@@ -14,12 +14,15 @@ use prometheus_client::registry::Registry;
 
 use super::labels::{Label, Labels};
 
-/// The catalog gauges, per upstream.
+/// The catalog gauges, per upstream. A series appears once its catalog is
+/// counted, not before: a scrape right after start (the count takes a
+/// moment) finds no series rather than a zero that reads as an empty
+/// catalog.
 #[derive(Debug)]
 pub struct CatalogGauges {
-    tools: Box<[Gauge]>,
-    full: Box<[Gauge]>,
-    served: Box<[Gauge]>,
+    upstreams: Box<[Arc<str>]>,
+    tools: Family<Labels<1>, Gauge>,
+    tokens: Family<Labels<2>, Gauge>,
     describe_tool: Gauge,
     /// The epoch of the catalog the gauges show (a slow count of an older
     /// catalog must not overwrite a newer one's).
@@ -56,15 +59,7 @@ impl CatalogGauges {
             "Tokens (o200k_base) of the describe_tools tool toolgate adds to tools/list (0 without it)",
             describe_tool.clone(),
         );
-        let upstream = |u: &Arc<str>| ("upstream", Label::Name(u.clone()));
-        let form = |f: &'static str| ("form", Label::Static(f));
-        Self {
-            tools: upstreams.iter().map(|u| tools.get_or_create_owned(&[upstream(u)])).collect(),
-            full: upstreams.iter().map(|u| tokens.get_or_create_owned(&[upstream(u), form("full")])).collect(),
-            served: upstreams.iter().map(|u| tokens.get_or_create_owned(&[upstream(u), form("served")])).collect(),
-            describe_tool,
-            shown: Mutex::new(None),
-        }
+        Self { upstreams: upstreams.into(), tools, tokens, describe_tool, shown: Mutex::new(None) }
     }
 
     /// Runs `count` (the counts of the catalog of `epoch`) on a blocking
@@ -72,7 +67,9 @@ impl CatalogGauges {
     pub fn count_later(self: &Arc<Self>, epoch: u64, count: impl FnOnce(usize) -> CatalogCounts + Send + 'static) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let gauges = self.clone();
-        runtime.spawn_blocking(move || gauges.show(epoch, &count(gauges.tools.len())));
+        // Counting tokens runs after a catalog change, outside any request.
+        #[allow(clippy::disallowed_methods)]
+        runtime.spawn_blocking(move || gauges.show(epoch, &count(gauges.upstreams.len())));
     }
 
     /// Shows the counts of the catalog of `epoch`, unless a newer catalog's
@@ -82,12 +79,14 @@ impl CatalogGauges {
         if shown.is_some_and(|newer| newer > epoch) {
             return;
         }
-        for (gauges, values) in
-            [(&self.tools, &counts.tools), (&self.full, &counts.full), (&self.served, &counts.served)]
+        let upstream = |u: &Arc<str>| ("upstream", Label::Name(u.clone()));
+        let form = |f: &'static str| ("form", Label::Static(f));
+        for (u, (tools, (full, served))) in
+            self.upstreams.iter().zip(counts.tools.iter().zip(counts.full.iter().zip(&counts.served)))
         {
-            for (gauge, value) in gauges.iter().zip(values) {
-                gauge.set(*value);
-            }
+            self.tools.get_or_create(&[upstream(u)]).set(*tools);
+            self.tokens.get_or_create(&[upstream(u), form("full")]).set(*full);
+            self.tokens.get_or_create(&[upstream(u), form("served")]).set(*served);
         }
         self.describe_tool.set(counts.describe_tool);
         *shown = Some(epoch);

@@ -125,6 +125,9 @@ fn catalog_gauges_show_the_newest_catalog() {
         served: vec![10 * tools, 50],
         describe_tool: 7,
     };
+    // Before the first count there is no series, rather than a zero.
+    assert_eq!(value(&m, "toolgate_catalog_tools", &[("upstream", "alpha")]), None);
+    assert_eq!(value(&m, "toolgate_catalog_tokens", &[("upstream", "alpha"), ("form", "full")]), None);
     m.show_catalog_now(5, &counts(2));
     assert_eq!(value(&m, "toolgate_catalog_tools", &[("upstream", "alpha")]), Some(2.0));
     assert_eq!(value(&m, "toolgate_catalog_tokens", &[("upstream", "alpha"), ("form", "full")]), Some(200.0));

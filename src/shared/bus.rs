@@ -53,8 +53,10 @@ pub enum BusMessage {
         /// The session.
         #[serde(rename = "s")]
         session: String,
-        /// The JSON-RPC response, as the client sent it.
-        response: Value,
+        /// The JSON-RPC response, as the client sent it (its text, decoded
+        /// once by the replica it is for).
+        #[serde(deserialize_with = "text_or_json")]
+        response: String,
     },
     /// A request for the receiving replica (on its channel), which answers
     /// with [`BusMessage::Reply`]s under the same id on the asker's channel
@@ -85,11 +87,22 @@ pub enum BusMessage {
         /// The session.
         #[serde(rename = "s")]
         session: String,
-        /// The JSON-RPC notification.
-        message: Value,
+        /// The JSON-RPC notification (its text, decoded once by the replica
+        /// that delivers it).
+        #[serde(deserialize_with = "text_or_json")]
+        message: String,
         /// The replica that produced it.
         from: String,
     },
+}
+
+/// A JSON-RPC message carried on the bus: its text, or (from a replica of an
+/// earlier release, during a rolling deploy) the message itself.
+fn text_or_json<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    Ok(match Value::deserialize(deserializer)? {
+        Value::String(text) => text,
+        other => other.to_string(),
+    })
 }
 
 impl BusMessage {
@@ -196,3 +209,6 @@ async fn subscribe_and_hear(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -121,6 +121,8 @@ impl ExportClient {
     fn export(&self, request: http::Request<Bytes>) -> Export {
         let client = self.client.clone();
         let failing = self.failing.clone();
+        // The exporter's own runtime: exporting traces is not traced.
+        #[allow(clippy::disallowed_methods)]
         let task = self.runtime.spawn(async move {
             let request = reqwest::Request::try_from(request)?;
             let response = match client.execute(request).await {

@@ -168,6 +168,9 @@ impl<H: Handler> Engine<H> {
         let release = move |session: Arc<Session<H::State>>| {
             tracing::debug!(session = session.id(), "session ended");
             let handler = handler.clone();
+            // Outside any request: the session ended (expiry, DELETE, its
+            // connection); tracked so that shutdown waits for its release.
+            #[allow(clippy::disallowed_methods)]
             closing.spawn(async move { handler.closed(session).await });
         };
         crate::spawn(async move {

@@ -155,6 +155,9 @@ async fn accept(
             tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
         }
         let (app, options, stop) = (app.clone(), options.clone(), stop.clone());
+        // A connection's task, outside any request; tracked so that
+        // shutdown can close and wait for every connection.
+        #[allow(clippy::disallowed_methods)]
         connections.spawn(async move {
             serve_connection(tcp, app, &options, stop).await;
             drop(permit);

@@ -114,6 +114,9 @@ impl<S: Send + Sync + 'static> Drop for RequestFrames<S> {
         session.replay().detach(stream);
         let prelude: Vec<Frame> = std::mem::take(&mut self.prelude).collect();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        // In a drop, outside any request (the response ended first): what it
+        // leaves moves to the replay buffer on whatever runtime is current.
+        #[allow(clippy::disallowed_methods)]
         runtime.spawn(async move {
             let mut frames = stream::iter(prelude).chain(stream::poll_fn(move |cx| rx.poll_recv(cx)));
             while let Some(frame) = frames.next().await {
