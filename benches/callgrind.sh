@@ -13,8 +13,10 @@
 # it is idle (its start-up work done), the counters are zeroed,
 # then it sends `calls` verified calls and the counters are dumped. Only
 # the process under test is counted, not the fixture (callgrind does not
-# follow children). Prints instructions per call and the functions that cost
-# the most (inclusive), and keeps the profile in
+# follow children). Prints instructions and heap allocations per call (calls
+# into mimalloc's allocate, zero-allocate and reallocate entry points, as
+# benches/profile.sh counts them) and the functions that cost the most
+# (inclusive), and keeps the profile in
 # $TARGET/bench/callgrind.<leg>.out (callgrind.floor-<leg>.out) for
 # callgrind_annotate / kcachegrind.
 # Build first (benches/run.sh does): cargo build --profile optimized --workspace --bins &&
@@ -28,17 +30,20 @@ what="${4:-toolgate}"
 source "$(dirname "${BASH_SOURCE[0]}")/leg.sh"
 
 raw="$work/callgrind.out"
+# TOOLGATE_CALLGRIND_ARGS: more callgrind options, e.g.
+# --separate-callers8=mi_malloc_aligned to see where allocations come from.
+extra="${TOOLGATE_CALLGRIND_ARGS:-}"
 mkdir -p "$target/bench"
 case "$what" in
     toolgate)
         out="$target/bench/callgrind.$leg.out"
         gate=gate
         TOOLGATE_LOG="warn,toolgate=info" start_toolgate "$work/toolgate.err" \
-            valgrind --tool=callgrind --callgrind-out-file="$raw" ;;
+            valgrind --tool=callgrind $extra --callgrind-out-file="$raw" ;;
     floor)
         out="$target/bench/callgrind.floor-$leg.out"
         gate=""
-        start_floor "$work/floor.err" valgrind --tool=callgrind --callgrind-out-file="$raw" ;;
+        start_floor "$work/floor.err" valgrind --tool=callgrind $extra --callgrind-out-file="$raw" ;;
     *) echo "the fourth argument is toolgate or floor" >&2; exit 1 ;;
 esac
 
@@ -52,6 +57,17 @@ callgrind_control -d "$gate_pid" >/dev/null
 sleep 1
 dump="$(ls -t "$raw".* 2>/dev/null | head -n1)"
 total="$(callgrind_annotate "$dump" 2>/dev/null | sed -n 's/^\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)"
+# Calls into the allocator's entry points, summed over every caller (the
+# profile names a function once, then by its number alone).
+allocs="$(awk '
+    /^c?fn=/ {
+        s = $0; sub(/^c?fn=/, "", s); f = s
+        if (match(s, /^\([0-9]+\)/)) { id = substr(s, 2, RLENGTH - 2); if (length(s) > RLENGTH) name[id] = substr(s, RLENGTH + 2); f = name[id] }
+        if ($0 ~ /^cfn=/) callee = f
+    }
+    /^calls=/ { split($1, a, "="); if (callee ~ /^mi_(malloc|zalloc|realloc|calloc)(_aligned)?('\''|$)/) n += a[2] }
+    END { print n + 0 }' "$dump")"
 echo "$what, leg $leg, concurrency $conc: $((total / calls)) instructions per call ($total for $calls calls)"
+echo "$what, leg $leg, concurrency $conc: $(awk -v n="$allocs" -v d="$calls" 'BEGIN { printf "%.1f", n / d }') allocations per call"
 cp "$dump" "$out"
 callgrind_annotate --inclusive=yes "$out" 2>/dev/null | sed -n '1,60p' | cut -c1-200

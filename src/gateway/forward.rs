@@ -422,7 +422,13 @@ impl Forwarder {
         if let Err(invalid) = cx.gateway.check_arguments(entry, params.get("arguments")) {
             return Outcome::Result(invalid.tool_result());
         }
-        params["name"] = json!(entry.original);
+        // The upstream's own name, in place (indexing by "name" would copy
+        // the key): nothing to do when the tool is exposed under it.
+        match params.get_mut("name") {
+            Some(name) if name.as_str() == Some(entry.original.as_str()) => {}
+            Some(name) => *name = Value::String(entry.original.clone()),
+            None => params["name"] = json!(entry.original),
+        }
         // Tool calls may run long: stream the answer (resumable on HTTP)
         // unless it is ready within the transport's grace period.
         cx.ctx.downlink.prefer_stream();

@@ -43,7 +43,7 @@ use crate::protocol::method;
 use crate::protocol::modern::{input, result};
 use crate::server::Downlink;
 use crate::shared::SharedSessions;
-use crate::upstream::{self, Call, CallShared, Peer, Route, UpstreamError};
+use crate::upstream::{self, Call, GiveUp, Peer, Route, UpstreamError};
 
 /// How long toolgate waits, after the upstream's first request of a round,
 /// for more of them to put in the same `InputRequiredResult` (an upstream
@@ -204,7 +204,7 @@ impl Translator {
         let cancel = CancellationToken::new();
         let mut call = Call::new(method, params).routed(route.clone()).cancelled_by(cancel.clone());
         call.downstream_modern = true;
-        let shared = call.shared.clone();
+        let give_up = call.give_up();
         let (tx, result) = oneshot::channel();
         // The client's own upstream session where it has one (a
         // `per_session` upstream), else the shared one.
@@ -212,7 +212,7 @@ impl Translator {
         crate::spawn(async move {
             let _ = tx.send(upstream::service::call(connections, NO_DEADLINE, call).await);
         });
-        let held = Held { result, asks, open: BTreeMap::new(), next_key: 1, cancel, shared, route, binding };
+        let held = Held { result, asks, open: BTreeMap::new(), next_key: 1, cancel, give_up, route, binding };
         self.drive(waiter, up, held).await
     }
 
@@ -322,11 +322,11 @@ impl Translator {
                 }
                 _ = held.route.progressed.notified() => deadline.as_mut().reset(tokio::time::Instant::now() + after),
                 _ = &mut deadline => {
-                    let _ = held.shared.abandoned.set(CallShared::TIMED_OUT);
+                    let _ = held.give_up.reason.set(GiveUp::TIMED_OUT);
                     return Err(Failure::Upstream(UpstreamError::Timeout { upstream: up.label.clone(), after }));
                 }
                 _ = waiter.cancel.cancelled() => {
-                    let _ = held.shared.abandoned.set(CallShared::CANCELLED_BY_CLIENT);
+                    let _ = held.give_up.reason.set(GiveUp::CANCELLED_BY_CLIENT);
                     return Err(Failure::Upstream(UpstreamError::Cancelled));
                 }
             }
@@ -339,7 +339,7 @@ impl Translator {
         held.route.attach(None);
         let binding = held.binding.clone();
         let id = self.holds.insert(&binding.principal, held).map_err(|(e, refused)| {
-            let _ = refused.shared.abandoned.set("too many calls held for client input");
+            let _ = refused.give_up.reason.set("too many calls held for client input");
             e
         })?;
         let state = self.codec.sign(&id, &binding, SystemTime::now() + self.holds.hold_timeout());
@@ -468,7 +468,7 @@ pub(crate) struct Held {
     /// Cancels the upstream call.
     cancel: CancellationToken,
     /// Why the call was given up (told to the upstream).
-    shared: Arc<CallShared>,
+    give_up: Arc<GiveUp>,
     route: Arc<HeldRoute>,
     binding: Binding,
 }
@@ -482,7 +482,7 @@ impl Drop for Held {
         }
         let running = matches!(self.result.try_recv(), Err(oneshot::error::TryRecvError::Empty));
         if running {
-            let _ = self.shared.abandoned.set("toolgate stopped holding the call for client input");
+            let _ = self.give_up.reason.set("toolgate stopped holding the call for client input");
             tracing::debug!(upstream = %self.binding.upstream, "a held call ended unanswered: cancelling its upstream call");
         }
         // Cancel first (see ANSWER_AFTER_CANCEL).

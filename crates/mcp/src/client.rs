@@ -45,8 +45,7 @@ pub use http::trace_headers;
 pub use memory::MemoryTarget;
 /// toolgate's own `clientInfo` (and `serverInfo`) identity.
 pub use modern::envelope::client_info as toolgate_info;
-pub use peer::Shared as CallShared;
-pub use peer::{Call, ClientHello, Peer, PeerEvents, Route, ServerHello};
+pub use peer::{Call, ClientHello, GiveUp, Peer, PeerEvents, Route, ServerHello};
 pub use service::Connections;
 pub use target::{EraChoice, HttpTarget, StdioTarget, Target};
 pub use transport::{Inbox, Transport};

@@ -25,24 +25,71 @@ pub use error::{ErrorObject, codes};
 ///
 /// Equality and hashing use the JSON text, so `1` and `"1"` are different ids,
 /// as they are on the wire.
+///
+/// A short id (an integer, or a string without escapes: every id toolgate
+/// makes, and most ids clients send) is kept inline, so that ids, made or
+/// decoded on every call, cost no allocation; any other is kept as its text.
 #[derive(Clone)]
-pub struct Id(Arc<RawValue>);
+pub struct Id(Repr);
+
+/// Most bytes of JSON text an id kept inline has (a `u64` needs 20, an
+/// `i64` 20 with its sign).
+const INLINE: usize = 22;
+
+#[derive(Clone)]
+enum Repr {
+    /// Its JSON text: an integer as serde_json writes it, or a string
+    /// (quotes included) without a backslash, which serde_json writes back
+    /// exactly as it was.
+    Inline { len: u8, text: [u8; INLINE] },
+    /// Any other id, as written.
+    Raw(Arc<RawValue>),
+}
 
 impl Id {
     /// An integer id, used for the ids toolgate itself allocates.
     pub fn number(n: u64) -> Self {
-        Self::serialized(&n)
+        let mut digits = [0u8; INLINE];
+        let mut at = INLINE;
+        let mut rest = n;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        Self::inline(&digits[at..]).unwrap_or_else(|| Self::serialized(&n))
     }
 
     /// A string id.
     pub fn string(s: &str) -> Self {
+        let plain = s.len() + 2 <= INLINE && !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+        if plain {
+            let mut text = [0u8; INLINE];
+            text[0] = b'"';
+            text[1..=s.len()].copy_from_slice(s.as_bytes());
+            text[s.len() + 1] = b'"';
+            if let Some(id) = Self::inline(&text[..s.len() + 2]) {
+                return id;
+            }
+        }
         Self::serialized(s)
+    }
+
+    /// `text` inline, if it fits.
+    fn inline(text: &[u8]) -> Option<Self> {
+        let len = u8::try_from(text.len()).ok().filter(|&n| usize::from(n) <= INLINE)?;
+        let mut buf = [0u8; INLINE];
+        buf[..text.len()].copy_from_slice(text);
+        Some(Self(Repr::Inline { len, text: buf }))
     }
 
     /// An id written by serde_json (its text is not parsed again to be
     /// checked, as text from a peer is).
     fn serialized<T: Serialize + ?Sized>(value: &T) -> Self {
-        Self(Arc::from(serde_json::value::to_raw_value(value).expect("an integer or a string serializes")))
+        Self(Repr::Raw(Arc::from(serde_json::value::to_raw_value(value).expect("an integer or a string serializes"))))
     }
 
     /// Builds an id from a JSON value, refusing anything MCP does not allow as
@@ -50,40 +97,76 @@ impl Id {
     pub fn from_value(v: &Value) -> Option<Self> {
         match v {
             Value::String(s) => Some(Self::string(s)),
-            Value::Number(n) if n.is_i64() || n.is_u64() => Some(Self::serialized(n)),
+            Value::Number(n) => match n.as_u64() {
+                Some(u) => Some(Self::number(u)),
+                None if n.is_i64() => Some(Self::serialized(n)),
+                None => None,
+            },
             _ => None,
         }
     }
 
     /// The id as the JSON text it was written as.
     pub fn as_json(&self) -> &str {
-        self.0.get()
+        match &self.0 {
+            // Only ever filled from text (see `inline`'s callers).
+            Repr::Inline { len, text } => std::str::from_utf8(&text[..usize::from(*len)]).unwrap_or_default(),
+            Repr::Raw(raw) => raw.get(),
+        }
     }
 
     /// The id as a [`Value`], for placing into `params` (e.g. `requestId`).
     pub fn to_value(&self) -> Value {
-        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+        serde_json::from_str(self.as_json()).unwrap_or(Value::Null)
     }
 
     /// The integer value of an id toolgate allocated itself.
     pub fn as_u64(&self) -> Option<u64> {
-        self.0.get().parse().ok()
+        self.as_json().parse().ok()
+    }
+
+    /// Checks the JSON text of an id as a peer wrote it (a [`RawValue`]'s):
+    /// the id kept inline, or `None` when it must be kept as written.
+    fn check_text(text: &str) -> Result<Option<Self>, &'static str> {
+        let text = text.trim_start();
+        let (ok, exact) = match text.as_bytes().first() {
+            // Without a backslash, serde_json writes the string back as it was.
+            Some(b'"') => (true, !text.contains('\\')),
+            // As serde_json writes it: `-0` is not, and stays as it came.
+            Some(b'-' | b'0'..=b'9') => {
+                let integer = !text.contains(['.', 'e', 'E']);
+                (integer, integer && canonical_integer(text))
+            }
+            _ => (false, false),
+        };
+        if !ok {
+            return Err("a request id must be a string or an integer");
+        }
+        Ok(exact.then(|| Self::inline(text.as_bytes())).flatten())
     }
 
     fn validate(raw: Box<RawValue>) -> Result<Self, &'static str> {
-        let text = raw.get().trim_start();
-        let ok = match text.as_bytes().first() {
-            Some(b'"') => true,
-            Some(b'-' | b'0'..=b'9') => !text.contains(['.', 'e', 'E']),
-            _ => false,
-        };
-        if ok { Ok(Self(Arc::from(raw))) } else { Err("a request id must be a string or an integer") }
+        Ok(Self::check_text(raw.get())?.unwrap_or_else(|| Self(Repr::Raw(Arc::from(raw)))))
+    }
+
+    /// [`Id::validate`] of text borrowed from a message being decoded.
+    fn validate_borrowed(raw: &RawValue) -> Result<Self, &'static str> {
+        Ok(Self::check_text(raw.get())?.unwrap_or_else(|| Self(Repr::Raw(Arc::from(raw.to_owned())))))
+    }
+}
+
+/// Whether `text` (JSON text of an integer) is what serde_json writes for
+/// that integer: no `-0`, and within `i64`/`u64`.
+fn canonical_integer(text: &str) -> bool {
+    match text.strip_prefix('-') {
+        Some(digits) => !digits.starts_with('0') && text.parse::<i64>().is_ok(),
+        None => (text == "0" || !text.starts_with('0')) && text.parse::<u64>().is_ok(),
     }
 }
 
 impl PartialEq for Id {
     fn eq(&self, other: &Self) -> bool {
-        self.0.get() == other.0.get()
+        self.as_json() == other.as_json()
     }
 }
 
@@ -91,25 +174,38 @@ impl Eq for Id {}
 
 impl Hash for Id {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.get().hash(state);
+        self.as_json().hash(state);
     }
 }
 
 impl fmt::Debug for Id {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0.get())
+        f.write_str(self.as_json())
     }
 }
 
 impl fmt::Display for Id {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0.get())
+        f.write_str(self.as_json())
     }
 }
 
 impl Serialize for Id {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(s)
+        match &self.0 {
+            Repr::Raw(raw) => raw.serialize(s),
+            // Written back as it came (see `Repr::Inline`).
+            Repr::Inline { .. } => {
+                let text = self.as_json();
+                match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+                    Some(string) => s.serialize_str(string),
+                    None => match text.parse::<u64>() {
+                        Ok(n) => s.serialize_u64(n),
+                        Err(_) => s.serialize_i64(text.parse().map_err(serde::ser::Error::custom)?),
+                    },
+                }
+            }
+        }
     }
 }
 
@@ -234,8 +330,9 @@ struct Envelope<'a> {
     /// Borrowed from the text: only compared.
     #[serde(default, borrow)]
     jsonrpc: Option<&'a RawValue>,
-    #[serde(default)]
-    id: Option<Box<RawValue>>,
+    /// Borrowed: a short id is kept inline (see [`Id`]).
+    #[serde(default, borrow)]
+    id: Option<&'a RawValue>,
     #[serde(default)]
     method: Option<String>,
     #[serde(default)]
@@ -251,7 +348,7 @@ struct Envelope<'a> {
 impl Message {
     /// Decodes one message (not a batch) from JSON text.
     pub fn decode(bytes: &[u8]) -> Result<Message, DecodeError> {
-        let env: Envelope = serde_json::from_slice(bytes).map_err(|e| {
+        let env: Envelope = from_json(bytes).map_err(|e| {
             if e.is_syntax() || e.is_eof() {
                 DecodeError::Parse(e)
             } else {
@@ -263,16 +360,18 @@ impl Message {
 
     /// Decodes an element of a batch: the array parsed, so whatever is wrong
     /// with an element makes it an invalid request, not a parse error.
-    fn decode_element(bytes: &[u8]) -> Result<Message, DecodeError> {
+    fn decode_element(text: &str) -> Result<Message, DecodeError> {
         let env: Envelope =
-            serde_json::from_slice(bytes).map_err(|e| DecodeError::Invalid { id: None, reason: e.to_string() })?;
+            serde_json::from_str(text).map_err(|e| DecodeError::Invalid { id: None, reason: e.to_string() })?;
         Self::classify(env)
     }
 
     fn classify(env: Envelope<'_>) -> Result<Message, DecodeError> {
         let id = match env.id {
             None => None,
-            Some(raw) => Some(Id::validate(raw).map_err(|r| DecodeError::Invalid { id: None, reason: r.into() })?),
+            Some(raw) => {
+                Some(Id::validate_borrowed(raw).map_err(|r| DecodeError::Invalid { id: None, reason: r.into() })?)
+            }
         };
         let invalid = |reason: &str| DecodeError::Invalid { id: id.clone(), reason: reason.into() };
         match env.jsonrpc.map(RawValue::get) {
@@ -421,7 +520,7 @@ impl Body {
         }
         // Elements stay JSON text until each is decoded, so a proxied result
         // in a batch is not parsed into a tree either.
-        let items: Vec<Box<RawValue>> = serde_json::from_slice(bytes).map_err(|e| {
+        let items: Vec<&RawValue> = from_json(bytes).map_err(|e| {
             if e.is_syntax() || e.is_eof() {
                 DecodeError::Parse(e)
             } else {
@@ -431,7 +530,7 @@ impl Body {
         if items.is_empty() {
             return Err(DecodeError::Invalid { id: None, reason: "an empty batch".into() });
         }
-        Ok(Body::Batch(items.iter().map(|raw| Message::decode_element(raw.get().as_bytes())).collect()))
+        Ok(Body::Batch(items.iter().map(|raw| Message::decode_element(raw.get())).collect()))
     }
 
     /// The messages of the body; elements that did not decode go to `bad`.
@@ -440,6 +539,16 @@ impl Body {
             Body::Single(m) => vec![m],
             Body::Batch(items) => items.into_iter().filter_map(|m| m.map_err(&mut bad).ok()).collect(),
         }
+    }
+}
+
+/// Parses JSON `bytes`: as text once they are checked to be UTF-8, which
+/// spares checking each string again as it is read (what parsing bytes
+/// does); bytes that are not UTF-8 are parsed as bytes, for the same error.
+fn from_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> serde_json::Result<T> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(bytes),
     }
 }
 

@@ -134,15 +134,15 @@ pub struct Call {
     /// Where progress, logs and server-to-client requests about this call go.
     pub route: Option<Arc<dyn Route>>,
     /// Fires when the client cancels the request (watched, with the
-    /// deadline, for a call with a timeout).
-    pub cancel: CancellationToken,
+    /// deadline, for a call with a timeout); `None`: no one can cancel it.
+    pub(crate) cancel: Option<CancellationToken>,
     /// Give the call up when this passes without an answer (each progress
     /// notification restarts it) or when `cancel` fires; `None`: the call
     /// ends only when answered or dropped. Set by the deadline layer.
     pub(crate) timeout: Option<Duration>,
-    /// What the layers around this attempt share with the peer: why it was
-    /// given up, and the request handed back for a retry.
-    pub shared: Arc<Shared>,
+    /// Why the call was given up, for whoever gives it up from outside the
+    /// layers (see [`Call::give_up`]); `None` until someone asks for it.
+    give_up: Option<Arc<GiveUp>>,
     /// 0 for the first attempt, then 1 for a retry.
     pub(crate) attempt: u32,
     /// The downstream client this call is for (modern upstreams only).
@@ -153,48 +153,84 @@ pub struct Call {
     /// Send as a modern request at this version before the leg's era is
     /// known (the era probe).
     pub(crate) probe: Option<&'static str>,
-    /// Hand the request back once answered (to [`Shared::returned`]): the
+    /// Hand the request back with the answer ([`Answered::request`]): the
     /// multi-round driver sends it again with the client's answers, and
     /// keeps no copy of its own.
     pub(crate) hand_back: bool,
 }
 
-/// What the layers around one attempt at a call share with the peer that
-/// sends it (one allocation per call for both).
+/// Why a call was given up, shared between the peer that sends it and
+/// whoever gives it up from outside the layers (a held multi-round-trip
+/// call): the upstream is told in `notifications/cancelled`.
 #[derive(Default)]
-pub struct Shared {
-    /// Why the call was given up, set by the layer that gives it up; the
-    /// upstream is told in `notifications/cancelled`.
-    pub abandoned: OnceLock<&'static str>,
-    /// The request (method and the client's params), handed back by the peer
-    /// when the upstream never saw it (it forgot the session), so the retry
-    /// layer can send it again without copying every call's params up front.
-    pub(crate) returned: Mutex<Option<(String, Option<Value>)>>,
+pub struct GiveUp {
+    /// Why the call was given up, set by whoever gives it up.
+    pub reason: OnceLock<&'static str>,
 }
 
-impl Shared {
+impl GiveUp {
     /// Why a call is given up when its deadline passed.
     pub const TIMED_OUT: &'static str = "timed out";
     /// Why a call is given up when its client cancelled it.
     pub const CANCELLED_BY_CLIENT: &'static str = "cancelled by the client";
 }
 
+/// A request the peer hands back: the method and the client's own params
+/// (its progress token restored), moved rather than copied, to send again.
+#[derive(Debug)]
+pub struct Returned {
+    pub(crate) method: String,
+    pub(crate) params: Option<Value>,
+}
+
+/// A call answered, with its request when the call asked for it back
+/// ([`Call::hand_back`]).
+#[derive(Debug)]
+pub struct Answered {
+    /// The upstream's answer.
+    pub outcome: Outcome,
+    /// The request, handed back for the next round of a multi-round call.
+    pub(crate) request: Option<Returned>,
+}
+
+/// A call that failed, with its request when the upstream never saw it (it
+/// forgot the session), so that the retry layer can send it again without
+/// copying every call's params up front: what hyper's `TrySendError` does
+/// for a request that was never sent.
+#[derive(Debug)]
+pub struct Failed {
+    /// Why it failed.
+    pub error: UpstreamError,
+    /// The request, which the upstream never saw.
+    pub(crate) unsent: Option<Returned>,
+}
+
+impl From<UpstreamError> for Failed {
+    fn from(error: UpstreamError) -> Self {
+        Self { error, unsent: None }
+    }
+}
+
+/// What one attempt at a call comes to (the output of each layer of a call,
+/// see `service.rs`).
+pub type Attempt = Result<Answered, Failed>;
+
 /// Everything of a call but its request: what another attempt or round
 /// needs (see [`Call::resend`]). Cloning it copies no params.
 #[derive(Clone)]
 pub(crate) struct Resend {
     route: Option<Arc<dyn Route>>,
-    cancel: CancellationToken,
+    cancel: Option<CancellationToken>,
     client: Option<Arc<ClientContext>>,
     downstream_modern: bool,
     probe: Option<&'static str>,
     attempt: u32,
     hand_back: bool,
-    shared: Arc<Shared>,
+    give_up: Option<Arc<GiveUp>>,
 }
 
 impl Resend {
-    fn call(self, method: String, params: Option<Value>, shared: Arc<Shared>, attempt: u32) -> Call {
+    fn call(self, method: String, params: Option<Value>, give_up: Option<Arc<GiveUp>>, attempt: u32) -> Call {
         Call {
             method,
             params,
@@ -204,7 +240,7 @@ impl Resend {
             downstream_modern: self.downstream_modern,
             probe: self.probe,
             timeout: None,
-            shared,
+            give_up,
             attempt,
             hand_back: self.hand_back,
         }
@@ -212,22 +248,22 @@ impl Resend {
 
     /// The next attempt at the same request (one the peer handed back
     /// because the upstream never saw it), with a deadline of its own. It
-    /// hands its request back to the same place (the first attempt ended
-    /// without being given up).
-    pub(crate) fn with(self, method: String, params: Option<Value>) -> Call {
-        let (shared, attempt) = (self.shared.clone(), self.attempt + 1);
-        self.call(method, params, shared, attempt)
+    /// is given up the same way (the first attempt ended without being
+    /// given up).
+    pub(crate) fn with(self, request: Returned) -> Call {
+        let (give_up, attempt) = (self.give_up.clone(), self.attempt + 1);
+        self.call(request.method, request.params, give_up, attempt)
     }
 
     /// Fires when the client cancels the request.
-    pub(crate) fn cancel(&self) -> &CancellationToken {
-        &self.cancel
+    pub(crate) fn cancel(&self) -> Option<&CancellationToken> {
+        self.cancel.as_ref()
     }
 
     /// The same call as a new request with `params` (the next round of a
     /// multi-round-trip request).
     pub(crate) fn round(self, method: String, params: Value) -> Call {
-        self.call(method, Some(params), Arc::default(), 0)
+        self.call(method, Some(params), None, 0)
     }
 }
 
@@ -241,9 +277,9 @@ impl Call {
             probe: None,
             params,
             route: None,
-            cancel: CancellationToken::new(),
+            cancel: None,
             timeout: None,
-            shared: Arc::default(),
+            give_up: None,
             attempt: 0,
             hand_back: false,
         }
@@ -257,7 +293,7 @@ impl Call {
 
     /// Gives the call up when `cancel` fires.
     pub fn cancelled_by(mut self, cancel: CancellationToken) -> Self {
-        self.cancel = cancel;
+        self.cancel = Some(cancel);
         self
     }
 
@@ -266,6 +302,13 @@ impl Call {
     pub fn for_client(mut self, client: ClientContext) -> Self {
         self.client = Some(Arc::new(client));
         self
+    }
+
+    /// Where whoever gives the call up from outside the layers says why
+    /// (set [`GiveUp::reason`] before dropping it, and the upstream hears
+    /// it). Made on first use: most calls never need it.
+    pub fn give_up(&mut self) -> Arc<GiveUp> {
+        self.give_up.get_or_insert_with(Arc::default).clone()
     }
 
     /// What another attempt at this call needs besides its request.
@@ -278,7 +321,7 @@ impl Call {
             probe: self.probe,
             attempt: self.attempt,
             hand_back: self.hand_back,
-            shared: self.shared.clone(),
+            give_up: self.give_up.clone(),
         }
     }
 }
@@ -426,15 +469,22 @@ impl Peer {
     /// future gives any call up. Either way the upstream hears
     /// `notifications/cancelled`.
     pub async fn call(self: &Arc<Self>, call: Call) -> Result<Outcome, UpstreamError> {
+        self.attempt(call).await.map(|a| a.outcome).map_err(|f| f.error)
+    }
+
+    /// [`Peer::call`], handing the request back with what it came to: with
+    /// the answer when the call asks for it ([`Call::hand_back`]), with the
+    /// error when the upstream never saw it (it forgot the session).
+    pub(crate) async fn attempt(self: &Arc<Self>, call: Call) -> Attempt {
         if self.is_closed() {
-            return Err(self.closed_error());
+            return Err(self.closed_error().into());
         }
-        let Call { method, mut params, route, cancel, timeout, shared, client, probe, hand_back, .. } = call;
+        let Call { method, mut params, route, cancel, timeout, give_up, client, probe, hand_back, .. } = call;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         // Tokens must be unique among all requests on this leg, and several
         // clients may share it: the call's own id is.
         let progress_token = jsonrpc::progress_token(params.as_ref()).cloned();
-        // The client's own token, for a request handed back for a retry.
+        // The client's own token, for a request handed back.
         let restore = progress_token.clone();
         if progress_token.is_some() {
             jsonrpc::set_progress_token(&mut params, json!(id));
@@ -459,7 +509,7 @@ impl Peer {
         if watched {
             self.watch();
         }
-        let guard = Abandon { peer: self, id, reason: &shared.abandoned };
+        let guard = Abandon { peer: self, id, give_up: give_up.as_deref() };
         let request = Request { id: Id::number(id), method, params };
         // The envelope is written as the request is encoded (its params stay
         // the client's, as a retry or the next round wants them).
@@ -490,19 +540,23 @@ impl Peer {
         };
         guard.done();
         // The request goes back (moved, with the client's own progress
-        // token): to the retry layer when the upstream never saw it (it
-        // forgot the session), to the multi-round driver when it asked.
+        // token): with the error when the upstream never saw it (it forgot
+        // the session), with the answer when the call asked for it.
         let expired = modern.is_none() && matches!(outcome, Err(UpstreamError::SessionExpired { .. }));
-        if (expired || (hand_back && outcome.is_ok()))
-            && let Message::Request(r) = request
-        {
-            let mut params = r.params;
-            if let Some(token) = restore {
-                jsonrpc::set_progress_token(&mut params, token);
+        let returned = match request {
+            Message::Request(r) if expired || (hand_back && outcome.is_ok()) => {
+                let mut params = r.params;
+                if let Some(token) = restore {
+                    jsonrpc::set_progress_token(&mut params, token);
+                }
+                Some(Returned { method: r.method, params })
             }
-            *shared.returned.lock() = Some((r.method, params));
+            _ => None,
+        };
+        match outcome {
+            Ok(outcome) => Ok(Answered { outcome, request: returned }),
+            Err(error) => Err(Failed { error, unsent: returned }),
         }
-        outcome
     }
 
     /// Sends a notification upstream. Failures are logged: a notification has
@@ -757,7 +811,7 @@ impl Peer {
 struct Abandon<'a> {
     peer: &'a Arc<Peer>,
     id: u64,
-    reason: &'a OnceLock<&'static str>,
+    give_up: Option<&'a GiveUp>,
 }
 
 impl Abandon<'_> {
@@ -772,7 +826,7 @@ impl Drop for Abandon<'_> {
     fn drop(&mut self) {
         // Whether the call was modern is kept with its entry.
         let Some(pending) = self.peer.pending.lock().remove(&self.id) else { return };
-        let reason = self.reason.get().copied().unwrap_or("abandoned by toolgate");
+        let reason = self.give_up.and_then(|g| g.reason.get().copied()).unwrap_or("abandoned by toolgate");
         self.peer.tell_abandoned(self.id, reason, pending.modern);
     }
 }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::UpstreamError;
-use super::peer::{Call, Peer};
+use super::peer::{Attempt, Call, Peer};
 use crate::jsonrpc::Outcome;
 
 /// Where a call's connection comes from: a downstream session's own upstream
@@ -44,9 +44,10 @@ pub trait Connections: Send + Sync {
     }
 }
 
-/// One layer of a call (or the call itself).
+/// One layer of a call (or the call itself). What it comes to carries the
+/// request back where the peer hands it back (see [`Attempt`]).
 pub trait Step<Req>: Send + Sync {
-    fn call(&self, request: Req) -> impl Future<Output = Result<Outcome, UpstreamError>> + Send;
+    fn call(&self, request: Req) -> impl Future<Output = Attempt> + Send;
 }
 
 /// The stack for calls over `connections`, with the upstream's `timeout`.
@@ -62,43 +63,48 @@ pub fn stack<C: Connections>(connections: C, timeout: Duration) -> Retry<Connect
 pub async fn call<C: Connections>(connections: C, timeout: Duration, call: Call) -> Result<Outcome, UpstreamError> {
     let translate = !call.downstream_modern && connections.modern();
     let stack = stack(connections, timeout);
-    if translate { super::modern::rounds::drive(&stack, call).await } else { stack.call(call).await }
+    if translate {
+        super::modern::rounds::drive(&stack, call).await
+    } else {
+        stack.call(call).await.map(|a| a.outcome).map_err(|f| f.error)
+    }
 }
 
 /// Calls on a given connection, with the deadline but no retry and no choice
 /// of connection: toolgate's own calls (the handshake, list crawls,
 /// `logging/setLevel`).
 pub async fn call_on(peer: Arc<Peer>, timeout: Duration, call: Call) -> Result<Outcome, UpstreamError> {
-    Deadline { after: timeout, inner: OnPeer }.call((peer, call)).await
+    let attempt = Deadline { after: timeout, inner: OnPeer }.call((peer, call)).await;
+    attempt.map(|a| a.outcome).map_err(|f| f.error)
 }
 
 // === Retry ===
 
 /// Sends a call again, once, when the upstream forgot the session before
 /// processing it (safe for any method: it never ran). Only where sessions
-/// can expire. The peer hands such a request back (see
-/// [`Shared::returned`](super::peer::Shared)), so no call's params are
-/// copied in case it needs a retry.
+/// can expire. The peer hands such a request back inside the error (see
+/// [`Failed`](super::peer::Failed)), so no call's params are copied in
+/// case it needs a retry.
 pub struct Retry<S> {
     enabled: bool,
     inner: S,
 }
 
 impl<S: Step<Call>> Step<Call> for Retry<S> {
-    async fn call(&self, call: Call) -> Result<Outcome, UpstreamError> {
+    async fn call(&self, call: Call) -> Attempt {
         if !self.enabled {
             return self.inner.call(call).await;
         }
-        let (resend, shared) = (call.resend(), call.shared.clone());
+        let resend = call.resend();
         match self.inner.call(call).await {
-            Err(e) if matches!(e, UpstreamError::SessionExpired { .. }) => {
+            Err(failed) if matches!(failed.error, UpstreamError::SessionExpired { .. }) => {
+                let e = &failed.error;
                 debug_assert_eq!(e.retry(), super::error::Retry::NotSent);
-                let returned = shared.returned.lock().take();
-                let Some((method, params)) = returned else { return Err(e) };
+                let Some(unsent) = failed.unsent else { return Err(failed.error.into()) };
                 tracing::info!(upstream = %e.upstream().map(|u| &**u).unwrap_or(""), "upstream session expired; retrying on a new one");
-                self.inner.call(resend.with(method, params)).await
+                self.inner.call(resend.with(unsent)).await
             }
-            result => result,
+            attempt => attempt,
         }
     }
 }
@@ -112,13 +118,19 @@ pub struct Connect<C, S> {
 }
 
 impl<C: Connections, S: Step<(Arc<Peer>, Call)>> Step<Call> for Connect<C, S> {
-    async fn call(&self, call: Call) -> Result<Outcome, UpstreamError> {
+    async fn call(&self, call: Call) -> Attempt {
+        let cancelled = async {
+            match &call.cancel {
+                Some(cancel) => cancel.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
         let peer = tokio::select! {
             // A live connection is there at once; cancellation only matters
             // while one is being opened.
             biased;
             peer = self.connections.connection(call.attempt > 0) => peer?,
-            _ = call.cancel.cancelled() => return Err(UpstreamError::Cancelled),
+            () = cancelled => return Err(UpstreamError::Cancelled.into()),
         };
         self.inner.call((peer, call)).await
     }
@@ -136,7 +148,7 @@ pub struct Deadline<S> {
 }
 
 impl<S: Step<(Arc<Peer>, Call)>> Step<(Arc<Peer>, Call)> for Deadline<S> {
-    fn call(&self, (peer, mut call): (Arc<Peer>, Call)) -> impl Future<Output = Result<Outcome, UpstreamError>> + Send {
+    fn call(&self, (peer, mut call): (Arc<Peer>, Call)) -> impl Future<Output = Attempt> + Send {
         call.timeout = Some(self.after);
         self.inner.call((peer, call))
     }
@@ -148,8 +160,8 @@ impl<S: Step<(Arc<Peer>, Call)>> Step<(Arc<Peer>, Call)> for Deadline<S> {
 pub struct OnPeer;
 
 impl Step<(Arc<Peer>, Call)> for OnPeer {
-    async fn call(&self, (peer, call): (Arc<Peer>, Call)) -> Result<Outcome, UpstreamError> {
-        peer.call(call).await
+    async fn call(&self, (peer, call): (Arc<Peer>, Call)) -> Attempt {
+        peer.attempt(call).await
     }
 }
 

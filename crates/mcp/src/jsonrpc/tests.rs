@@ -15,6 +15,34 @@ fn ids_keep_their_json_type() {
 }
 
 #[test]
+fn ids_are_echoed_exactly_as_written() {
+    // Short ids are kept inline, the rest as their text: either way a
+    // response carries the id byte for byte as the client wrote it.
+    for id in [
+        "0",
+        "-0",
+        "7",
+        "-42",
+        "18446744073709551615",
+        "-9223372036854775808",
+        "100000000000000000000000000000",
+        r#""""#,
+        r#""abc""#,
+        r#""é 🎉""#,
+        r#""\u0041""#,
+        r#""a\"b""#,
+        r#""a string id longer than any inline one""#,
+    ] {
+        let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+        let m = Message::decode(text.as_bytes()).unwrap();
+        let Message::Request(r) = &m else { panic!("not a request: {m:?}") };
+        assert_eq!(r.id.as_json(), id);
+        let answer = Message::Response(Response { id: Some(r.id.clone()), outcome: Outcome::Result(json!({})) });
+        assert_eq!(answer.encode(), format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#));
+    }
+}
+
+#[test]
 fn rejects_ids_mcp_forbids() {
     for bad in [r#"1.5"#, r#"true"#, r#"{}"#, r#"[1]"#] {
         let text = format!(r#"{{"jsonrpc":"2.0","id":{bad},"method":"x"}}"#);
@@ -78,6 +106,22 @@ mod props {
                 let m = Message::decode(text.as_bytes()).unwrap();
                 prop_assert_eq!(m.to_value(), serde_json::from_str::<Value>(&text).unwrap());
             }
+        }
+
+        #[test]
+        fn ids_made_and_decoded_are_the_same_id(n in any::<u64>(), s in "\\PC{0,30}") {
+            let decoded = |text: String| match Message::decode(text.as_bytes()).unwrap() {
+                Message::Request(r) => r.id,
+                other => panic!("not a request: {other:?}"),
+            };
+            let number = decoded(format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"m"}}"#));
+            prop_assert_eq!(&number, &Id::number(n));
+            prop_assert_eq!(number.as_u64(), Some(n));
+            prop_assert_eq!(Id::number(n).as_json().to_owned(), n.to_string());
+            let string = decoded(json!({"jsonrpc": "2.0", "id": s, "method": "m"}).to_string());
+            prop_assert_eq!(&string, &Id::string(&s));
+            prop_assert_eq!(string.to_value(), json!(s));
+            prop_assert_eq!(serde_json::to_string(&Id::string(&s)).unwrap(), json!(s).to_string());
         }
     }
 }

@@ -442,6 +442,10 @@ impl<H: Handler> Engine<H> {
                 let e = ErrorObject::new(codes::INVALID_REQUEST, "Invalid request: the session is already initialized");
                 return refused(Refusal::AlreadyInitialized, Response::error(Some(r.id), e));
             }
+            // The usual body, one request to run: straight to it.
+            Body::Single(Message::Request(r)) if r.method != method::PING && !self.is_shutting_down() => {
+                return Accepted::Run { session, requests: vec![r], answered: Vec::new(), batch: false };
+            }
             Body::Single(m) => (vec![Ok(m)], false),
             Body::Batch(_) if !session.version().allows_batches() => {
                 let e = ErrorObject::new(

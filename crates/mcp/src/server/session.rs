@@ -26,10 +26,6 @@ pub enum Frame {
     Message(Message),
     /// The response that ends a request.
     Final(Response),
-    /// The application asks for a streamed answer (it is forwarding work
-    /// that may take a while): the transport streams it unless the answer is
-    /// ready within a short grace period (Streamable HTTP).
-    Stream,
     /// Every request of the POST has been answered (or cancelled): the
     /// stream may end even if late messages could still arrive.
     End,
@@ -60,6 +56,12 @@ struct Queue {
     capacity: usize,
     /// Notifications dropped because the queue was full.
     dropped: AtomicU64,
+    /// The application asks for a streamed answer (it is forwarding work
+    /// that may take a while): the transport streams it unless the answer is
+    /// ready within a short grace period (Streamable HTTP). A flag, not a
+    /// frame: the transport reads it right after it polls the work, in the
+    /// same wake-up, and nothing else on the way back has to skip it.
+    stream: AtomicBool,
 }
 
 /// The receiving end of a [`Downlink`], drained by the transport.
@@ -88,6 +90,13 @@ impl Frames {
         std::task::Poll::Ready(self.took(frame))
     }
 
+    /// Whether the application asked for a streamed answer since the last
+    /// look (see [`Downlink::prefer_stream`]).
+    pub fn take_stream_hint(&self) -> bool {
+        // A plain load first: the usual answer is no, without a write.
+        self.queue.stream.load(Ordering::Relaxed) && self.queue.stream.swap(false, Ordering::AcqRel)
+    }
+
     fn took(&self, frame: Option<Frame>) -> Option<Frame> {
         if let Some(Frame::Message(Message::Notification(_))) = &frame {
             self.queue.notes.fetch_sub(1, Ordering::AcqRel);
@@ -106,7 +115,12 @@ impl Downlink {
     /// A downlink holding at most `capacity` notifications.
     pub fn with_capacity(capacity: usize) -> (Downlink, Frames) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let queue = Arc::new(Queue { notes: AtomicUsize::new(0), capacity, dropped: AtomicU64::new(0) });
+        let queue = Arc::new(Queue {
+            notes: AtomicUsize::new(0),
+            capacity,
+            dropped: AtomicU64::new(0),
+            stream: AtomicBool::new(false),
+        });
         (Downlink { tx, queue: queue.clone(), log_floor: None }, Frames { rx, queue })
     }
 
@@ -180,9 +194,12 @@ impl Downlink {
         self.tx.send(Frame::Final(response)).is_ok()
     }
 
-    /// Asks for a streamed answer (see [`Frame::Stream`]).
+    /// Asks for a streamed answer: the transport streams it unless it is
+    /// ready within a short grace period (Streamable HTTP; the other
+    /// transports stream everything anyway). Read by
+    /// [`Frames::take_stream_hint`] when the work yields.
     pub fn prefer_stream(&self) {
-        let _ = self.tx.send(Frame::Stream);
+        self.queue.stream.store(true, Ordering::Release);
     }
 
     /// Marks the end of the requests this downlink serves.

@@ -276,7 +276,7 @@ impl<H: Handler> Writer<'_, H> {
         match frame {
             Frame::Message(m) => self.message(&m).await,
             Frame::Final(r) => self.message(&Message::Response(r)).await,
-            Frame::Stream | Frame::End => {}
+            Frame::End => {}
         }
     }
 

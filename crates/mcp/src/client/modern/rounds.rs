@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::super::error::UpstreamError;
-use super::super::peer::Call;
+use super::super::peer::{Call, Returned};
 use super::super::service::Step;
 use crate::jsonrpc::{ErrorObject, Outcome, codes};
 use crate::protocol::method;
@@ -58,73 +58,115 @@ pub fn strip_modern_fields(outcome: &mut Outcome) {
 }
 
 /// [`strip_modern_fields`] on a result's JSON text: its top-level members
-/// are read as text, the modern-only ones left out and `_meta` (parsed, it
-/// is small) cleaned. `None` for text this does not handle (not an object,
-/// an escaped key): the caller parses it instead.
+/// are read as text, and written again without the modern-only ones and
+/// with `_meta` cleaned; nothing is parsed into a tree unless `_meta` keeps
+/// members besides the upstream's identity (then it is, as it is small).
+/// `None` for text this does not handle (not an object, an escaped key):
+/// the caller parses it instead.
 fn strip_raw(text: &str) -> Option<Box<RawValue>> {
-    /// An object's members, in order, as borrowed text.
-    struct Members<'a>(Vec<(&'a str, &'a RawValue)>);
-    impl<'de> serde::Deserialize<'de> for Members<'de> {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct Visit;
-            impl<'de> serde::de::Visitor<'de> for Visit {
-                type Value = Members<'de>;
-                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                    f.write_str("an object")
-                }
-                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
-                    let mut members = Vec::with_capacity(map.size_hint().unwrap_or(4));
-                    while let Some(key) = map.next_key::<&'de str>()? {
-                        members.push((key, map.next_value::<&'de RawValue>()?));
-                    }
-                    Ok(Members(members))
-                }
-            }
-            d.deserialize_map(Visit)
-        }
-    }
-    let Members(members) = serde_json::from_str(text).ok()?;
-    let mut kept = Vec::with_capacity(members.len());
-    for (key, value) in members {
+    let members: Members<'_> = serde_json::from_str(text).ok()?;
+    // Shorter than the text unless `_meta` is written longer than it came.
+    let mut out = String::with_capacity(text.len());
+    for &(key, value) in members.iter() {
         if result::MODERN_ONLY.contains(&key) {
             continue;
         }
-        if key == "_meta"
-            && let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(value.get())
-        {
-            m.remove(meta::SERVER_INFO);
-            if !m.is_empty() {
-                kept.push((key, Member::Tree(m)));
-            }
-            continue;
-        }
-        kept.push((key, Member::Raw(value)));
+        let rewritten;
+        let value = match key {
+            "_meta" => match clean_meta(value) {
+                Meta::Dropped => continue,
+                Meta::Raw => value.get(),
+                Meta::Rewritten(m) => {
+                    rewritten = m;
+                    rewritten.as_str()
+                }
+            },
+            _ => value.get(),
+        };
+        out.push(if out.is_empty() { '{' } else { ',' });
+        // A borrowed key has no escapes: written back as it was.
+        out.push('"');
+        out.push_str(key);
+        out.push_str("\":");
+        out.push_str(value);
     }
-    // Serialized straight into raw JSON: the members are JSON already, and
-    // the text is not parsed again to be checked.
-    serde_json::value::to_raw_value(&Kept(kept)).ok()
+    if out.is_empty() {
+        out.push('{');
+    }
+    out.push('}');
+    RawValue::from_string(out).ok()
 }
 
-/// The members [`strip_raw`] keeps, in order.
-struct Kept<'a>(Vec<(&'a str, Member<'a>)>);
+/// How many members of an object [`Members`] holds without allocating
+/// (results have a handful).
+const INLINE_MEMBERS: usize = 16;
 
-/// A kept member's value: as it came, or `_meta` cleaned.
-enum Member<'a> {
-    Raw(&'a RawValue),
-    Tree(Map<String, Value>),
+/// An object's members, in order, as borrowed text.
+struct Members<'a> {
+    first: [Option<(&'a str, &'a RawValue)>; INLINE_MEMBERS],
+    more: Vec<(&'a str, &'a RawValue)>,
 }
 
-impl serde::Serialize for Kept<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(Some(self.0.len()))?;
-        for (key, value) in &self.0 {
-            match value {
-                Member::Raw(raw) => map.serialize_entry(key, raw)?,
-                Member::Tree(tree) => map.serialize_entry(key, tree)?,
+impl<'a> Members<'a> {
+    fn iter(&self) -> impl Iterator<Item = &(&'a str, &'a RawValue)> {
+        self.first.iter().map_while(Option::as_ref).chain(&self.more)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Members<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+                let mut members = Members { first: [None; INLINE_MEMBERS], more: Vec::new() };
+                let mut n = 0;
+                while let Some(key) = map.next_key::<&'de str>()? {
+                    let member = (key, map.next_value::<&'de RawValue>()?);
+                    match members.first.get_mut(n) {
+                        Some(slot) => *slot = Some(member),
+                        None => members.more.push(member),
+                    }
+                    n += 1;
+                }
+                Ok(members)
             }
         }
-        map.end()
+        d.deserialize_map(Visit)
+    }
+}
+
+/// What becomes of a result's `_meta`.
+enum Meta {
+    /// It held only the upstream's identity.
+    Dropped,
+    /// Not an object: kept as it came.
+    Raw,
+    /// Its other members, as JSON text (parsed and written again, as a
+    /// tree would be).
+    Rewritten(String),
+}
+
+/// `_meta` without the upstream's identity (`serverInfo`), as a tree
+/// would have it: dropped once empty, its other members written again.
+fn clean_meta(value: &RawValue) -> Meta {
+    if !value.get().starts_with('{') {
+        return Meta::Raw;
+    }
+    // The usual `_meta`: the identity alone, dropped without a tree.
+    if let Ok(members) = serde_json::from_str::<Members<'_>>(value.get())
+        && members.iter().all(|(key, _)| *key == meta::SERVER_INFO)
+    {
+        return Meta::Dropped;
+    }
+    let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(value.get()) else { return Meta::Raw };
+    m.remove(meta::SERVER_INFO);
+    match m.is_empty() {
+        true => Meta::Dropped,
+        false => serde_json::to_string(&m).map_or(Meta::Raw, Meta::Rewritten),
     }
 }
 
@@ -195,38 +237,39 @@ mod tests;
 /// through the call's route, retries with the answers, and strips the
 /// modern-only fields of the final result.
 pub(crate) async fn drive<S: Step<Call>>(stack: &S, mut call: Call) -> Result<Outcome, UpstreamError> {
-    let request_method = call.method.clone();
+    // All a failure needs to know of the request (see `failure`).
+    let request_method = if call.method == method::TOOLS_CALL { method::TOOLS_CALL } else { "" };
     let route = call.route.clone();
-    // Each round's request comes back from the peer once answered (moved,
+    // Each round's request comes back from the peer with its answer (moved,
     // not copied up front: most calls take one round).
     call.hand_back = true;
     let template = call.resend();
-    let cancel = template.cancel();
     let mut current = call;
     for round in 0..=MAX_ROUNDS {
-        let shared = current.shared.clone();
-        let mut outcome = stack.call(current).await?;
+        let answered = stack.call(current).await.map_err(|f| f.error)?;
+        let mut outcome = answered.outcome;
         let Some(asked) = input_required(&outcome) else {
             strip_modern_fields(&mut outcome);
             return Ok(outcome);
         };
         // The request as sent (its envelope is stamped again, the same).
-        let sent = shared.returned.lock().take();
-        let Some((sent_method, original)) = sent else {
-            return Ok(failure(&request_method, "the upstream asked for input, but the request was lost".into()));
+        let Some(Returned { method: sent_method, params: original }) = answered.request else {
+            return Ok(failure(request_method, "the upstream asked for input, but the request was lost".into()));
         };
         if round == MAX_ROUNDS {
             break;
         }
         let Some(route) = route.as_ref() else {
-            return Ok(failure(&request_method, "the upstream asked for input, but no client can be asked".into()));
+            return Ok(failure(request_method, "the upstream asked for input, but no client can be asked".into()));
         };
+        // A call no one can cancel gets a token no one fires.
+        let cancel = template.cancel().cloned().unwrap_or_default();
         let mut pending = Vec::with_capacity(asked.requests.len());
         for (key, request) in &asked.requests {
             let Some((method, params)) = as_client_request(request) else {
                 let shown = request.get("method").map(Value::to_string).unwrap_or_default();
                 return Ok(failure(
-                    &request_method,
+                    request_method,
                     format!("the upstream asked for input of an unknown kind ({shown})"),
                 ));
             };
@@ -242,10 +285,10 @@ pub(crate) async fn drive<S: Step<Call>>(stack: &S, mut call: Call) -> Result<Ou
             match answer {
                 Err(_) => {
                     let why = format!("the client did not answer {method} within {}s", ROUND_TIMEOUT.as_secs());
-                    return Ok(failure(&request_method, why));
+                    return Ok(failure(request_method, why));
                 }
                 Ok(Outcome::Error(e)) => {
-                    return Ok(failure(&request_method, format!("the client could not answer {method}: {e}")));
+                    return Ok(failure(request_method, format!("the client could not answer {method}: {e}")));
                 }
                 Ok(ok) => {
                     responses.insert(key, ok.result_value().unwrap_or(Value::Null));
@@ -258,5 +301,5 @@ pub(crate) async fn drive<S: Step<Call>>(stack: &S, mut call: Call) -> Result<Ou
         }
         current = template.clone().round(sent_method, retry_params(original.as_ref(), responses, asked.state.as_ref()));
     }
-    Ok(failure(&request_method, format!("the upstream still asked for input after {MAX_ROUNDS} rounds")))
+    Ok(failure(request_method, format!("the upstream still asked for input after {MAX_ROUNDS} rounds")))
 }

@@ -22,7 +22,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{Peer, Shared};
+use super::{GiveUp, Peer};
 
 /// How often the watched calls of a connection are looked at.
 pub(crate) const TICK: Duration = Duration::from_millis(50);
@@ -33,8 +33,8 @@ pub(super) struct Watch {
     deadline: Instant,
     /// The upstream's timeout: what each progress notification restarts.
     after: Duration,
-    /// Fires when the client cancels the request.
-    cancel: CancellationToken,
+    /// Fires when the client cancels the request (`None`: no one can).
+    cancel: Option<CancellationToken>,
 }
 
 /// Why a watched call was given up.
@@ -49,15 +49,15 @@ impl GivenUp {
     /// What the upstream hears in `notifications/cancelled`.
     pub(super) fn reason(&self) -> &'static str {
         match self {
-            GivenUp::TimedOut(_) => Shared::TIMED_OUT,
-            GivenUp::Cancelled => Shared::CANCELLED_BY_CLIENT,
+            GivenUp::TimedOut(_) => GiveUp::TIMED_OUT,
+            GivenUp::Cancelled => GiveUp::CANCELLED_BY_CLIENT,
         }
     }
 }
 
 impl Watch {
     /// A call given `after` from now, or until `cancel` fires.
-    pub(super) fn new(after: Duration, cancel: CancellationToken) -> Self {
+    pub(super) fn new(after: Duration, cancel: Option<CancellationToken>) -> Self {
         Self { deadline: Instant::now() + after, after, cancel }
     }
 
@@ -69,7 +69,7 @@ impl Watch {
     /// Whether the call is to be given up at `now`, and why (a cancellation
     /// first: the client said so).
     pub(super) fn given_up(&self, now: Instant) -> Option<GivenUp> {
-        if self.cancel.is_cancelled() {
+        if self.cancel.as_ref().is_some_and(CancellationToken::is_cancelled) {
             Some(GivenUp::Cancelled)
         } else if now >= self.deadline {
             Some(GivenUp::TimedOut(self.after))

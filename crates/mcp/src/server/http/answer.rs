@@ -140,27 +140,41 @@ pub(super) async fn respond<H: Handler>(
 
     let keep_alive = state.options.keep_alive;
     let mut finals = answers;
+    finals.reserve_exact(expected - finals.len());
     // Set once the application asked for a stream: how long the answers
     // may still take to go out as plain JSON.
     let mut grace: Option<tokio::time::Instant> = None;
     loop {
         let next = std::future::poll_fn(|cx| {
             work.poll(cx);
-            rx.poll_recv(cx)
+            // Read in the same wake-up as the work that asked for it.
+            if grace.is_none() && rx.take_stream_hint() {
+                return std::task::Poll::Ready(Next::Stream);
+            }
+            rx.poll_recv(cx).map(Next::Frame)
         });
-        let frame = match grace {
+        let next = match grace {
             None => next.await,
             // The grace ends on the server's coarse clock, not on a timer of
             // this request's own (see `grace`).
             Some(until) => match select_first(next, state.grace.until(until)).await {
-                Some(frame) => frame,
+                Some(next) => next,
                 None => {
                     work.detach();
-                    let mut prelude: Vec<Frame> = finals.into_iter().map(Frame::Final).collect();
-                    prelude.push(Frame::Stream);
+                    let prelude: Vec<Frame> = finals.into_iter().map(Frame::Final).collect();
                     return streamed.stream(prelude, rx, keep_alive);
                 }
             },
+        };
+        let frame = match next {
+            // Work that may take a while (a forwarded tool call): streamed
+            // (in a session, resumably), unless its answer is ready within
+            // the grace period; then one JSON answer is cheaper for both sides.
+            Next::Stream => {
+                grace = Some(tokio::time::Instant::now() + STREAM_GRACE);
+                continue;
+            }
+            Next::Frame(frame) => frame,
         };
         match frame {
             Some(Frame::Final(r)) => {
@@ -168,12 +182,6 @@ pub(super) async fn respond<H: Handler>(
                 if finals.len() == expected {
                     return streamed.json(finals, batch);
                 }
-            }
-            // Work that may take a while (a forwarded tool call): streamed
-            // (in a session, resumably), unless its answer is ready within
-            // the grace period; then one JSON answer is cheaper for both sides.
-            Some(Frame::Stream) => {
-                grace.get_or_insert_with(|| tokio::time::Instant::now() + STREAM_GRACE);
             }
             // Something must go out before the answer: answer with SSE.
             Some(frame @ Frame::Message(_)) => {
@@ -191,6 +199,14 @@ pub(super) async fn respond<H: Handler>(
             }
         }
     }
+}
+
+/// What the answer loop wakes up to.
+enum Next {
+    /// The application asked for a streamed answer.
+    Stream,
+    /// A frame of the requests (`None`: every downlink is gone).
+    Frame(Option<Frame>),
 }
 
 /// The frame `next` yields, or `None` if `ends` resolves first.
@@ -280,22 +296,19 @@ fn sessionless_sse<S: Send + Sync + 'static>(
 ) -> Response {
     let frames = stream::unfold((prelude.into_iter(), rx, Some(guard)), |(mut prelude, mut rx, guard)| async move {
         let mut guard = guard?;
-        loop {
-            let frame = match prelude.next() {
-                Some(frame) => Some(frame),
-                None => rx.recv().await,
-            };
-            match frame {
-                Some(Frame::Message(m)) => return Some((m, (prelude, rx, Some(guard)))),
-                Some(Frame::Final(r)) => {
-                    guard.disarm();
-                    return Some((Message::Response(r), (prelude, rx, None)));
-                }
-                Some(Frame::Stream) => continue,
-                Some(Frame::End) | None => {
-                    guard.disarm();
-                    return None;
-                }
+        let frame = match prelude.next() {
+            Some(frame) => Some(frame),
+            None => rx.recv().await,
+        };
+        match frame {
+            Some(Frame::Message(m)) => Some((m, (prelude, rx, Some(guard)))),
+            Some(Frame::Final(r)) => {
+                guard.disarm();
+                Some((Message::Response(r), (prelude, rx, None)))
+            }
+            Some(Frame::End) | None => {
+                guard.disarm();
+                None
             }
         }
     });

@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// How long answers the application wants streamed
-/// ([`Frame::Stream`](crate::server::session::Frame::Stream)) may take and
+/// ([`Downlink::prefer_stream`](crate::server::session::Downlink::prefer_stream)) may take and
 /// still go out as one JSON response ([`answer`](super::answer)), for
 /// session requests and sessionless 2026 ones alike.
 ///

@@ -56,8 +56,9 @@ impl Guard {
     }
 
     fn host_allowed(&self, authority: &str) -> bool {
-        let authority = authority.trim().to_ascii_lowercase();
-        let name = host_name(&authority);
+        let authority = lowercase(authority.trim());
+        let authority = authority.as_ref();
+        let name = host_name(authority);
         if self.hosts.is_empty() {
             return LOOPBACK_HOSTS.contains(&name);
         }
@@ -65,12 +66,23 @@ impl Guard {
     }
 
     fn origin_allowed(&self, origin: &str) -> bool {
-        let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+        let origin = lowercase(origin.trim().trim_end_matches('/'));
+        let origin = origin.as_ref();
         if self.origins.is_empty() {
             let Some((scheme, rest)) = origin.split_once("://") else { return false };
             return matches!(scheme, "http" | "https") && LOOPBACK_HOSTS.contains(&host_name(rest));
         }
         self.origins.iter().any(|o| o == "*" || *o == origin)
+    }
+}
+
+/// `text` in ASCII lower case, copied only when it has an upper-case letter
+/// (clients send `Host` and `Origin` in lower case: checked on every request).
+fn lowercase(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.bytes().any(|b| b.is_ascii_uppercase()) {
+        std::borrow::Cow::Owned(text.to_ascii_lowercase())
+    } else {
+        std::borrow::Cow::Borrowed(text)
     }
 }
 

@@ -75,32 +75,29 @@ impl<S: Send + Sync + 'static> Stream for RequestFrames<S> {
     type Item = Item;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Item>> {
-        loop {
-            let frame = match self.prelude.next() {
-                Some(frame) => Some(frame),
-                None => match self.rx.as_mut() {
-                    Some(rx) => std::task::ready!(rx.poll_recv(cx)),
-                    None => return Poll::Ready(None),
-                },
-            };
-            let message = match frame {
-                Some(Frame::Message(m)) => m,
-                Some(Frame::Final(r)) => Message::Response(r),
-                Some(Frame::Stream) => continue,
-                Some(Frame::End) | None => {
-                    self.rx = None;
-                    self.session.replay().finish(self.stream);
-                    return Poll::Ready(None);
-                }
-            };
-            let data: Arc<str> = Arc::from(message.encode());
-            let own = self.session.replay().push_own(self.stream, data.clone());
-            return match own {
-                Some(id) => Poll::Ready(Some(Ok(Sse::default().id(id).data(&*data)))),
-                // A resumption took the stream over: this response ends, and
-                // the rest goes to the new connection (see `Drop`).
-                None => Poll::Ready(None),
-            };
+        let frame = match self.prelude.next() {
+            Some(frame) => Some(frame),
+            None => match self.rx.as_mut() {
+                Some(rx) => std::task::ready!(rx.poll_recv(cx)),
+                None => return Poll::Ready(None),
+            },
+        };
+        let message = match frame {
+            Some(Frame::Message(m)) => m,
+            Some(Frame::Final(r)) => Message::Response(r),
+            Some(Frame::End) | None => {
+                self.rx = None;
+                self.session.replay().finish(self.stream);
+                return Poll::Ready(None);
+            }
+        };
+        let data: Arc<str> = Arc::from(message.encode());
+        let own = self.session.replay().push_own(self.stream, data.clone());
+        match own {
+            Some(id) => Poll::Ready(Some(Ok(Sse::default().id(id).data(&*data)))),
+            // A resumption took the stream over: this response ends, and
+            // the rest goes to the new connection (see `Drop`).
+            None => Poll::Ready(None),
         }
     }
 }
@@ -123,7 +120,6 @@ impl<S: Send + Sync + 'static> Drop for RequestFrames<S> {
                 let message = match frame {
                     Frame::Message(m) => m,
                     Frame::Final(r) => Message::Response(r),
-                    Frame::Stream => continue,
                     Frame::End => break,
                 };
                 session.replay().push(stream, Arc::from(message.encode()));
