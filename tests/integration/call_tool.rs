@@ -279,17 +279,7 @@ async fn a_task_augmented_call_through_the_call_tool_creates_the_task_upstream()
         )
         .await?;
     let id = created["task"]["taskId"].as_str().ok_or_else(|| anyhow!("no task: {created}"))?.to_owned();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let task = c.result("tasks/get", json!({"taskId": id})).await?;
-        match task["status"].as_str() {
-            Some("completed") => break,
-            Some("working") if tokio::time::Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(500)).await
-            }
-            _ => anyhow::bail!("the task did not complete: {task}"),
-        }
-    }
+    c.task_completed(&id, Duration::from_secs(60)).await?;
     let result = c.result("tasks/result", json!({"taskId": id})).await?;
     ensure!(text_of(&result).contains("routing"), "{result}");
     Ok(())

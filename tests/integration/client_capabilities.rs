@@ -112,17 +112,7 @@ async fn an_upstream_task_is_created_polled_and_read_through_toolgate() -> Resul
         )
         .await?;
     let id = created["task"]["taskId"].as_str().ok_or_else(|| anyhow!("no task: {created}"))?.to_owned();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let task = c.result("tasks/get", json!({"taskId": id})).await?;
-        match task["status"].as_str() {
-            Some("completed") => break,
-            Some("working") if tokio::time::Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(500)).await
-            }
-            _ => bail!("the task did not complete: {task}"),
-        }
-    }
+    c.task_completed(&id, Duration::from_secs(60)).await?;
     let listed = c.result("tasks/list", json!({})).await?;
     assert!(listed["tasks"].as_array().is_some_and(|t| t.iter().any(|t| t["taskId"] == id)), "{listed}");
     let result = c.result("tasks/result", json!({"taskId": id})).await?;

@@ -191,6 +191,23 @@ impl Client {
         Ok(self.post(&json!({"jsonrpc": "2.0", "id": id, "result": result})).await?.status)
     }
 
+    /// Polls `tasks/get` for `task_id` every half second until the task
+    /// completes; an error once it ends otherwise, or is still working
+    /// after `within`.
+    pub async fn task_completed(&self, task_id: &str, within: Duration) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let task = self.result("tasks/get", json!({"taskId": task_id})).await?;
+            match task["status"].as_str() {
+                Some("completed") => return Ok(()),
+                Some("working") if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                _ => bail!("the task did not complete: {task}"),
+            }
+        }
+    }
+
     /// Calls a tool; returns the `tools/call` result (or the error response).
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value> {
         let response = self.request("tools/call", json!({"name": name, "arguments": arguments})).await?;
