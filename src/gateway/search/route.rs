@@ -50,22 +50,27 @@ impl CallTool<'_> {
         let Some(Value::Object(params)) = request.params.as_mut() else {
             return Routed::Untouched(request);
         };
-        let (name, arguments) = match params.get("arguments") {
-            Some(Value::Object(outer)) => (outer.get("name"), outer.get("arguments")),
-            _ => (None, None),
+        // The call tool's own arguments, taken (not copied: the routed
+        // arguments may be large); the request is dropped if refused.
+        let mut outer = match params.get_mut("arguments") {
+            Some(Value::Object(outer)) => std::mem::take(outer),
+            _ => Map::new(),
         };
-        let Some(name) = name.and_then(Value::as_str).filter(|n| !n.is_empty()) else {
-            return self.refused(&format!(
-                "`{}` needs the exact name of the tool to call: {{\"name\": \"TOOL_NAME\", \"arguments\": {{…}}}}",
-                self.name
-            ));
+        let name = match outer.remove("name") {
+            Some(Value::String(name)) if !name.is_empty() => name,
+            _ => {
+                return self.refused(&format!(
+                    "`{}` needs the exact name of the tool to call: {{\"name\": \"TOOL_NAME\", \"arguments\": {{…}}}}",
+                    self.name
+                ));
+            }
         };
-        if name == self.name || self.synthesized.contains(&name) {
+        if name == self.name || self.synthesized.contains(&name.as_str()) {
             return self
                 .refused(&format!("`{name}` is toolgate's own tool: call it directly, not through `{}`", self.name));
         }
-        let arguments = match arguments {
-            Some(Value::Object(arguments)) => arguments.clone(),
+        let arguments = match outer.remove("arguments") {
+            Some(Value::Object(arguments)) => arguments,
             Some(_) => {
                 return self.refused(&format!(
                     "`arguments` must be an object holding the arguments of `{name}`, as its fetched inputSchema says"
@@ -78,7 +83,7 @@ impl CallTool<'_> {
                 ));
             }
         };
-        params.insert("name".into(), Value::from(name));
+        params.insert("name".into(), Value::String(name));
         params.insert("arguments".into(), Value::Object(arguments));
         Routed::Call(request)
     }
