@@ -152,13 +152,14 @@ impl Search {
     /// call it routes (or refused, for a call that names no tool to route
     /// to); anything else untouched.
     pub fn route(&self, session: &GwSession, request: Request) -> Routed {
-        let view = self.views.catalogs().current();
-        let describe = view.catalog.describe_tool_name().unwrap_or_default();
-        let call_tool = route::CallTool { name: &self.call_tool, synthesized: [&self.tool_name, describe] };
-        if !call_tool.is_called_by(&request) || !self.searches(&self.views.listing_for(session)) {
+        // Every request passes here: the catalog is read only for a call of
+        // the call tool.
+        if !route::calls(&request, &self.call_tool) || !self.searches(&self.views.listing_for(session)) {
             return Routed::Untouched(request);
         }
-        call_tool.unwrap(request)
+        let view = self.views.catalogs().current();
+        let describe = view.catalog.describe_tool_name().unwrap_or_default();
+        route::CallTool { name: &self.call_tool, synthesized: [&self.tool_name, describe] }.unwrap(request)
     }
 
     /// Whether `session`'s listing shows the tools it described

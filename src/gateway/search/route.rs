@@ -38,13 +38,13 @@ pub struct CallTool<'a> {
     pub synthesized: [&'a str; 2],
 }
 
-impl CallTool<'_> {
-    /// Whether `request` calls the call tool.
-    pub fn is_called_by(&self, request: &Request) -> bool {
-        request.method == method::TOOLS_CALL
-            && request.params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str) == Some(self.name)
-    }
+/// Whether `request` calls the call tool, named `name`.
+pub fn calls(request: &Request, name: &str) -> bool {
+    request.method == method::TOOLS_CALL
+        && request.params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str) == Some(name)
+}
 
+impl CallTool<'_> {
     /// `request`, a call of the call tool, as the direct call it routes.
     pub fn unwrap(&self, mut request: Request) -> Routed {
         let Some(Value::Object(params)) = request.params.as_mut() else {

@@ -30,7 +30,7 @@ fn a_routed_call_is_the_direct_call_with_everything_else_of_the_request_kept() {
         "task": {"ttl": 1000},
         "requestState": "s",
     }));
-    assert!(tool().is_called_by(&request));
+    assert!(calls(&request, tool().name));
     let Routed::Call(routed) = tool().unwrap(request) else { panic!("not routed") };
     assert_eq!(
         routed.params,
@@ -66,8 +66,8 @@ fn a_call_naming_no_tool_or_a_synthesized_one_or_without_object_arguments_is_a_t
 
 #[test]
 fn other_requests_are_not_the_call_tool_s() {
-    assert!(!tool().is_called_by(&call(json!({"name": "github__create_issue"}))));
+    assert!(!calls(&call(json!({"name": "github__create_issue"})), tool().name));
     let mut list = call(json!({"name": "call_tool"}));
     list.method = "tools/list".into();
-    assert!(!tool().is_called_by(&list));
+    assert!(!calls(&list, tool().name));
 }
