@@ -30,7 +30,7 @@ use crate::catalog::ToolEntry;
 use crate::config::Mode;
 use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
 use crate::metrics::Method;
-use crate::protocol::{Version, method};
+use crate::protocol::{LOG_LEVELS, Version, method};
 use crate::server::ServerOffer;
 use crate::upstream::modern::headers::{self, ParamCheck};
 use crate::upstream::{self, Call, UpstreamError};
@@ -48,9 +48,6 @@ type Asked = parking_lot::Mutex<VecDeque<Arc<str>>>;
 /// Most sessions one URL elicitation id of one upstream is remembered for.
 const SESSIONS_PER_ELICITATION: usize = 8;
 
-/// The forwarder's own state: what the merged lists taught about ownership,
-/// the pager it shares with the layers, and who started which URL-mode
-/// elicitation.
 /// One client request as the forwarder sees it: the layers' [`Exchange`],
 /// and the gateway whose upstreams, sessions and held calls it forwards
 /// through.
@@ -80,6 +77,9 @@ impl<'a> Next<'a> for Terminal<'a> {
     }
 }
 
+/// The forwarder's own state: what the merged lists taught about ownership,
+/// the pager it shares with the layers, and who started which URL-mode
+/// elicitation.
 pub struct Forwarder {
     /// Shared with the concerns layer, which asks which upstreams map
     /// their lists to concerns.
@@ -136,10 +136,6 @@ fn only_upstream(gateway: &Gateway) -> Option<usize> {
         _ => None,
     }
 }
-
-/// The levels `logging/setLevel` accepts (RFC 5424's severities, as MCP
-/// names them).
-const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 fn invalid(message: impl Into<String>) -> Outcome {
     Outcome::error(ErrorObject::invalid_params(message))

@@ -67,6 +67,10 @@ impl fmt::Display for Version {
     }
 }
 
+/// The log levels MCP names (RFC 5424's severities), lowest first: what
+/// `logging/setLevel` accepts and a modern request's `logLevel` ranks by.
+pub const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
 /// Method names toolgate treats specially. Everything else is forwarded.
 pub mod method {
     pub const INITIALIZE: &str = "initialize";

@@ -291,8 +291,7 @@ pub fn http_status(code: i64) -> u16 {
 /// The rank of a log level (`debug` lowest, `emergency` highest), for
 /// comparing a message's level with a request's `logLevel`.
 pub fn log_rank(level: &str) -> Option<u8> {
-    const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
-    LEVELS.iter().position(|l| *l == level).and_then(|p| u8::try_from(p).ok())
+    super::LOG_LEVELS.iter().position(|l| *l == level).and_then(|p| u8::try_from(p).ok())
 }
 
 #[cfg(test)]
