@@ -144,12 +144,12 @@ async fn list(cx: Forwarding<'_>, params: Option<Value>) -> Outcome {
         Err(e) => return Outcome::error(e.to_error()),
     };
     let tasks: Vec<Value> = listed
-        .iter()
+        .into_iter()
         .zip(owners)
         .filter(|((upstream, _), owner)| {
             owner.as_deref().is_some_and(|name| upstreams.get(*upstream).is_some_and(|u| *u.config.name == *name))
         })
-        .map(|((_, task), _)| task.clone())
+        .map(|((_, task), _)| task)
         .collect();
     Outcome::Result(json!({"tasks": tasks}))
 }
