@@ -107,10 +107,11 @@ impl Gateway {
                 && !notification.method.ends_with("/list_changed")
                 && !session.has_standalone()
         });
+        let notification = Message::Notification(notification);
         if let Some(shared) = elsewhere {
             let message = BusMessage::Notify {
                 session: session.id().to_owned(),
-                message: Message::Notification(notification.clone()).encode(),
+                message: notification.encode(),
                 from: shared.replica().to_string(),
             };
             let shared = shared.clone();
@@ -120,7 +121,7 @@ impl Gateway {
                 }
             });
         }
-        session.notify(Message::Notification(notification));
+        session.notify(notification);
     }
 
     /// A notification another replica produced for a session's standalone
