@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
 use toolgate::config::Config;
 use toolgate::gateway::Gateway;
-use toolgate::server::http::{Guard, HttpOptions, ListenOptions, Server};
+use toolgate::server::http::{Guard, HttpOptions, ListenOptions, Server, TrustedProxies};
 use toolgate::server::{Engine, Limits, SessionStore};
 
 /// Every proxied message allocates (and frees, often on another worker
@@ -303,6 +303,9 @@ async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
     };
     let listen = ListenOptions {
         max_connections: server.max_connections,
+        max_connections_per_peer: server.max_connections_per_peer,
+        // Checked with the configuration.
+        trusted_proxies: TrustedProxies::parse(&server.trusted_proxies)?,
         header_read_timeout: server.header_read_timeout,
         keep_alive_timeout: server.keep_alive_timeout,
     };
@@ -348,6 +351,7 @@ async fn serve_metrics(
         max_connections: METRICS_MAX_CONNECTIONS,
         header_read_timeout: server.header_read_timeout,
         keep_alive_timeout: server.keep_alive_timeout,
+        ..ListenOptions::default()
     };
     Ok(Server::start(listener, toolgate::metrics::routes(metrics), options))
 }

@@ -110,14 +110,24 @@ pub struct ServerConfig {
     #[schemars(with = "super::schema::DurationText")]
     pub body_read_timeout: Duration,
     /// How long a connection with no request in progress stays open (HTTP/1 keep-alive, HTTP/2 with
-    /// no stream). Must be > 0.
+    /// no stream), apart from the slow-request cut-offs above. Must be > 0.
     #[serde(with = "humantime_serde")]
     #[schemars(with = "super::schema::DurationText")]
     pub keep_alive_timeout: Duration,
-    /// Most HTTP connections open at once; more are closed as soon as they are accepted. At least
-    /// `1`.
+    /// Most HTTP connections open at once. One more takes the place of the connection idle longest
+    /// (no request in progress, no stream open); only when every one is busy is it closed as soon
+    /// as it is accepted. At least `1`.
     #[schemars(range(min = 1))]
     pub max_connections: usize,
+    /// Most HTTP connections of one peer: its address, or for a connection from a `trusted_proxies`
+    /// address, the client address the proxy forwards in `X-Forwarded-For`. At the cap the peer's
+    /// longest-idle connection gives way, as at `max_connections`. `0` (the default): no cap.
+    pub max_connections_per_peer: usize,
+    /// Proxies (addresses, or networks such as `"10.0.0.0/8"`) whose `X-Forwarded-For` is believed:
+    /// the right-most address in it that is not a trusted proxy is the client, for
+    /// `max_connections_per_peer` and for refusals. Empty (the default): every peer is its own
+    /// client.
+    pub trusted_proxies: Vec<String>,
     /// Most client sessions alive at once, over every transport. The next `initialize` gets HTTP
     /// `429` with a JSON-RPC error (`-32014`); a legacy `GET /sse` gets `429` before its stream
     /// opens. At least `1`.
@@ -164,8 +174,10 @@ impl Default for ServerConfig {
             sse_keep_alive: Duration::from_secs(15),
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
-            keep_alive_timeout: Duration::from_secs(60),
+            keep_alive_timeout: Duration::from_secs(30),
             max_connections: 4096,
+            max_connections_per_peer: 0,
+            trusted_proxies: Vec::new(),
             max_sessions: 10_000,
             max_requests_per_session: 64,
             max_subscriptions_per_session: 256,

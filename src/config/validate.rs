@@ -142,6 +142,11 @@ fn check_server(server: &ServerConfig, out: &mut Problems) {
             }
         }
     }
+    for (i, entry) in server.trusted_proxies.iter().enumerate() {
+        if let Err(e) = toolgate_mcp::server::http::parse_network(entry) {
+            out.push(path.key("trusted_proxies").index(i), e.to_string());
+        }
+    }
 }
 
 fn check_disclosure(disclosure: &DisclosureConfig, out: &mut Problems) {

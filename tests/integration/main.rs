@@ -19,6 +19,7 @@ mod conformance;
 mod connections;
 mod disclosure;
 mod downstream;
+mod fairness;
 mod forwarding;
 mod health;
 mod hosts;

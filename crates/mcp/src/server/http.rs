@@ -35,7 +35,8 @@ pub use admit::Admit;
 pub use body::BodyError;
 pub use guard::{Guard, Refused};
 pub use listener::{
-    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_KEEP_ALIVE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, ListenOptions, Server,
+    BadNetwork, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_KEEP_ALIVE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, ListenOptions,
+    REFUSAL_WINDOW, REFUSALS_BEFORE_CLOSE, Server, TrustedProxies, parse_network,
 };
 
 /// Default time a request body may take to arrive, in total.

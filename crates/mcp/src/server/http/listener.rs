@@ -1,6 +1,6 @@
-//! The HTTP listener: accepts connections (at most `max_connections` at
-//! once), serves each with hyper (HTTP/1.1 or HTTP/2, `TCP_NODELAY` set),
-//! and closes the ones that hold a place without using it:
+//! The HTTP listener: accepts connections, serves each with hyper (HTTP/1.1
+//! or HTTP/2, `TCP_NODELAY` set), and closes the ones that hold a place
+//! without using it:
 //!
 //! - a request head must arrive in full within `header_read_timeout` of its
 //!   first byte (or of the connection's opening, for the first request): a
@@ -8,7 +8,10 @@
 //! - a connection with no request in progress is closed after
 //!   `keep_alive_timeout` (HTTP/1 keep-alive, HTTP/2 with no stream open);
 //! - a body must arrive within `body_read_timeout` (checked where bodies are
-//!   read, see `body.rs`).
+//!   read, see `body.rs`);
+//! - at `max_connections`, or at a peer's `max_connections_per_peer`, the
+//!   longest-idle connection gives its place to the new one, and a peer
+//!   refused again and again is told to go (see `places.rs`).
 //!
 //! `axum::serve` exposes none of these, so connections are served with
 //! hyper-util's connection builder directly. A watch on each connection's
@@ -20,9 +23,10 @@
 
 use std::convert::Infallible;
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -35,18 +39,26 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt as _;
+
+mod peer;
+mod places;
+
+pub use peer::{BadNetwork, TrustedProxies, parse_network};
+pub use places::{REFUSAL_WINDOW, REFUSALS_BEFORE_CLOSE};
+
+use places::{Full, Places};
 
 /// Default most connections open at once.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// Default time a request head may take.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time an idle connection is kept.
-pub const DEFAULT_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(60);
+pub const DEFAULT_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The HTTP/2 connection preface, which tells an HTTP/2 connection apart.
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0";
@@ -56,9 +68,15 @@ const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 /// Limits of the listener itself.
 #[derive(Debug, Clone)]
 pub struct ListenOptions {
-    /// Most connections open at once; one more is closed as soon as it is
-    /// accepted.
+    /// Most connections open at once. One more takes the place of the
+    /// longest-idle one, or, when every one is busy, is closed as soon as
+    /// it is accepted.
     pub max_connections: usize,
+    /// Most connections of one peer (its address, or the client address a
+    /// trusted proxy forwards), under the same rule; `0` for no cap.
+    pub max_connections_per_peer: usize,
+    /// Proxies trusted to forward their client's address.
+    pub trusted_proxies: TrustedProxies,
     /// How long a request head may take, from its first byte (or from the
     /// connection's opening, for the first request).
     pub header_read_timeout: Duration,
@@ -70,6 +88,8 @@ impl Default for ListenOptions {
     fn default() -> Self {
         Self {
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_peer: 0,
+            trusted_proxies: TrustedProxies::default(),
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             keep_alive_timeout: DEFAULT_KEEP_ALIVE_TIMEOUT,
         }
@@ -80,8 +100,7 @@ impl Default for ListenOptions {
 pub struct Server {
     stop: CancellationToken,
     connections: TaskTracker,
-    open: Arc<Semaphore>,
-    max: usize,
+    places: Arc<Places>,
 }
 
 impl Server {
@@ -90,10 +109,9 @@ impl Server {
     pub fn start(listener: TcpListener, app: Router, options: ListenOptions) -> Server {
         let stop = CancellationToken::new();
         let connections = TaskTracker::new();
-        let max = options.max_connections.max(1);
-        let open = Arc::new(Semaphore::new(max));
-        let server = Server { stop: stop.clone(), connections: connections.clone(), open: open.clone(), max };
-        crate::spawn(accept(listener, app, Arc::new(options), open, stop, connections));
+        let places = Arc::new(Places::new(options.max_connections, options.max_connections_per_peer));
+        let server = Server { stop: stop.clone(), connections: connections.clone(), places: places.clone() };
+        crate::spawn(accept(listener, app, Arc::new(options), places, stop, connections));
         server
     }
 
@@ -112,7 +130,7 @@ impl Server {
 
     /// How many connections are open.
     pub fn connections(&self) -> usize {
-        self.max - self.open.available_permits()
+        self.places.open()
     }
 }
 
@@ -120,7 +138,7 @@ async fn accept(
     listener: TcpListener,
     app: Router,
     options: Arc<ListenOptions>,
-    open: Arc<Semaphore>,
+    places: Arc<Places>,
     stop: CancellationToken,
     connections: TaskTracker,
 ) {
@@ -130,8 +148,8 @@ async fn accept(
             accepted = listener.accept() => accepted,
             () = stop.cancelled() => return,
         };
-        let tcp = match accepted {
-            Ok((tcp, _)) => tcp,
+        let (tcp, peer) = match accepted {
+            Ok((tcp, addr)) => (tcp, peer::canonical(addr.ip())),
             Err(e) => {
                 // Out of file descriptors, a connection reset before it was
                 // accepted: pause rather than spin.
@@ -140,14 +158,24 @@ async fn accept(
                 continue;
             }
         };
-        let Ok(permit) = open.clone().try_acquire_owned() else {
-            refused += 1;
-            if refused.is_power_of_two() {
-                tracing::warn!(max_connections = options.max_connections, refused, "connection refused: too many open");
+        let proxied = options.trusted_proxies.trusts(peer);
+        let activity = Arc::new(Activity::new());
+        let id = match places.admit(peer, !proxied, &activity) {
+            Ok(id) => id,
+            Err(full) => {
+                refused += 1;
+                if refused.is_power_of_two() {
+                    let (cap, limit) = match full {
+                        Full::Total => ("max_connections", options.max_connections),
+                        Full::Peer => ("max_connections_per_peer", options.max_connections_per_peer),
+                    };
+                    tracing::warn!(cap, limit, %peer, refused, "connection refused: too many open, each busy");
+                }
+                drop(tcp);
+                continue;
             }
-            drop(tcp);
-            continue;
         };
+        let place = Place { places: places.clone(), id, peer, proxied };
         // An SSE answer is several small writes (the priming event, then the
         // response); with Nagle's algorithm the second one waits for the
         // client's delayed ACK, which costs 40 ms per streamed answer.
@@ -159,26 +187,69 @@ async fn accept(
         // shutdown can close and wait for every connection.
         #[allow(clippy::disallowed_methods)]
         connections.spawn(async move {
-            serve_connection(tcp, app, &options, stop).await;
-            drop(permit);
+            serve_connection(tcp, app, &options, stop, activity, place).await;
         });
     }
 }
 
-/// Serves one connection until it ends, is found idle or stuck, or
-/// finishes gracefully after `stop`.
-async fn serve_connection(tcp: TcpStream, app: Router, options: &ListenOptions, stop: CancellationToken) {
-    let activity = Arc::new(Activity::new());
+/// A connection's place among the open ones; freed when it is dropped.
+struct Place {
+    places: Arc<Places>,
+    id: u64,
+    /// The address the connection comes from.
+    peer: IpAddr,
+    /// Whether `peer` is a trusted proxy.
+    proxied: bool,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.places.release(self.id);
+    }
+}
+
+/// Serves one connection until it ends, is found idle or stuck, gives its
+/// place to another, or finishes gracefully after `stop` (or after
+/// refusals, see `places.rs`).
+async fn serve_connection(
+    tcp: TcpStream,
+    app: Router,
+    options: &Arc<ListenOptions>,
+    stop: CancellationToken,
+    activity: Arc<Activity>,
+    place: Place,
+) {
     let io = TokioIo::new(Watched { inner: tcp, activity: activity.clone() });
     let watch = activity.clone();
+    let place = Arc::new(place);
+    let trusted = options.clone();
     let service = hyper::service::service_fn(move |request: http::Request<Incoming>| {
         let active = Active::begin(&watch);
-        let app = app.clone();
+        let h1 = request.version() < http::Version::HTTP_2;
+        let moved = if place.proxied {
+            let client = trusted.trusted_proxies.client(place.peer, request.headers());
+            place.places.move_to(place.id, client, client != place.peer)
+        } else {
+            Ok(())
+        };
+        let (app, place) = (app.clone(), place.clone());
         async move {
-            let response = match app.oneshot(request.map(Body::new)).await {
-                Ok(response) => response,
-                Err(never) => match never {},
+            let mut response = match moved {
+                Ok(()) => match app.oneshot(request.map(Body::new)).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                },
+                Err(_) => too_many_connections(),
             };
+            let status = response.status();
+            let refusal = matches!(status.as_u16(), 401 | 403 | 429);
+            if moved.is_err() || (refusal && place.places.refused(place.id)) {
+                // HTTP/1 closes after this response; HTTP/2 is sent a GOAWAY.
+                if h1 {
+                    response.headers_mut().insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+                }
+                active.0.close();
+            }
             Ok::<_, Infallible>(response.map(|body| Body::new(Tracked { body, _active: active })))
         }
     });
@@ -206,6 +277,18 @@ async fn serve_connection(tcp: TcpStream, app: Router, options: &ListenOptions, 
                 graceful = true;
                 connection.as_mut().graceful_shutdown();
             }
+            () = activity.wake.notified() => match activity.wanted.swap(WANT_NOTHING, Ordering::AcqRel) {
+                // Asked while idle; a request may have begun since.
+                WANT_EVICTION if activity.in_flight.load(Ordering::Acquire) == 0 => {
+                    tracing::debug!("closing an idle connection: a new one takes its place");
+                    return;
+                }
+                WANT_CLOSE if !graceful => {
+                    graceful = true;
+                    connection.as_mut().graceful_shutdown();
+                }
+                _ => {}
+            },
             () = check.as_mut() => {
                 if let Some(why) = activity.expired(options) {
                     // No request is in progress: dropping the connection
@@ -218,6 +301,20 @@ async fn serve_connection(tcp: TcpStream, app: Router, options: &ListenOptions, 
         }
     }
 }
+
+/// The 429 of a request from a proxied client over its connection cap.
+fn too_many_connections() -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let headers = [(http::header::RETRY_AFTER, "1")];
+    (http::StatusCode::TOO_MANY_REQUESTS, headers, "too many connections from this client\n").into_response()
+}
+
+/// Nothing asked of a connection's task.
+const WANT_NOTHING: u8 = 0;
+/// Close if still idle: a new connection takes the place.
+const WANT_EVICTION: u8 = 1;
+/// Finish what is in progress, then close.
+const WANT_CLOSE: u8 = 2;
 
 /// What a connection is doing, as seen from its socket and its requests.
 struct Activity {
@@ -236,6 +333,9 @@ struct Activity {
     h2: AtomicBool,
     /// Whether the first read was seen.
     first_read: AtomicBool,
+    /// What the connection's task is asked to do (`WANT_*`), when woken.
+    wanted: AtomicU8,
+    wake: Notify,
 }
 
 impl Activity {
@@ -248,7 +348,38 @@ impl Activity {
             head_at: AtomicU64::new(0),
             h2: AtomicBool::new(false),
             first_read: AtomicBool::new(false),
+            wanted: AtomicU8::new(WANT_NOTHING),
+            wake: Notify::new(),
         }
+    }
+
+    /// Whether the connection could give its place away: nothing in
+    /// progress, and not asked anything yet.
+    fn evictable(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) == 0 && self.wanted.load(Ordering::Acquire) == WANT_NOTHING
+    }
+
+    /// Since when the connection has had nothing in progress.
+    fn idle_at(&self) -> Instant {
+        self.at(self.idle_since.load(Ordering::Relaxed))
+    }
+
+    /// Asks the connection to close if it is still idle.
+    fn evict(&self) {
+        if self.wanted.compare_exchange(WANT_NOTHING, WANT_EVICTION, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Asks the connection to close once what is in progress is done.
+    fn close(&self) {
+        self.wanted.store(WANT_CLOSE, Ordering::Release);
+        self.wake.notify_one();
+    }
+
+    #[cfg(test)]
+    fn eviction_wanted(&self) -> bool {
+        self.wanted.load(Ordering::Acquire) == WANT_EVICTION
     }
 
     fn now_ms(&self) -> u64 {

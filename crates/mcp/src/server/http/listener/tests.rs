@@ -42,6 +42,7 @@ fn options() -> ListenOptions {
         max_connections: 8,
         header_read_timeout: Duration::from_millis(300),
         keep_alive_timeout: Duration::from_millis(700),
+        ..ListenOptions::default()
     }
 }
 
@@ -193,7 +194,7 @@ async fn bodies_over_the_limit_get_413_declared_or_chunked() {
 }
 
 #[tokio::test]
-async fn connections_past_the_cap_are_closed_at_once() {
+async fn connections_past_the_cap_of_busy_ones_are_closed_at_once() {
     let (server, addr) = start(ListenOptions { max_connections: 2, ..options() }).await;
     let mut held = Vec::new();
     for _ in 0..2 {
@@ -226,4 +227,47 @@ async fn shutdown_lets_requests_in_progress_finish_and_refuses_new_connections()
     assert!(server.wait(Duration::from_secs(1)).await, "every connection is done");
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(TcpStream::connect(addr).await.is_err(), "the listener is closed");
+}
+
+/// A listener whose `/refuse` answers 401, as a client with a bad key gets.
+async fn start_refusing(options: ListenOptions) -> (Server, std::net::SocketAddr) {
+    let app = Router::new()
+        .route("/", get(|| async { "ok" }))
+        .route("/refuse", get(|| async { (http::StatusCode::UNAUTHORIZED, "no").into_response() }));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    (Server::start(listener, app, options), addr)
+}
+
+#[tokio::test]
+async fn a_peer_refused_again_and_again_is_told_to_go() {
+    let (_server, addr) = start_refusing(options()).await;
+    let mut answers = Vec::new();
+    for _ in 0..REFUSALS_BEFORE_CLOSE + 2 {
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(b"GET /refuse HTTP/1.1\r\nHost: localhost\r\n\r\n").await.unwrap();
+        let (answer, closed) = read_to_close(&mut tcp, Duration::from_millis(250)).await;
+        assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+        answers.push((answer.to_ascii_lowercase().contains("connection: close"), closed));
+    }
+    let allowed = usize::try_from(REFUSALS_BEFORE_CLOSE).unwrap();
+    assert!(answers[..allowed].iter().all(|&(told, closed)| !told && !closed), "{answers:?}");
+    assert!(answers[allowed..].iter().all(|&(told, closed)| told && closed), "{answers:?}");
+}
+
+#[tokio::test]
+async fn at_the_cap_an_idle_connection_gives_way_but_a_busy_one_does_not() {
+    let (server, addr) = start(ListenOptions { max_connections: 2, ..options() }).await;
+    let mut busy = TcpStream::connect(addr).await.unwrap();
+    busy.write_all(b"GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n").await.unwrap();
+    let mut idle = TcpStream::connect(addr).await.unwrap();
+    get_ok(&mut idle).await;
+    let mut new = TcpStream::connect(addr).await.unwrap();
+    get_ok(&mut new).await;
+    let (_, closed) = read_to_close(&mut idle, Duration::from_millis(200)).await;
+    assert!(closed, "the idle connection gave its place");
+    let mut buf = [0u8; 1024];
+    let n = busy.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).ends_with("slow done"), "the busy one was served in full");
+    assert!(server.connections() <= 2);
 }
