@@ -4,6 +4,7 @@
 mod auth;
 mod concerns;
 mod expand;
+mod limits;
 mod load;
 mod model;
 mod mrtr;
@@ -16,6 +17,7 @@ mod validate;
 
 pub use auth::{AuthConfig, ClientConfig, DEFAULT_CLIENT, JwtConfig, Secret, compile_glob, sha256};
 pub use concerns::{ConcernConfig, ConcernValues};
+pub use limits::{IdenticalCalls, LimitDefaults, ToolLimit, defaults_of as limit_defaults};
 pub use load::{ConfigError, load, load_str, load_str_in};
 #[cfg(test)]
 pub(crate) use load::{in_jail, load_str_jailed};

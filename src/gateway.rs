@@ -29,7 +29,7 @@
 //! The layers, in their order ([`layer`] is their contract): [`policy`]
 //! (the per-client call rate), [`concerns`], [`search`] (the search listing
 //! and its call tool), [`disclosure`] (the gate, the descriptions
-//! resource, the describe tool).
+//! resource, the describe tool), [`budgets`] (per-tool budgets).
 //!
 //! Actors, above them:
 //! - [`forward`]: the transparent forwarder, with its task and subscription
@@ -50,6 +50,7 @@
 //!   other; [`gauges`], what the metrics read of the live state.
 
 mod admission;
+mod budgets;
 mod catalogs;
 mod clients;
 mod concerns;
@@ -160,6 +161,8 @@ pub struct Gateway {
     search: Option<search::Search>,
     /// The disclosure layer (it steps aside while no upstream is progressive).
     disclosure: disclosure::Disclosure,
+    /// The per-tool budgets, when `[[limits]]` or a client sets some (innermost).
+    budgets: Option<budgets::BudgetLayer>,
     /// Sessionless clients' grants (`[state]`): in memory, or in Redis.
     grant_store: Arc<GrantStore>,
     /// Client sessions in Redis (`[state] sessions = "shared"`).
@@ -242,7 +245,13 @@ impl Gateway {
         let mrtr = Arc::new(mrtr::Translator::new(&config.mrtr, shared.clone()));
         let views = Views::new(config, upstreams, catalogs);
         let disclosure_config = &views.config().disclosure;
-        let policy = clients.is_enabled().then(|| policy::Policy::new(clients.calls().clone(), mrtr.clone()));
+        if let Some(connection) = &connection {
+            clients.calls().share(connection.clone(), &views.config().state.key_prefix);
+        }
+        let policy =
+            clients.is_enabled().then(|| policy::Policy::new(clients.calls().clone(), mrtr.clone(), metrics.clone()));
+        let budgets = crate::budgets::Budgets::new(&views.config(), connection.clone())
+            .map(|b| budgets::BudgetLayer::new(b, metrics.clone()));
         let routes = Arc::new(lists::RouteMaps::default());
         let concerns =
             concerns::Concerns::new(&declared, concerns::Lists { views: views.clone(), routes: routes.clone() });
@@ -255,6 +264,7 @@ impl Gateway {
                 views.clone(),
                 metrics.clone(),
             ),
+            budgets,
             forwarder: Forwarder::new(pager, routes),
             mrtr,
             views,
@@ -612,8 +622,8 @@ impl Handler for Gateway {
                 search::Routed::Refused(outcome) => {
                     // A call like any other in `calls_per_minute`, guesses included.
                     let outcome = match self.policy.is_some() {
-                        true => match self.clients.take_calls(&session.state.principal_ref(), 1) {
-                            Ok(()) => outcome,
+                        true => match self.clients.take_calls(&session.state.principal(), 1).await {
+                            Ok(_) => outcome,
                             Err(e) => Outcome::error(e),
                         },
                         false => outcome,
@@ -627,7 +637,8 @@ impl Handler for Gateway {
         let resolved = Resolved::of(self, session, &request, &ctx, routed).await;
         let cx = Exchange { session, ctx: &ctx, resolved: &resolved, note: &note };
         let end = Terminal { forwarder: &self.forwarder, gateway: self };
-        let chain = Then { layer: &self.disclosure, next: end };
+        let chain = Then { layer: &self.budgets, next: end };
+        let chain = Then { layer: &self.disclosure, next: chain };
         let chain = Then { layer: &self.search, next: chain };
         let chain = Then { layer: &self.concerns, next: chain };
         let outcome = Then { layer: &self.policy, next: chain }.run(cx, request).await;

@@ -14,6 +14,8 @@
 //! - [`config`]: the TOML model, loading, validation and its JSON Schema.
 //! - [`auth`]: client authentication (API keys, JWT), per-client tool policy
 //!   and limits.
+//! - [`budgets`]: per-tool budgets (`[[limits]]`, the write-tool default,
+//!   the identical-call breaker), in this process or shared in Redis.
 //! - [`catalog`]: the merged tool catalog (naming, minimal forms, full
 //!   definitions, argument checks).
 //! - [`disclosure`]: the `tool_descriptions` resource, the gate's refusals,
@@ -37,6 +39,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod budgets;
 pub mod catalog;
 pub mod concerns;
 pub mod config;

@@ -94,6 +94,11 @@ pub struct Metrics {
     gate_refusals: Box<[Counter]>,
     /// Calls routed through the call tool, by upstream and real tool.
     routed_calls: Family<Labels<2>, Counter>,
+    /// Calls refused by a per-tool budget, by client and limit.
+    limit_refusals: Family<Labels<2>, Counter>,
+    /// Calls whose budgets were counted in this process alone because the
+    /// shared store did not answer.
+    limit_fallbacks: Counter,
     described: Box<[Counter]>,
     fetches: [Counter; 2],
     /// Calls refused for invalid arguments, by upstream and tool.
@@ -197,6 +202,19 @@ impl Metrics {
             "Tool calls made through the call tool of the search listing, by upstream and the tool called",
             routed_calls.clone(),
         );
+        let limit_refusals = Family::<Labels<2>, Counter>::default();
+        registry.register(
+            "toolgate_limit_refusals",
+            "Tool calls refused by a per-tool budget ([[limits]]), by client and limit",
+            limit_refusals.clone(),
+        );
+        let limit_fallbacks = Counter::default();
+        registry.register(
+            "toolgate_limit_fallbacks",
+            "Tool calls whose budgets were counted by this replica alone, because the shared store (Redis) did not \
+             answer",
+            limit_fallbacks.clone(),
+        );
         let described = per_upstream(
             &mut registry,
             "toolgate_described_tools",
@@ -235,6 +253,8 @@ impl Metrics {
             restarts,
             gate_refusals,
             routed_calls,
+            limit_refusals,
+            limit_fallbacks,
             described,
             fetches,
             argument_errors,
@@ -365,6 +385,18 @@ impl Metrics {
         }
         let upstream = self.upstream_label(Some(index));
         self.routed_calls.get_or_create(&[("upstream", upstream), ("tool", Label::Name(Arc::from(tool)))]).inc();
+    }
+
+    /// A per-tool budget (`limit`) refused a call of `client`.
+    pub fn limit_refused(&self, client: &str, limit: &'static str) {
+        let client = self.clients.label_of(client);
+        self.limit_refusals.get_or_create(&[("client", client), ("limit", Label::Static(limit))]).inc();
+    }
+
+    /// A call's budgets were counted here alone: the shared store did not
+    /// answer.
+    pub fn limit_fallback(&self) {
+        self.limit_fallbacks.inc();
     }
 
     /// The gate refused a call to a tool of upstream `index`.

@@ -79,6 +79,8 @@ pub struct ClientPolicy {
     pub calls_per_minute: Option<NonZeroU32>,
     /// The client's stored concern configuration (until it sends its own).
     pub concerns: ConcernValues,
+    /// The client's own per-tool budgets (`limits`), on top of the gateway's.
+    pub limits: crate::budgets::Rules,
     /// The [`Authenticator`](super::Authenticator) that made it (0: none).
     /// A principal whose policy is of an older one than the gateway's
     /// current one is resolved again before it is used (a reload changed
@@ -95,6 +97,7 @@ impl ClientPolicy {
             max_sessions: None,
             calls_per_minute: None,
             concerns: ConcernValues::new(),
+            limits: crate::budgets::Rules::default(),
             generation: 0,
         }
     }
@@ -108,6 +111,7 @@ impl ClientPolicy {
             max_sessions: client.max_sessions.and_then(NonZeroU32::new),
             calls_per_minute: client.calls_per_minute.and_then(NonZeroU32::new),
             concerns: client.concerns.clone(),
+            limits: crate::budgets::Rules::client(&client.limits),
             generation: 0,
         })
     }

@@ -44,6 +44,7 @@ fn client_entry(name: &str) -> ClientConfig {
         max_sessions: None,
         calls_per_minute: None,
         concerns: Default::default(),
+        limits: Vec::new(),
     }
 }
 

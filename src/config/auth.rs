@@ -95,6 +95,10 @@ pub struct ClientConfig {
     #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
     #[schemars(extend("default" = {}))]
     pub concerns: super::ConcernValues,
+    /// Per-tool budgets of this client, on top of the top-level `[[limits]]` (same form, without
+    /// `defaults`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<super::ToolLimit>,
 }
 
 fn all_tools() -> Vec<String> {

@@ -51,6 +51,10 @@ pub struct Config {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("default" = []))]
     pub concerns: Vec<super::ConcernConfig>,
+    /// `[[limits]]`: per-tool budgets for every client, the write-tool default and the
+    /// identical-call breaker (see the book's "Limits and defaults").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<super::ToolLimit>,
 }
 
 /// `[server]`: the downstream endpoint that MCP clients connect to (Streamable HTTP, and legacy

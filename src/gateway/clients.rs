@@ -13,7 +13,8 @@ use axum::Router;
 use serde_json::json;
 
 use super::admission::{Admission, metadata_routes};
-use crate::auth::{Authenticator, BuildError, CallLimiter, Principal, RetryAfter, SessionGuard, SessionLimiter};
+use crate::auth::{Authenticator, BuildError, Principal, RetryAfter, SessionGuard, SessionLimiter};
+use crate::budgets::CallRate;
 use crate::config::Config;
 use crate::jsonrpc::{ErrorObject, codes};
 use crate::server::http::Admit;
@@ -24,8 +25,8 @@ pub struct Clients {
     /// `[[auth.clients]]` swaps in a new one.
     authenticator: Option<Arc<ArcSwap<Authenticator>>>,
     sessions: SessionLimiter,
-    /// Each client's `calls_per_minute`.
-    calls: Arc<CallLimiter>,
+    /// Each client's `calls_per_minute` (in Redis once shared).
+    calls: Arc<CallRate>,
     /// The metadata routes (with `[auth.jwt]`).
     metadata: Option<Router>,
 }
@@ -98,16 +99,17 @@ impl Clients {
     }
 
     /// Each client's `calls_per_minute` (for the policy layer).
-    pub fn calls(&self) -> &Arc<CallLimiter> {
+    pub fn calls(&self) -> &Arc<CallRate> {
         &self.calls
     }
 
     /// Takes `n` calls from `principal`'s `calls_per_minute`, for a request
     /// that makes `n` upstream calls, or refuses it with
-    /// [`codes::RATE_LIMITED`].
-    pub fn take_calls(&self, principal: &Principal, n: usize) -> Result<(), ErrorObject> {
+    /// [`codes::RATE_LIMITED`]. `Ok(true)`: counted here alone, the shared
+    /// store did not answer.
+    pub async fn take_calls(&self, principal: &Principal, n: usize) -> Result<bool, ErrorObject> {
         let n = NonZeroU32::new(u32::try_from(n).unwrap_or(u32::MAX)).unwrap_or(NonZeroU32::MIN);
-        self.calls.check_n(principal, n).map_err(|wait| {
+        self.calls.take(principal, n).await.map_err(|wait| {
             tracing::info!(client = %principal.id(), retry_after = ?wait.0, calls = n, "request refused: calls_per_minute");
             rate_limited(principal, wait)
         })

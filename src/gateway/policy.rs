@@ -22,22 +22,25 @@ use std::sync::Arc;
 
 use super::layer::{Exchange, Layer, Next};
 use super::mrtr::Translator;
-use crate::auth::CallLimiter;
+use crate::budgets::CallRate;
 use crate::jsonrpc::{Outcome, Request};
+use crate::metrics::Metrics;
 use crate::protocol::method;
 
 /// The policy layer.
 pub struct Policy {
     /// Each client's `calls_per_minute` (shared with the listen streams,
     /// which count their resource subscriptions in it).
-    calls: Arc<CallLimiter>,
+    calls: Arc<CallRate>,
     /// Held calls: whether a retry resumes one held for its client.
     mrtr: Arc<Translator>,
+    /// Counts the calls counted here alone (the shared store did not answer).
+    metrics: Arc<Metrics>,
 }
 
 impl Policy {
-    pub fn new(calls: Arc<CallLimiter>, mrtr: Arc<Translator>) -> Self {
-        Self { calls, mrtr }
+    pub fn new(calls: Arc<CallRate>, mrtr: Arc<Translator>, metrics: Arc<Metrics>) -> Self {
+        Self { calls, mrtr, metrics }
     }
 }
 
@@ -45,9 +48,17 @@ impl Layer for Policy {
     async fn serve<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
         if counts(&cx, &request) && !self.resumes_held_call(&cx).await {
             let principal = cx.resolved.caller();
-            if let Err(wait) = self.calls.check(principal) {
-                tracing::info!(client = %principal.id(), retry_after = ?wait.0, "request refused: calls_per_minute");
-                return Outcome::error(super::clients::rate_limited(principal, wait));
+            match self.calls.take(principal, std::num::NonZeroU32::MIN).await {
+                Ok(fell_back) => {
+                    if fell_back {
+                        self.metrics.limit_fallback();
+                    }
+                }
+                Err(wait) => {
+                    tracing::info!(client = %principal.id(), retry_after = ?wait.0, "request refused: calls_per_minute");
+                    self.metrics.limit_refused(principal.name(), "calls_per_minute");
+                    return Outcome::error(super::clients::rate_limited(principal, wait));
+                }
             }
         }
         next.run(cx, request).await

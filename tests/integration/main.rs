@@ -11,6 +11,7 @@
 #![allow(clippy::disallowed_methods)]
 
 mod auth;
+mod budgets;
 mod call_tool;
 mod client_capabilities;
 mod common;

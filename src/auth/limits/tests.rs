@@ -14,6 +14,7 @@ fn principal(kind: PrincipalKind, name: &str, calls_per_minute: u32, max_session
         max_sessions: NonZeroU32::new(max_sessions),
         calls_per_minute: NonZeroU32::new(calls_per_minute),
         concerns: Default::default(),
+        limits: Default::default(),
         generation: 0,
     };
     Principal::new(PrincipalId::new(kind, name), Arc::new(policy))

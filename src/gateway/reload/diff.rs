@@ -67,7 +67,8 @@ impl fmt::Display for Changes {
 /// `[state]`, `[mrtr]` (the held-call table's limits) and `[[concerns]]`
 /// (what sessions were told at `initialize`; the upstreams' and clients'
 /// concern values reload with them).
-pub const RESTART_ONLY: [&str; 8] = ["server", "auth", "metrics", "tracing", "disclosure", "state", "mrtr", "concerns"];
+pub const RESTART_ONLY: [&str; 9] =
+    ["server", "auth", "metrics", "tracing", "disclosure", "state", "mrtr", "concerns", "limits"];
 
 /// What changes from `old` to `new`.
 pub fn diff(old: &Config, new: &Config) -> Changes {
@@ -93,6 +94,7 @@ pub fn diff(old: &Config, new: &Config) -> Changes {
         old.state != new.state,
         old.mrtr != new.mrtr,
         old.concerns != new.concerns,
+        old.limits != new.limits,
     ];
     changes.needs_restart =
         RESTART_ONLY.iter().zip(sections).filter(|(_, changed)| *changed).map(|(s, _)| *s).collect();
@@ -115,5 +117,6 @@ pub fn effective(old: &Config, new: Config) -> Config {
         state: old.state.clone(),
         mrtr: old.mrtr.clone(),
         concerns: old.concerns.clone(),
+        limits: old.limits.clone(),
     }
 }

@@ -1,0 +1,107 @@
+//! Per-tool budgets: `[[limits]]` for every client, each client's own
+//! `limits`, the write-tool default and the identical-call breaker.
+//!
+//! A call of a catalog tool takes one from each budget that applies to its
+//! client and tool ([`rules`]), all or none: a refused call takes nothing.
+//! Budgets are kept per client ([`Principal`](crate::auth::Principal)),
+//! never per session or replica, so a client that re-initializes gets no
+//! fresh budget:
+//! - in this process ([`local`]) without `[state] redis_url`;
+//! - in Redis ([`shared`]) with it, one script run per call, so that every
+//!   replica counts against the same budget. When Redis does not answer,
+//!   each replica counts alone with the full limits, and says so in
+//!   `toolgate_limit_fallbacks_total`.
+//!
+//! Over a budget, the call is answered with a tool error the model can read
+//! ([`refusal`]): which limit, when it resets, and what to do.
+
+mod calls;
+mod local;
+pub mod refusal;
+pub mod rules;
+mod shared;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use crate::auth::Principal;
+use crate::catalog::ToolEntry;
+use crate::config::Config;
+use crate::shared::Connection;
+
+pub use calls::CallRate;
+pub use rules::{Check, Kind, Limit, Rules};
+
+/// A call over a budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exceeded {
+    /// Which limit.
+    pub limit: Limit,
+    /// Its number (calls per minute, per day, or identical calls per window).
+    pub max: u32,
+    /// The identical-call breaker's window, for that limit.
+    pub window: Option<Duration>,
+    /// The glob the limit was set for (`*` for the defaults).
+    pub tools: Arc<str>,
+    /// How long until a call can succeed again.
+    pub retry_after: Duration,
+}
+
+impl Exceeded {
+    /// When the call can succeed again, on the wall clock.
+    pub fn resets_at(&self) -> SystemTime {
+        SystemTime::now() + self.retry_after
+    }
+}
+
+/// The budgets of every client.
+pub struct Budgets {
+    rules: Rules,
+    local: local::Local,
+    shared: Option<shared::Shared>,
+}
+
+impl Budgets {
+    /// The gateway-wide rules of `config`, kept in Redis when `connection`
+    /// is the shared store. `None` when no client can have a budget: no
+    /// `[[limits]]`, and no `[auth]` whose clients (now or after a reload)
+    /// could set their own.
+    pub fn new(config: &Config, connection: Option<Arc<Connection>>) -> Option<Self> {
+        let rules = Rules::gateway(&config.limits);
+        if rules.is_empty() && !config.auth.is_enabled() {
+            return None;
+        }
+        let shared = connection.map(|c| shared::Shared::new(c, &config.state.key_prefix));
+        Some(Self { rules, local: local::Local::default(), shared })
+    }
+
+    /// Takes one call of `entry` by `principal`, with `arguments`, from
+    /// each budget that applies; `Ok(true)` when it was counted only here
+    /// because the shared store did not answer.
+    pub async fn take(
+        &self,
+        principal: &Principal,
+        entry: &ToolEntry,
+        arguments: Option<&Value>,
+    ) -> Result<bool, Exceeded> {
+        let checks = self.rules.checks(principal, entry, arguments);
+        if checks.is_empty() {
+            return Ok(false);
+        }
+        if let Some(shared) = &self.shared {
+            match shared.take(&checks).await {
+                Ok(result) => return result.map(|()| false),
+                Err(e) => {
+                    tracing::debug!(error = %e, "counting a call's budgets here: the shared store does not answer")
+                }
+            }
+            return self.local.take(&checks).map(|()| true);
+        }
+        self.local.take(&checks).map(|()| false)
+    }
+}
+
+#[cfg(test)]
+mod tests;
