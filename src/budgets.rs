@@ -22,7 +22,7 @@ pub mod rules;
 mod shared;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
@@ -50,9 +50,13 @@ pub struct Exceeded {
 }
 
 impl Exceeded {
-    /// When the call can succeed again, on the wall clock.
+    /// When the call can succeed again, on the wall clock, to the nearest
+    /// second (a daily budget resets at 00:00:00 UTC, not a millisecond
+    /// before).
     pub fn resets_at(&self) -> SystemTime {
-        SystemTime::now() + self.retry_after
+        let at = (SystemTime::now() + self.retry_after).duration_since(UNIX_EPOCH).unwrap_or_default();
+        let ms = u64::try_from(at.as_millis()).unwrap_or(u64::MAX);
+        UNIX_EPOCH + Duration::from_secs(ms.saturating_add(500) / 1000)
     }
 }
 

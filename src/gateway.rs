@@ -542,6 +542,8 @@ impl Handler for Gateway {
         let deadline = tokio::time::Instant::now() + server.startup_timeout;
         startup::wait(&self.upstreams(), deadline, &server).await;
         let concerns = self.initial_concerns(&principal, crate::concerns::sent_in(Some(&ctx.params)))?;
+        // Counted across replicas last, once nothing else can refuse it.
+        self.take_shared_slot(ctx, &principal).await?;
         let state = GatewaySession::for_client(&self.upstreams(), principal, slot)
             .with_startup_deadline(deadline)
             .with_concerns(concerns);

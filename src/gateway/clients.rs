@@ -124,18 +124,22 @@ impl Clients {
         }
         self.sessions.acquire(principal).map(Some).map_err(|refused| {
             tracing::info!(client = %principal.id(), limit = refused.limit, "new session refused: the client's max_sessions");
-            ErrorObject::new(
-                codes::LIMIT_EXCEEDED,
-                format!(
-                    "Too many sessions: client `{}` may hold at most {} at once; end one (HTTP DELETE) or let one \
-                     expire first",
-                    principal.name(),
-                    refused.limit
-                ),
-            )
-            .with_data(json!({"maxSessions": refused.limit}))
+            too_many_sessions(principal, refused.limit)
         })
     }
+}
+
+/// The refusal of a new session over the client's `max_sessions`.
+pub(super) fn too_many_sessions(principal: &Principal, limit: u32) -> ErrorObject {
+    ErrorObject::new(
+        codes::LIMIT_EXCEEDED,
+        format!(
+            "Too many sessions: client `{}` may hold at most {limit} at once; end one (HTTP DELETE) or let one \
+             expire first",
+            principal.name()
+        ),
+    )
+    .with_data(json!({"maxSessions": limit}))
 }
 
 /// The refusal of a call over the limit: what the limit is and when to retry.

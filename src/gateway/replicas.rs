@@ -35,6 +35,7 @@ use tokio::sync::mpsc;
 
 use super::state::{GatewaySession, GwSession};
 use super::{Gateway, caller_principal};
+use crate::auth::Principal;
 use crate::jsonrpc::{ErrorObject, Id, Message, Notification, Response};
 use crate::protocol::Version;
 use crate::server::{Caller, InitContext, SessionBackend, SessionStore, Stored};
@@ -58,6 +59,27 @@ impl Gateway {
         };
         let link = Arc::new(SessionLink::new(shared.clone(), ctx.session_id.clone(), base.clone()));
         state.shared_as(link, &base)
+    }
+
+    /// Takes one of the client's `max_sessions` slots for the session
+    /// `initialize` creates, counted across replicas when sessions are
+    /// shared. Refused: [`codes::LIMIT_EXCEEDED`](crate::jsonrpc::codes),
+    /// as on one replica. When Redis does not answer, the replica's own
+    /// count (taken already) is all there is, and the fallback is counted.
+    pub(crate) async fn take_shared_slot(&self, ctx: &InitContext, principal: &Principal) -> Result<(), ErrorObject> {
+        let (Some(shared), Some(max)) = (&self.shared, principal.policy().max_sessions) else { return Ok(()) };
+        match shared.take_slot(ctx.caller.id(), &ctx.session_id, max.get()).await {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                tracing::info!(client = %principal.id(), limit = max.get(), "new session refused: the client's max_sessions, across replicas");
+                Err(super::clients::too_many_sessions(principal, max.get()))
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "max_sessions counted on this replica alone: the shared store does not answer");
+                self.metrics.limit_fallback();
+                Ok(())
+            }
+        }
     }
 
     /// The state of session `id` of `caller` that another replica created,
@@ -243,14 +265,18 @@ impl Replicas {
     /// it in the store until Redis answers (or the record has expired by
     /// itself), so the client's answer (the session is ended) comes true.
     async fn end_session(&self, session: &GwSession) -> Result<(), ErrorObject> {
-        let Err(e) = self.shared.end(session.id()).await else { return Ok(()) };
+        let caller: Arc<str> = match session.state.link() {
+            Some(link) => Arc::from(link.base().caller.as_str()),
+            None => Arc::from(""),
+        };
+        let Err(e) = self.shared.end(session.id(), &caller).await else { return Ok(()) };
         tracing::warn!(error = %e, "a session could not be ended in the shared store yet; retrying until Redis answers");
         let (shared, id, give_up) = (self.shared.clone(), session.id_arc(), self.idle);
         let started = tokio::time::Instant::now();
         crate::spawn(async move {
             while started.elapsed() < give_up {
                 tokio::time::sleep(WRITE_BACK_EVERY).await;
-                if shared.end(&id).await.is_ok() {
+                if shared.end(&id, &caller).await.is_ok() {
                     tracing::info!("a session whose end the shared store missed is ended there");
                     return;
                 }
@@ -366,7 +392,7 @@ fn touched(store: &Weak<SessionStore<GatewaySession>>, session: &Arc<GwSession>)
     let (store, session) = (store.clone(), session.clone());
     crate::spawn(async move {
         let Some(link) = session.state.link() else { return };
-        match link.sessions.refresh(&link.id).await {
+        match link.sessions.refresh(&link.id, &link.base().caller).await {
             Ok(Refresh::Kept) => {}
             // Lost with Redis's data, or expired a moment before this use.
             Ok(Refresh::Missing) => link.mark_stale(),

@@ -37,11 +37,13 @@ use super::record::{self, Record};
 /// Writes fields of a session's record, or removes some, unless the
 /// session ended.
 ///
-/// KEYS: the record, its tombstone. ARGV: the TTL in ms, then `1` to write
-/// the whole record (create, write back), `0` to update one that exists or
-/// `d` to remove fields of one that exists, then the fields (field, value,
-/// … to write; field, … to remove).
-/// Answers -1 (ended), 0 (missing: nothing written), 1 (written; TTL set).
+/// KEYS: the record, its tombstone, and optionally its client's slots (see
+/// [`SLOT`]). ARGV: the TTL in ms, then `1` to write the whole record
+/// (create, write back), `0` to update one that exists or `d` to remove
+/// fields of one that exists, then the fields (field, value, … to write;
+/// field, … to remove).
+/// Answers -1 (ended), 0 (missing: nothing written), 1 (written; TTL set,
+/// and the session's slot, if it holds one, lives as long).
 const WRITE: &str = r"
 if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
 if ARGV[2] ~= '1' and redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -49,6 +51,33 @@ if #ARGV > 2 then
   if ARGV[2] == 'd' then redis.call('HDEL', KEYS[1], unpack(ARGV, 3))
   else redis.call('HSET', KEYS[1], unpack(ARGV, 3)) end
 end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+if KEYS[3] then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if redis.call('ZADD', KEYS[3], 'XX', 'CH', now + tonumber(ARGV[1]), KEYS[1]) > 0 then
+    redis.call('PEXPIRE', KEYS[3], ARGV[1])
+  end
+end
+return 1
+";
+
+/// Takes one of a client's `max_sessions` slots, counted across replicas:
+/// a sorted set per client of its sessions' record keys, each scored with
+/// when it expires (its record's time, which [`WRITE`] starts over with
+/// the record's). Expired slots are dropped first; a session that holds a
+/// slot already keeps it.
+///
+/// KEYS: the client's slots. ARGV: the TTL in ms, the most slots, the
+/// session's record key. Answers 1 (taken) or 0 (the client holds them all).
+const SLOT: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if not redis.call('ZSCORE', KEYS[1], ARGV[3]) and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1
 ";
@@ -100,6 +129,7 @@ pub struct SharedSessions {
     replica: Arc<str>,
     write: redis::Script,
     load: redis::Script,
+    slot: redis::Script,
     /// This replica's exchanges waiting for replies from others.
     exchanges: Arc<Exchanges>,
 }
@@ -115,6 +145,7 @@ impl SharedSessions {
             replica,
             write: redis::Script::new(WRITE),
             load: redis::Script::new(LOAD),
+            slot: redis::Script::new(SLOT),
             exchanges: Arc::new(Exchanges::default()),
         }
     }
@@ -138,6 +169,20 @@ impl SharedSessions {
         format!("{}gone:{id}", self.prefix)
     }
 
+    /// The key of the `max_sessions` slots of the client `caller`.
+    fn slots(&self, caller: &str) -> String {
+        format!("{}slots:{caller}", self.prefix)
+    }
+
+    /// Takes one of `caller`'s `max` session slots for session `id`, counted
+    /// across replicas; `false` when the client holds them all. The slot
+    /// lives as long as the session's record, and goes with [`Self::end`].
+    pub async fn take_slot(&self, caller: &str, id: &str, max: u32) -> Result<bool, Unavailable> {
+        let mut invocation = self.slot.key(self.slots(caller));
+        invocation.arg(self.ttl_ms).arg(max).arg(self.key(id));
+        self.connection.query::<i64>(invocation).await.map(|taken| taken == 1)
+    }
+
     /// The channel every replica hears.
     pub fn bus_channel(&self) -> String {
         format!("{}bus", self.prefix)
@@ -148,14 +193,18 @@ impl SharedSessions {
         format!("{}replica:{replica}", self.prefix)
     }
 
-    async fn write(&self, id: &str, mode: Write, args: &[&str]) -> Result<Refresh, Unavailable> {
+    async fn write(&self, id: &str, caller: Option<&str>, mode: Write, args: &[&str]) -> Result<Refresh, Unavailable> {
         let mut invocation = self.write.key(self.key(id));
         let mode = match mode {
             Write::Whole => "1",
             Write::Update => "0",
             Write::Remove => "d",
         };
-        invocation.key(self.tombstone(id)).arg(self.ttl_ms).arg(mode);
+        invocation.key(self.tombstone(id));
+        if let Some(caller) = caller {
+            invocation.key(self.slots(caller));
+        }
+        invocation.arg(self.ttl_ms).arg(mode);
         for arg in args {
             invocation.arg(*arg);
         }
@@ -170,23 +219,24 @@ impl SharedSessions {
     /// Records a new session, or writes a live one back whole (fields are
     /// added to what is there: grants another replica recorded stay).
     pub async fn put(&self, id: &str, record: &Record) -> Result<Refresh, Unavailable> {
-        self.write(id, Write::Whole, &pairs(&record.fields())).await
+        self.write(id, Some(&record.caller), Write::Whole, &pairs(&record.fields())).await
     }
 
     /// Updates fields of a session's record, if it is there.
     pub async fn update(&self, id: &str, fields: &[(String, String)]) -> Result<Refresh, Unavailable> {
-        self.write(id, Write::Update, &pairs(fields)).await
+        self.write(id, None, Write::Update, &pairs(fields)).await
     }
 
     /// Removes fields of a session's record, if it is there.
     pub async fn remove(&self, id: &str, fields: &[String]) -> Result<Refresh, Unavailable> {
         let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
-        self.write(id, Write::Remove, &fields).await
+        self.write(id, None, Write::Remove, &fields).await
     }
 
-    /// Starts the time of a session's record over, if it is there.
-    pub async fn refresh(&self, id: &str) -> Result<Refresh, Unavailable> {
-        self.write(id, Write::Update, &[]).await
+    /// Starts the time of a session's record over, if it is there (and of
+    /// its `max_sessions` slot, if `caller` holds one for it).
+    pub async fn refresh(&self, id: &str, caller: &str) -> Result<Refresh, Unavailable> {
+        self.write(id, Some(caller), Write::Update, &[]).await
     }
 
     /// The record of session `id`, if there is one.
@@ -214,11 +264,13 @@ impl SharedSessions {
         self.connection.query(cmd).await
     }
 
-    /// Ends session `id` everywhere: its record goes, a tombstone stays for
-    /// one idle timeout, and every replica hears of it.
-    pub async fn end(&self, id: &str) -> Result<(), Unavailable> {
+    /// Ends session `id` of `caller` everywhere: its record and its
+    /// `max_sessions` slot go, a tombstone stays for one idle timeout, and
+    /// every replica hears of it.
+    pub async fn end(&self, id: &str, caller: &str) -> Result<(), Unavailable> {
         let mut pipe = redis::pipe();
         pipe.cmd("DEL").arg(self.key(id)).ignore();
+        pipe.cmd("ZREM").arg(self.slots(caller)).arg(self.key(id)).ignore();
         pipe.cmd("SET").arg(self.tombstone(id)).arg("1").arg("PX").arg(self.ttl_ms).ignore();
         let ended = BusMessage::Ended { session: id.to_owned(), from: self.replica.to_string() };
         pipe.cmd("PUBLISH").arg(self.bus_channel()).arg(ended.encode()).ignore();

@@ -6,7 +6,9 @@
 //! - with `[state] redis_url`, two replicas behind HAProxy count a client's
 //!   `calls_per_minute` and per-tool budgets as one; with Redis stopped
 //!   each counts alone (and says so in `toolgate_limit_fallbacks_total`),
-//!   and once it is back they share again.
+//!   and once it is back they share again;
+//! - a client's `max_sessions` holds across replicas, and an ended session
+//!   frees its place on any of them.
 
 use std::time::Duration;
 
@@ -120,9 +122,7 @@ async fn writes_the_breaker_and_a_daily_budget_each_refuse_in_their_own_words() 
     c.call_tool(&whoami, json!({"n": 2})).await?;
     let r = c.call_tool(&whoami, json!({"n": 3})).await?;
     ensure!(refused_by(&r).as_deref() == Some("per_day"), "{r}");
-    let resets = r["_meta"]["dev.toolgate/limit"]["resetsAt"].as_str().context("resetsAt")?;
-    let midnight = humantime::format_rfc3339_seconds(next_utc_midnight()).to_string();
-    ensure!(resets == midnight, "resets at {resets}, not at {midnight}");
+    resets_at_midnight(&r)?;
     Ok(())
 }
 
@@ -133,9 +133,13 @@ async fn scrape(url: &str) -> Result<String> {
     Ok(response.text().await?)
 }
 
-fn next_utc_midnight() -> std::time::SystemTime {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
-    std::time::UNIX_EPOCH + Duration::from_secs((now / 86_400 + 1) * 86_400)
+/// Checks that a refusal's `resetsAt` is the coming 00:00:00 UTC.
+fn resets_at_midnight(refusal: &Value) -> Result<()> {
+    let resets = refusal["_meta"]["dev.toolgate/limit"]["resetsAt"].as_str().context("resetsAt")?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
+    let midnight = std::time::UNIX_EPOCH + Duration::from_secs((now / 86_400 + 1) * 86_400);
+    ensure!(resets == humantime::format_rfc3339_seconds(midnight).to_string(), "resets at {resets}, not at midnight");
+    Ok(())
 }
 
 // --- Across replicas ----------------------------------------------------------
@@ -271,6 +275,39 @@ async fn calls_per_minute_and_tool_budgets_hold_across_replicas_and_survive_a_re
     Ok(())
 }
 
+#[tokio::test]
+async fn daily_write_and_breaker_budgets_hold_across_replicas() -> Result<()> {
+    let limits = "[[limits]]\ntools = \"*whoami\"\nper_day = 3\n\
+                  [limits.defaults]\nwrite_per_minute = 4\nidentical_calls = { max = 2, window = \"60s\" }\n";
+    let Some(cluster) = replicas(limits).await? else {
+        eprintln!("skipped: no redis-server or haproxy");
+        return Ok(());
+    };
+    let echo = name_of_at(&cluster.balancer.url()).await?;
+    let whoami = echo.replace("echo", "fixture_whoami");
+    let [a, b] = &cluster.urls;
+    let call = |url: &str, id: i64, tool: &str, arguments: Value| {
+        let (url, tool) = (url.to_owned(), tool.to_owned());
+        async move { modern_call(&url, BOB, id, &tool, arguments).await.map(|r| refused_by(&r)) }
+    };
+    // The breaker: the same arguments on one replica, then the other, then a third time.
+    ensure!(call(a, 1, &echo, json!({"text": "same"})).await?.is_none());
+    ensure!(call(b, 2, &echo, json!({"text": "same"})).await?.is_none());
+    ensure!(call(a, 3, &echo, json!({"text": "same"})).await?.as_deref() == Some("identical_calls"));
+    // Writes: four a minute of echo in all, whichever replica.
+    ensure!(call(b, 4, &echo, json!({"text": "b"})).await?.is_none());
+    ensure!(call(a, 5, &echo, json!({"text": "c"})).await?.is_none());
+    ensure!(call(b, 6, &echo, json!({"text": "d"})).await?.as_deref() == Some("write_per_minute"));
+    // Three a day of whoami, whichever replica.
+    for (id, url) in [(7, a), (8, b), (9, a)] {
+        ensure!(call(url, id, &whoami, json!({"n": id})).await?.is_none());
+    }
+    let answer = modern_call(b, BOB, 10, &whoami, json!({"n": 10})).await?;
+    ensure!(refused_by(&answer).as_deref() == Some("per_day"), "{answer}");
+    resets_at_midnight(&answer)?;
+    Ok(())
+}
+
 /// The exposed name of `echo`, asked sessionless at `url`.
 async fn name_of_at(url: &str) -> Result<String> {
     let c = Client::with_bearer(url, ALICE)?;
@@ -285,4 +322,52 @@ async fn name_of_at(url: &str) -> Result<String> {
         .find(|n| n.ends_with("echo"))
         .map(str::to_owned)
         .ok_or_else(|| anyhow!("no echo in {list}"))
+}
+
+#[tokio::test]
+async fn max_sessions_is_counted_across_replicas_and_an_ended_session_frees_its_place() -> Result<()> {
+    const CAROL: &str = "carol-key-0123456789abcdef0";
+    let Some(redis) = RedisServer::start() else {
+        eprintln!("skipped: no redis-server");
+        return Ok(());
+    };
+    let mut gws = Vec::new();
+    for _ in 0..2 {
+        let config = format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n[state]\nredis_url = \"{}\"\n{}{}",
+            redis.url(),
+            client_entry("carol", CAROL, "max_sessions = 2"),
+            fixture()
+        );
+        gws.push(Toolgate::start_raw(&config).await?);
+    }
+    let open = |gw: &Toolgate| {
+        let url = gw.url.clone();
+        async move {
+            let mut c = Client::with_bearer(&url, CAROL)?;
+            c.initialize(json!({})).await.map(|_| c)
+        }
+    };
+    let first = open(&gws[0]).await?;
+    let _second = open(&gws[1]).await?;
+    // A third, on either replica: each has seen only one of her sessions.
+    for gw in &gws {
+        let refused = open(gw).await.err().context("a third session was opened")?;
+        ensure!(refused.to_string().contains("429"), "{refused}");
+    }
+    // Her first session ends (on the replica that holds it): its place is
+    // free on the other.
+    first.delete().await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match open(&gws[1]).await {
+            Ok(_) => break,
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                eprintln!("not yet: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => return Err(e.context("no new session after one ended")),
+        }
+    }
+    Ok(())
 }

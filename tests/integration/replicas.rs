@@ -499,14 +499,14 @@ fn refused_for(answer: &Value, why: &str) -> Result<()> {
 async fn a_retry_that_reaches_another_replica_completes_the_call_held_on_the_first() -> Result<()> {
     const ALICE: &str = "alice-key-0123456789abcdef";
     const BOB: &str = "bob-key-0123456789abcdef-bob";
-    // Two calls a minute, counted on each replica: a retry on B of the call
-    // A holds for Alice is that call, not a third.
-    let clients = client_entry("alice", ALICE, "calls_per_minute = 2") + &client_entry("bob", BOB, "");
+    // Four calls a minute, counted across both replicas (in Redis): a retry
+    // on B of the call A holds for Alice is that call, not another.
+    let clients = client_entry("alice", ALICE, "calls_per_minute = 4") + &client_entry("bob", BOB, "");
     let Some(cluster) = mrtr_cluster(&clients).await? else { return Ok(()) };
     let [a, b] = &cluster.replicas;
     let (alice_a, alice_b) = (Client::with_bearer(&a.url(), ALICE)?, Client::with_bearer(&b.url(), ALICE)?);
     let bob_b = Client::with_bearer(&b.url(), BOB)?;
-    // One of Alice's two calls a minute on B goes now.
+    // Alice's first call of four goes now, on B.
     let echoed = modern_send(&alice_b, &modern_call(1, "echo", json!({"text": "hi"}))).await?;
     ensure!(text_of(&echoed["result"]) == "hi", "{echoed}");
 
@@ -519,11 +519,11 @@ async fn a_retry_that_reaches_another_replica_completes_the_call_held_on_the_fir
     let (payload, tag) = text.split_once('.').context("two parts")?;
     let flipped = if tag.starts_with('A') { "B" } else { "A" };
     let tampered = json!(format!("{payload}.{flipped}{}", &tag[1..]));
-    // Counted (it is no retry of a held call): Alice's second call on B.
+    // Counted (it is no retry of a held call): Alice's third call.
     refused_for(&modern_send(&alice_b, &modern_retry(&first, 4, "Eve", &tampered)).await?, "integrity")?;
 
     // The real retry on B: passed to A, which holds the call, and answered
-    // under the retry's own id. Not counted (else -32015: B's budget is spent).
+    // under the retry's own id. Not counted (see below).
     let asked = Instant::now();
     let done = modern_send(&alice_b, &modern_retry(&first, 5, "Ada", &state)).await?;
     eprintln!("a retry passed from B to A answered in {:?}", asked.elapsed());
@@ -538,8 +538,13 @@ async fn a_retry_that_reaches_another_replica_completes_the_call_held_on_the_fir
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
-    // Single use across replicas: on A (where it was held) and on B, the state is spent.
+    // Single use across replicas: on A (where it was held) the state is
+    // spent. This is Alice's fourth call: had the retry on B counted, it
+    // would be her fifth, refused with -32015 before its state is read.
     refused_for(&modern_send(&alice_a, &modern_retry(&first, 6, "Eve", &state)).await?, "no longer held")?;
+    // And now her four are spent, whichever replica asks.
+    let fifth = modern_send(&alice_b, &modern_call(7, "echo", json!({"text": "fifth"}))).await?;
+    ensure!(fifth["error"]["code"] == -32015, "{fifth}");
     Ok(())
 }
 

@@ -56,16 +56,16 @@ async fn an_update_never_creates_a_record_and_nothing_revives_an_ended_session()
     let fields = vec![("log".to_owned(), "\"info\"".to_owned())];
     // Missing (expired, or lost with Redis's data): the caller writes it whole.
     assert_eq!(store.update("s2", &fields).await.unwrap(), Refresh::Missing);
-    assert_eq!(store.refresh("s2").await.unwrap(), Refresh::Missing);
+    assert_eq!(store.refresh("s2", "key.alice").await.unwrap(), Refresh::Missing);
     assert_eq!(server.command("EXISTS toolgate:session:s2"), ":0", "no half record");
 
     store.put("s2", &record()).await.unwrap();
     assert_eq!(store.update("s2", &fields).await.unwrap(), Refresh::Kept);
     assert_eq!(store.load("s2").await.unwrap().unwrap().state.log_level, Some(json!("info")));
 
-    store.end("s2").await.unwrap();
+    store.end("s2", "key.alice").await.unwrap();
     assert_eq!(store.load("s2").await.unwrap(), None);
-    for answer in [store.put("s2", &record()).await, store.update("s2", &fields).await, store.refresh("s2").await] {
+    for answer in [store.put("s2", &record()).await, store.update("s2", &fields).await, store.refresh("s2", "key.alice").await] {
         assert_eq!(answer.unwrap(), Refresh::Ended);
     }
     assert_eq!(server.command("EXISTS toolgate:session:s2"), ":0", "a write-back does not revive it");
@@ -113,7 +113,30 @@ async fn one_subscription_is_one_field_written_and_removed_and_a_key_of_another_
     assert_eq!(server.command("HEXISTS toolgate:session:s3 s:file:///c"), ":0");
     assert_eq!(store.load("s3").await.unwrap().unwrap().state.subscriptions, ["file:///a"]);
     // A key that is no hash (a tombstone) is no record, and no outage.
-    store.end("s3").await.unwrap();
+    store.end("s3", "key.alice").await.unwrap();
     assert_eq!(store.load("gone:s3").await.unwrap(), None);
     assert!(!store.connection().is_failing());
+}
+
+#[tokio::test]
+async fn max_sessions_slots_are_counted_across_replicas_live_with_the_record_and_end_with_it() {
+    let Some(server) = RedisServer::start() else { return };
+    // Two replicas' stores on one Redis.
+    let (a, b) = (sessions(&server), sessions(&server));
+    assert!(a.take_slot("key.alice", "s1", 2).await.unwrap());
+    assert!(b.take_slot("key.alice", "s2", 2).await.unwrap());
+    assert!(!a.take_slot("key.alice", "s3", 2).await.unwrap(), "a third session on either replica");
+    assert!(!b.take_slot("key.alice", "s3", 2).await.unwrap());
+    assert!(a.take_slot("key.alice", "s1", 2).await.unwrap(), "a session keeps the slot it holds");
+    assert!(b.take_slot("key.bob", "s4", 2).await.unwrap(), "another client is not held back");
+    // The record's writes keep the slot as long as the record.
+    a.put("s1", &record()).await.unwrap();
+    let score = |id: &str| server.command(&format!("ZSCORE toolgate:session:slots:key.alice toolgate:session:{id}"));
+    let before = score("s1");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(b.refresh("s1", "key.alice").await.unwrap(), Refresh::Kept);
+    assert_ne!(score("s1"), before, "the refresh started the slot's time over");
+    // An ended session frees its slot for a new one.
+    b.end("s1", "key.alice").await.unwrap();
+    assert!(a.take_slot("key.alice", "s3", 2).await.unwrap());
 }
