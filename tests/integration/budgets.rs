@@ -173,7 +173,7 @@ async fn replicas(limits: &str) -> Result<Option<Replicas>> {
         let config = format!(
             "[server]\nlisten = \"127.0.0.1:0\"\n[state]\nredis_url = \"{}\"\n[metrics]\nenabled = true\n{limits}\n{}{}{}",
             redis.url(),
-            client_entry("alice", ALICE, "calls_per_minute = 60"),
+            client_entry("alice", ALICE, "calls_per_minute = 12"),
             client_entry("bob", BOB, ""),
             fixture()
         );
@@ -224,19 +224,21 @@ async fn calls_per_minute_and_tool_budgets_hold_across_replicas_and_survive_a_re
     let through = cluster.balancer.url();
     let echo = name_of_at(&through).await?;
     let whoami = echo.replace("echo", "fixture_whoami");
-    // Alice: 60 calls a minute, round-robin over two replicas. 60 pass,
-    // then each replica refuses the next.
+    // Alice: 12 calls a minute (the next one 5 s after a burst, longer
+    // than this part takes even on a loaded machine), round-robin over two
+    // replicas. 12 pass, then each replica refuses the next.
+    let started = std::time::Instant::now();
     let mut passed = 0;
-    for id in 0..60 {
+    for id in 0..12 {
         let answer = modern_call(&through, ALICE, id, &echo, json!({"text": format!("{id}")})).await?;
         if !rate_limited(&answer) {
             passed += 1;
         }
     }
-    ensure!(passed >= 59, "{passed} of 60 calls passed");
+    ensure!(passed >= 11, "{passed} of 12 calls passed");
     for url in &cluster.urls {
-        let answer = modern_call(url, ALICE, 100, &echo, json!({"text": "61st"})).await?;
-        ensure!(rate_limited(&answer), "the 61st call passed on {url}: {answer}");
+        let answer = modern_call(url, ALICE, 100, &echo, json!({"text": "13th"})).await?;
+        ensure!(rate_limited(&answer), "the 13th call passed on {url} after {:?}: {answer}", started.elapsed());
     }
     // A per-tool budget is shared the same way (whoami: four a minute).
     let outcomes = alternate(&cluster, 200, &whoami, 3).await?;

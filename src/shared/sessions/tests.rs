@@ -65,7 +65,9 @@ async fn an_update_never_creates_a_record_and_nothing_revives_an_ended_session()
 
     store.end("s2", "key.alice").await.unwrap();
     assert_eq!(store.load("s2").await.unwrap(), None);
-    for answer in [store.put("s2", &record()).await, store.update("s2", &fields).await, store.refresh("s2", "key.alice").await] {
+    for answer in
+        [store.put("s2", &record()).await, store.update("s2", &fields).await, store.refresh("s2", "key.alice").await]
+    {
         assert_eq!(answer.unwrap(), Refresh::Ended);
     }
     assert_eq!(server.command("EXISTS toolgate:session:s2"), ":0", "a write-back does not revive it");
@@ -131,7 +133,7 @@ async fn max_sessions_slots_are_counted_across_replicas_live_with_the_record_and
     assert!(b.take_slot("key.bob", "s4", 2).await.unwrap(), "another client is not held back");
     // The record's writes keep the slot as long as the record.
     a.put("s1", &record()).await.unwrap();
-    let score = |id: &str| server.command(&format!("ZSCORE toolgate:session:slots:key.alice toolgate:session:{id}"));
+    let score = |id: &str| server.bulk(&format!("ZSCORE toolgate:session:slots:key.alice toolgate:session:{id}"));
     let before = score("s1");
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert_eq!(b.refresh("s1", "key.alice").await.unwrap(), Refresh::Kept);
