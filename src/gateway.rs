@@ -20,7 +20,8 @@
 //!   per-session children;
 //! - [`state`]: what the gateway keeps per downstream session;
 //! - [`catalogs`]: the merged tool catalog, gateway-wide and per session,
-//!   and [`views`], the one handle on it (and on the configuration and the
+//!   built from what [`approved`] (the lock) lets through, and [`views`],
+//!   the one handle on it (and on the configuration and the
 //!   upstream slots) the layers hold;
 //! - [`resolve`]: a request resolved once (the tool, its upstream, the
 //!   caller, a retry's checked state); [`note`], what a request learned on
@@ -50,6 +51,7 @@
 //!   other; [`gauges`], what the metrics read of the live state.
 
 mod admission;
+mod approved;
 mod budgets;
 mod catalogs;
 mod clients;
@@ -135,6 +137,9 @@ pub enum StartError {
     /// configuration built in code may not, and the CA file may be gone).
     #[error("cannot set up the shared state store")]
     StateStore(#[from] crate::shared::OpenError),
+    /// `[disclosure] lock` names a file that cannot be read as a lockfile.
+    #[error(transparent)]
+    Lock(#[from] crate::lock::LockError),
 }
 
 /// How long connecting to an upstream may take at the TCP level.
@@ -241,7 +246,8 @@ impl Gateway {
             Arc::new(SharedSessions::new(connection, &config.state.session_prefix, idle, replica.clone()))
         });
         let declared = Arc::new(crate::concerns::Declared::new(&config.concerns));
-        let catalogs = Catalogs::new(config.disclosure.clone(), declared.clone());
+        let approved = approved::Approved::load(&config.disclosure)?;
+        let catalogs = Catalogs::new(config.disclosure.clone(), declared.clone(), approved);
         let mrtr = Arc::new(mrtr::Translator::new(&config.mrtr, shared.clone()));
         let views = Views::new(config, upstreams, catalogs);
         let disclosure_config = &views.config().disclosure;

@@ -32,6 +32,8 @@
 //! - [`telemetry`]: logging, OpenTelemetry traces and W3C trace context.
 //! - [`tokens`]: token measurement of catalogs (`toolgate tokens`,
 //!   `toolgate forms`).
+//! - [`lock`]: approved tool definitions: the lockfile, drift from it, and
+//!   what is served under `on_drift`.
 //! - [`import`]: other clients' MCP server lists as toolgate TOML (`toolgate import`).
 //!
 //! The `toolgate` binary (`src/main.rs`) is the command line over them.
@@ -47,6 +49,7 @@ pub mod disclosure;
 pub mod gateway;
 pub mod grants;
 pub mod import;
+pub mod lock;
 pub mod metrics;
 pub mod mrtr;
 pub mod shared;

@@ -119,6 +119,13 @@ enum Command {
     /// Gemini CLI server lists (JSON with comments accepted); secrets become
     /// ${VAR} references, listed at the top of the output.
     Import(toolgate::import::cli::ImportArgs),
+    /// Write, check or update the lockfile of approved tool definitions.
+    ///
+    /// Lists every configured upstream's tools and writes them, with their
+    /// digests, to the lockfile (`[disclosure] lock`, else toolgate.lock
+    /// beside the configuration). --diff shows drift from it, --check also
+    /// exits 1 on drift (for CI), --approve takes drift into it.
+    Lock(toolgate::lock::cli::LockArgs),
 }
 
 #[derive(clap::Args)]
@@ -224,6 +231,12 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command, gateway_config: Opti
             std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()).context("writing the forms")
         }
         Command::Import(args) => Ok(toolgate::import::cli::run(&args)?),
+        Command::Lock(args) => {
+            if !runtime.block_on(toolgate::lock::cli::run(&args))? {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
     }
 }
 

@@ -94,6 +94,8 @@ pub struct Metrics {
     gate_refusals: Box<[Counter]>,
     /// Calls routed through the call tool, by upstream and real tool.
     routed_calls: Family<Labels<2>, Counter>,
+    /// Tools whose definitions drifted from the lock, by upstream, tool and kind.
+    tool_drift: Family<Labels<3>, prometheus_client::metrics::gauge::Gauge>,
     /// Calls refused by a per-tool budget, by client and limit.
     limit_refusals: Family<Labels<2>, Counter>,
     /// Calls whose budgets were counted in this process alone because the
@@ -202,6 +204,13 @@ impl Metrics {
             "Tool calls made through the call tool of the search listing, by upstream and the tool called",
             routed_calls.clone(),
         );
+        let tool_drift = Family::<Labels<3>, prometheus_client::metrics::gauge::Gauge>::default();
+        registry.register(
+            "toolgate_tool_drift",
+            "Tools whose definitions differ from the lock ([disclosure] lock), by upstream, tool and kind (changed, \
+             new, renamed, removed): 1 while it lasts",
+            tool_drift.clone(),
+        );
         let limit_refusals = Family::<Labels<2>, Counter>::default();
         registry.register(
             "toolgate_limit_refusals",
@@ -253,6 +262,7 @@ impl Metrics {
             restarts,
             gate_refusals,
             routed_calls,
+            tool_drift,
             limit_refusals,
             limit_fallbacks,
             described,
@@ -385,6 +395,19 @@ impl Metrics {
         }
         let upstream = self.upstream_label(Some(index));
         self.routed_calls.get_or_create(&[("upstream", upstream), ("tool", Label::Name(Arc::from(tool)))]).inc();
+    }
+
+    /// The drift from the lock now (the gauge holds exactly these).
+    pub fn tool_drift(&self, drift: &[(Arc<str>, String, crate::lock::DriftKind)]) {
+        self.tool_drift.clear();
+        for (upstream, tool, kind) in drift {
+            let labels = [
+                ("upstream", Label::Name(upstream.clone())),
+                ("tool", Label::Name(Arc::from(tool.as_str()))),
+                ("kind", Label::Static(kind.as_str())),
+            ];
+            self.tool_drift.get_or_create(&labels).set(1);
+        }
     }
 
     /// A per-tool budget (`limit`) refused a call of `client`.

@@ -257,6 +257,15 @@ pub struct DisclosureConfig {
     /// so its host calls it natively (a changing list defeats prompt
     /// caches). Sessionless clients always use the call tool.
     pub activation: Activation,
+    /// A lockfile of approved tool definitions (`toolgate lock` writes one), relative to the
+    /// configuration file. Unset: every definition is served as the upstream lists it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<std::path::PathBuf>,
+    /// What a definition that drifted from the lock gets: `"hold"` (the default) serves the approved
+    /// definition, refuses calls while its input schema differs and serves no new tool until it is
+    /// approved; `"warn"` serves what the upstream says now. Either way the drift is logged and in
+    /// `toolgate_tool_drift`.
+    pub on_drift: crate::lock::OnDrift,
 }
 
 /// `[disclosure] activation`: how tools found by search become callable.
@@ -300,6 +309,8 @@ impl Default for DisclosureConfig {
             search_tool_name: "search_tools".into(),
             call_tool_name: "call_tool".into(),
             activation: Activation::CallTool,
+            lock: None,
+            on_drift: crate::lock::OnDrift::Hold,
         }
     }
 }

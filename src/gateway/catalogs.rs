@@ -18,6 +18,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::Gateway;
+use super::approved::Approved;
 use super::state::GwSession;
 use super::upstreams::UpstreamHandle;
 use crate::auth::{ClientPolicy, Principal};
@@ -52,11 +53,13 @@ pub struct Catalogs {
     /// The views of restricted client policies of the current catalog, by
     /// policy ([`PolicyKey`]), and the gateway-wide epoch they were made from.
     visible: EpochCache<PolicyKey, PolicyView>,
+    /// The lock in effect, which decides what of each upstream's tools is served.
+    approved: Approved,
 }
 
 impl Catalogs {
     /// An empty catalog (before any upstream has listed its tools).
-    pub fn new(disclosure: DisclosureConfig, concerns: Arc<Declared>) -> Self {
+    pub fn new(disclosure: DisclosureConfig, concerns: Arc<Declared>, approved: Approved) -> Self {
         Self {
             current: ArcSwap::from_pointee(CatalogView { catalog: Catalog::empty(), epoch: 0 }),
             rebuilding: Mutex::new(()),
@@ -65,7 +68,13 @@ impl Catalogs {
             concerns,
             listings: EpochCache::default(),
             visible: EpochCache::default(),
+            approved,
         }
+    }
+
+    /// The lock in effect.
+    pub fn approved(&self) -> &Approved {
+        &self.approved
     }
 
     /// The concerns declared.
@@ -127,7 +136,9 @@ impl Catalogs {
     /// `tools/list_changed` when the served list actually changed.
     pub(crate) fn rebuild(&self, gateway: &Gateway) {
         let _guard = self.rebuilding.lock();
-        let view = self.build(&gateway.upstreams(), |_| None);
+        let (view, served) = self.build(&gateway.upstreams(), |_| None);
+        let drift = self.approved.built(served);
+        gateway.metrics().tool_drift(&drift);
         let old = self.current.load();
         for p in view.catalog.problems() {
             if !old.catalog.problems().contains(p) {
@@ -220,14 +231,26 @@ impl Catalogs {
 
     /// Builds a catalog from every upstream's tools, or `replaced(i)` where
     /// that gives a list.
+    /// What the lock let through of each upstream comes back beside it.
     fn build(
         &self,
         upstreams: &[Arc<UpstreamHandle>],
         replaced: impl Fn(usize) -> Option<Arc<Vec<Value>>>,
-    ) -> CatalogView {
+    ) -> (CatalogView, Vec<(usize, Arc<str>, crate::lock::Served)>) {
         // Slots a reload retired are left out; entries keep naming slots.
         let live: Vec<_> = upstreams.iter().filter(|u| !u.is_retired()).collect();
-        let tools: Vec<_> = live.iter().map(|u| replaced(u.index).unwrap_or_else(|| u.tools())).collect();
+        let mut served = Vec::new();
+        let tools: Vec<_> = live
+            .iter()
+            .map(|u| {
+                let listed = replaced(u.index).unwrap_or_else(|| u.tools());
+                let (tools, approved) = self.approved.serve(&u.config.name, listed);
+                if let Some(approved) = approved {
+                    served.push((u.index, Arc::from(u.config.name.as_str()), approved));
+                }
+                tools
+            })
+            .collect();
         let inputs: Vec<UpstreamTools<'_>> = live
             .iter()
             .zip(&tools)
@@ -235,7 +258,7 @@ impl Catalogs {
             .collect();
         let ids: Vec<usize> = live.iter().map(|u| u.index).collect();
         let catalog = Catalog::build_with_ids(&inputs, Some(&ids), &self.disclosure, &self.concerns);
-        CatalogView { catalog, epoch: self.epochs.fetch_add(1, Ordering::Relaxed) }
+        (CatalogView { catalog, epoch: self.epochs.fetch_add(1, Ordering::Relaxed) }, served)
     }
 
     /// The catalog as `session` sees it: the gateway-wide one, unless one of
@@ -261,7 +284,7 @@ impl Catalogs {
         {
             return (view.clone(), true);
         }
-        let mut view = self.build(upstreams, |i| tools.overrides.get(&i).cloned());
+        let (mut view, _) = self.build(upstreams, |i| tools.overrides.get(&i).cloned());
         if restricted {
             view.catalog = visible_to(&view.catalog, upstreams, principal);
         }

@@ -74,6 +74,14 @@ impl Disclosure {
     }
 
     async fn serve_request<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
+        // A call the lock holds, whatever the tool's mode.
+        if let Some(entry) = cx.resolved.call().and_then(|c| c.entry())
+            && self.views.catalogs().approved().is_held(entry.upstream, &entry.original)
+        {
+            tracing::info!(tool = %entry.exposed, "call refused: the tool's definition changed upstream and awaits approval");
+            cx.note.refused();
+            return Outcome::Result(crate::lock::held_call(&entry.exposed));
+        }
         // No progressive upstream (a reload may add one): the forwarder alone.
         if !self.views.catalogs().current().catalog.has_progressive() {
             return next.run(cx, request).await;

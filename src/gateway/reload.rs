@@ -59,6 +59,9 @@ pub enum ReloadError {
         #[source]
         source: TargetError,
     },
+    /// The lockfile (`[disclosure] lock`) cannot be read.
+    #[error(transparent)]
+    Lock(#[from] crate::lock::LockError),
 }
 
 /// What the gateway keeps for reloads.
@@ -100,6 +103,8 @@ impl Gateway {
             true => Some(Arc::new(Authenticator::new(&new.auth)?)),
             false => None,
         };
+        // The lockfile is read again (an approval since), checked first too.
+        let lock = self.catalogs().approved().reread()?;
 
         let mut slots: Vec<Arc<UpstreamHandle>> = self.upstreams().as_ref().clone();
         let live = |slots: &[Arc<UpstreamHandle>], name: &str| {
@@ -198,7 +203,11 @@ impl Gateway {
             supervise_one(self, up.clone());
         }
         // Tools of removed upstreams leave the list now; changed overrides
-        // apply now (the replacement is seeded with the old tools).
+        // and the lock read again apply now (the replacement is seeded with
+        // the old tools).
+        if let Some(lock) = lock {
+            self.catalogs().approved().replace(lock);
+        }
         self.catalogs().rebuild(self);
         for ((session, lists), (view, uses)) in told.iter_mut().zip(&before) {
             if authenticator.is_some() {

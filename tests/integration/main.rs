@@ -30,6 +30,7 @@ mod interop_matrix;
 mod legacy_upstream;
 mod limits;
 mod listen;
+mod lock;
 mod metrics;
 mod modern;
 mod modern_params;

@@ -115,6 +115,17 @@ impl Tool {
     pub fn definition(&self) -> &Value {
         &self.definition
     }
+
+    /// The same handler under another definition (its name included): a
+    /// server whose definitions changed between releases.
+    pub fn redefined(&self, definition: Value) -> Tool {
+        Tool {
+            name: name_of(&definition),
+            param_headers: param_headers_of(&definition),
+            definition: Arc::new(definition),
+            handler: self.handler.clone(),
+        }
+    }
 }
 
 /// The `Mcp-Param-*` headers a tool definition declares (none if invalid).
