@@ -67,6 +67,9 @@ pub struct ToolEntry {
     pub minimal: Value,
     /// Hash of `full`; stable within a process, changes with the definition.
     pub fingerprint: u64,
+    /// The digest of the upstream's definition as served (`sha256:` of its
+    /// canonical JSON, as in the lockfile): what the audit trail names.
+    pub digest: Arc<str>,
     /// Its concern values (see [`crate::concerns`]), also in `full`'s
     /// `_meta.concerns`.
     pub concerns: Mapping,
@@ -249,6 +252,7 @@ impl Catalog {
                 exposed,
                 mode,
                 fingerprint: forms::fingerprint(&full),
+                digest: Arc::from(crate::lock::digest(f.tool)),
                 full,
                 minimal,
                 concerns: mapping,

@@ -1,6 +1,7 @@
 //! Configuration: the typed model, loading (TOML file, then `TOOLGATE_*`
 //! environment overrides, then `${VAR}` expansion) and validation.
 
+mod audit;
 mod auth;
 mod concerns;
 mod expand;
@@ -15,6 +16,7 @@ mod state;
 mod target;
 mod validate;
 
+pub use audit::{AuditArguments, AuditConfig};
 pub use auth::{AuthConfig, ClientConfig, DEFAULT_CLIENT, JwtConfig, Secret, compile_glob, sha256};
 pub use concerns::{ConcernConfig, ConcernValues};
 pub use limits::{IdenticalCalls, LimitDefaults, ToolLimit, defaults_of as limit_defaults};

@@ -52,6 +52,7 @@
 
 mod admission;
 mod approved;
+mod audited;
 mod budgets;
 mod catalogs;
 mod clients;
@@ -140,6 +141,9 @@ pub enum StartError {
     /// `[disclosure] lock` names a file that cannot be read as a lockfile.
     #[error(transparent)]
     Lock(#[from] crate::lock::LockError),
+    /// `[audit] path` cannot be opened.
+    #[error(transparent)]
+    Audit(#[from] crate::audit::AuditError),
 }
 
 /// How long connecting to an upstream may take at the TCP level.
@@ -249,7 +253,8 @@ impl Gateway {
         let approved = approved::Approved::load(&config.disclosure)?;
         let catalogs = Catalogs::new(config.disclosure.clone(), declared.clone(), approved);
         let mrtr = Arc::new(mrtr::Translator::new(&config.mrtr, shared.clone()));
-        let views = Views::new(config, upstreams, catalogs);
+        let audit = crate::audit::Audit::start(&config.audit, metrics.audit_dropped())?;
+        let views = Views::new(config, upstreams, catalogs, audit);
         let disclosure_config = &views.config().disclosure;
         if let Some(connection) = &connection {
             clients.calls().share(connection.clone(), &views.config().state.key_prefix);
@@ -643,6 +648,12 @@ impl Handler for Gateway {
             },
         };
         let resolved = Resolved::of(self, session, &request, &ctx, routed).await;
+        // A call of a catalog tool is audited with the arguments it was sent.
+        let audited = self
+            .views
+            .audit()
+            .filter(|_| resolved.call().and_then(|c| c.entry()).is_some())
+            .map(|audit| (audit.clone(), request.params.as_ref().and_then(|p| p.get("arguments")).cloned()));
         let cx = Exchange { session, ctx: &ctx, resolved: &resolved, note: &note };
         let end = Terminal { forwarder: &self.forwarder, gateway: self };
         let chain = Then { layer: &self.budgets, next: end };
@@ -652,6 +663,10 @@ impl Handler for Gateway {
         let outcome = Then { layer: &self.policy, next: chain }.run(cx, request).await;
         if let Some(entry) = resolved.call().and_then(|c| c.entry()).filter(|_| routed) {
             self.metrics.routed_call(entry.upstream, &entry.exposed);
+        }
+        if let Some((audit, arguments)) = audited {
+            let answer = (&outcome, &note, started.elapsed());
+            audited::call(&audit, session, &resolved, &self.upstreams(), arguments, answer);
         }
         let counted = metrics::Outcome::of(method, &outcome, note.was_refused(), ctx.cancel.is_cancelled());
         self.metrics.request(method, note.upstream(), counted, started.elapsed(), session.state.client_name());

@@ -12,6 +12,8 @@
 //!   engine and its downstream transports, and the client of upstream
 //!   servers, `toolgate_mcp::client`).
 //! - [`config`]: the TOML model, loading, validation and its JSON Schema.
+//! - [`audit`]: the audit trail (`[audit]`): which definition a model was
+//!   shown, what it called, what was refused, written off the call path.
 //! - [`auth`]: client authentication (API keys, JWT), per-client tool policy
 //!   and limits.
 //! - [`budgets`]: per-tool budgets (`[[limits]]`, the write-tool default,
@@ -40,6 +42,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod audit;
 pub mod auth;
 pub mod budgets;
 pub mod catalog;

@@ -101,6 +101,8 @@ pub struct Metrics {
     /// Calls whose budgets were counted in this process alone because the
     /// shared store did not answer.
     limit_fallbacks: Counter,
+    /// Audit events dropped because the writer's queue was full.
+    audit_dropped: Counter,
     described: Box<[Counter]>,
     fetches: [Counter; 2],
     /// Calls refused for invalid arguments, by upstream and tool.
@@ -224,6 +226,12 @@ impl Metrics {
              answer",
             limit_fallbacks.clone(),
         );
+        let audit_dropped = Counter::default();
+        registry.register(
+            "toolgate_audit_dropped",
+            "Audit events dropped because the audit writer's queue ([audit] queue) was full",
+            audit_dropped.clone(),
+        );
         let described = per_upstream(
             &mut registry,
             "toolgate_described_tools",
@@ -265,6 +273,7 @@ impl Metrics {
             tool_drift,
             limit_refusals,
             limit_fallbacks,
+            audit_dropped,
             described,
             fetches,
             argument_errors,
@@ -420,6 +429,11 @@ impl Metrics {
     /// answer.
     pub fn limit_fallback(&self) {
         self.limit_fallbacks.inc();
+    }
+
+    /// The counter of dropped audit events (the audit trail counts into it).
+    pub fn audit_dropped(&self) -> Counter {
+        self.audit_dropped.clone()
     }
 
     /// The gate refused a call to a tool of upstream `index`.

@@ -124,6 +124,7 @@ fn tool() -> ToolEntry {
         minimal: full.clone(),
         full,
         fingerprint: 0,
+        digest: Arc::from("sha256:0"),
         concerns: Default::default(),
         validate_arguments: false,
     }

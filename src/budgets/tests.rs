@@ -32,6 +32,7 @@ fn tool(name: &str, annotations: Value) -> ToolEntry {
         minimal: full.clone(),
         full,
         fingerprint: 0,
+        digest: Arc::from("sha256:0"),
         concerns: Default::default(),
         validate_arguments: false,
     }

@@ -55,6 +55,9 @@ pub struct Config {
     /// identical-call breaker (see the book's "Limits and defaults").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<super::ToolLimit>,
+    /// `[audit]`: the audit trail of description fetches, calls, refusals, searches and drift.
+    #[serde(default)]
+    pub audit: super::AuditConfig,
 }
 
 /// `[server]`: the downstream endpoint that MCP clients connect to (Streamable HTTP, and legacy

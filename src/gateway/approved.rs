@@ -13,6 +13,7 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use crate::audit::{Audit, Event, Kind};
 use crate::config::DisclosureConfig;
 use crate::lock::{self, DriftKind, LockError, Lockfile, OnDrift};
 
@@ -61,13 +62,19 @@ impl Approved {
     /// a lock, else as the lock and `on_drift` say.
     pub fn serve(&self, name: &str, listed: Arc<Vec<Value>>) -> (Arc<Vec<Value>>, Option<lock::Served>) {
         let Some(lock) = self.lock.load_full() else { return (listed, None) };
+        // Nothing listed yet (an upstream still starting, or down): nothing
+        // to compare, and no approved tool is reported removed for it.
+        if listed.is_empty() {
+            return (listed, None);
+        }
         let served = lock::serve(lock.upstreams.get(name), &listed, self.mode);
         (Arc::new(served.tools.clone()), Some(served))
     }
 
     /// Takes in what the gateway-wide catalog was built with: the calls
     /// held and the drift, by upstream index and name. Returns the drift.
-    pub fn built(&self, upstreams: Vec<(usize, Arc<str>, lock::Served)>) -> Vec<Reported> {
+    /// Drift seen for the first time also goes to the audit trail.
+    pub fn built(&self, upstreams: Vec<(usize, Arc<str>, lock::Served)>, audit: Option<&Audit>) -> Vec<Reported> {
         let mut held = HashSet::new();
         let mut reported = Vec::new();
         for (index, name, served) in upstreams {
@@ -82,6 +89,10 @@ impl Approved {
                         OnDrift::Warn => "warn",
                     };
                     tracing::warn!(upstream = %upstream, tool = %tool, kind, from = ?from, on_drift = mode, schema_changed = drift.schema_changed, "a tool definition drifted from the lock; `toolgate lock --diff` shows it");
+                    if let Some(audit) = audit {
+                        let event = Kind::Drift { upstream: upstream.clone(), tool: tool.clone(), kind };
+                        audit.emit(Event::now(event));
+                    }
                 }
                 reported.push(key);
             }

@@ -52,7 +52,7 @@ impl Layer for BudgetLayer {
                 let limit = exceeded.limit.as_str();
                 let retry_after = exceeded.retry_after;
                 tracing::info!(client = %principal.id(), tool = %entry.exposed, limit, ?retry_after, "call refused: over a per-tool budget");
-                cx.note.refused();
+                cx.note.refused(super::note::Refusal::Budget);
                 self.metrics.limit_refused(principal.name(), limit);
                 Outcome::Result(budgets::refusal::result(&entry.exposed, principal.name(), &exceeded))
             }

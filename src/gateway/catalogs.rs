@@ -137,7 +137,7 @@ impl Catalogs {
     pub(crate) fn rebuild(&self, gateway: &Gateway) {
         let _guard = self.rebuilding.lock();
         let (view, served) = self.build(&gateway.upstreams(), |_| None);
-        let drift = self.approved.built(served);
+        let drift = self.approved.built(served, gateway.views.audit().map(|a| &**a));
         gateway.metrics().tool_drift(&drift);
         let old = self.current.load();
         for p in view.catalog.problems() {

@@ -79,7 +79,7 @@ impl Disclosure {
             && self.views.catalogs().approved().is_held(entry.upstream, &entry.original)
         {
             tracing::info!(tool = %entry.exposed, "call refused: the tool's definition changed upstream and awaits approval");
-            cx.note.refused();
+            cx.note.refused(super::note::Refusal::DriftHold);
             return Outcome::Result(crate::lock::held_call(&entry.exposed));
         }
         // No progressive upstream (a reload may add one): the forwarder alone.
@@ -154,7 +154,7 @@ impl Disclosure {
                 Ok(true) => {}
                 Ok(false) => {
                     tracing::debug!(tool = %name, "call refused until the description is fetched");
-                    cx.note.refused();
+                    cx.note.refused(super::note::Refusal::Gate);
                     self.metrics.gate_refused(entry.upstream);
                     return Outcome::Result(disclosure::description_required(name, view.catalog.describe_tool_name()));
                 }
@@ -204,7 +204,19 @@ impl Disclosure {
         }
         let upstreams = rendered.authorized.iter().filter_map(|(n, _)| view.catalog.get(n)).map(|e| e.upstream);
         self.metrics.descriptions_fetched(Via::Resource, upstreams);
+        self.audit_described(session, &view, rendered.authorized.iter().map(|(n, _)| n.as_str()));
         Outcome::Prepared(rendered.result.clone())
+    }
+
+    /// Tells the audit trail which definitions (by digest) `session` was served.
+    fn audit_described<'n>(&self, session: &GwSession, view: &CatalogView, names: impl Iterator<Item = &'n str>) {
+        let Some(audit) = self.views.audit() else { return };
+        let tools: Vec<_> =
+            names.filter_map(|n| view.catalog.get(n)).map(|e| (e.exposed.clone(), e.digest.clone())).collect();
+        if !tools.is_empty() {
+            let who = super::audited::who(session);
+            audit.emit(crate::audit::Event::now(crate::audit::Kind::Describe { who, tools }));
+        }
     }
 
     /// The synthesized describe tool: the same bodies as the resource, and the
@@ -219,6 +231,7 @@ impl Disclosure {
                 let described = disclosure::describe(&view.catalog, &names);
                 let upstreams: Vec<_> =
                     described.authorized.iter().filter_map(|n| view.catalog.get(n)).map(|e| e.upstream).collect();
+                self.audit_described(session, view, described.authorized.iter().map(String::as_str));
                 if let Err(e) = session.state.grants.grant(&fingerprints(view, described.authorized)).await {
                     return store_unavailable(&e);
                 }

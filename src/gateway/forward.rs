@@ -416,6 +416,7 @@ impl Forwarder {
         }
         // Past the disclosure gate: the arguments against the tool's schema.
         if let Err(invalid) = cx.gateway.check_arguments(entry, params.get("arguments")) {
+            cx.note.refused_with_error(super::note::Refusal::Arguments);
             return Outcome::Result(invalid.tool_result());
         }
         // The upstream's own name, in place (indexing by "name" would copy

@@ -57,6 +57,7 @@ impl Layer for Policy {
                 Err(wait) => {
                     tracing::info!(client = %principal.id(), retry_after = ?wait.0, "request refused: calls_per_minute");
                     self.metrics.limit_refused(principal.name(), "calls_per_minute");
+                    cx.note.refused_with_error(super::note::Refusal::RateLimit);
                     return Outcome::error(super::clients::rate_limited(principal, wait));
                 }
             }

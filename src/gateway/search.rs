@@ -275,6 +275,11 @@ impl Search {
             }
         };
         tracing::debug!(query = ?query, results = tools.len(), "tools searched");
+        if let Some(audit) = self.views.audit() {
+            let returned = tools.iter().filter_map(|t| t["name"].as_str()).map(str::to_owned).collect();
+            let who = super::audited::who(cx.session);
+            audit.emit(crate::audit::Event::now(crate::audit::Kind::Search { who, query: query.clone(), returned }));
+        }
         let structured = json!({"tools": tools});
         Outcome::Result(json!({
             "content": [{"type": "text", "text": structured.to_string()}],

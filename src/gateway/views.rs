@@ -1,6 +1,6 @@
 //! What the layers read of the gateway's live state, and nothing more: the
-//! upstream slots, the catalog a session sees (and lists), and the start-up
-//! wait. One cheap handle, shared by the gateway and the layers, so a layer
+//! upstream slots, the catalog a session sees (and lists), the start-up
+//! wait, and the audit trail they report to. One cheap handle, shared by the gateway and the layers, so a layer
 //! holds its own dependencies instead of the whole [`Gateway`](super::Gateway).
 
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use super::catalogs::{CatalogView, Catalogs};
 use super::startup;
 use super::state::GwSession;
 use super::upstreams::UpstreamHandle;
+use crate::audit::Audit;
 use crate::config::Config;
 
 /// The gateway's live state as the layers read it (clones share it).
@@ -21,15 +22,28 @@ pub struct Views {
     /// The upstream slots (a reload swaps them; see [`super::reload`]).
     upstreams: Arc<ArcSwap<Vec<Arc<UpstreamHandle>>>>,
     catalogs: Arc<Catalogs>,
+    /// The audit trail, with `[audit] enabled`.
+    audit: Option<Arc<Audit>>,
 }
 
 impl Views {
-    pub(super) fn new(config: Config, upstreams: Vec<Arc<UpstreamHandle>>, catalogs: Catalogs) -> Self {
+    pub(super) fn new(
+        config: Config,
+        upstreams: Vec<Arc<UpstreamHandle>>,
+        catalogs: Catalogs,
+        audit: Option<Arc<Audit>>,
+    ) -> Self {
         Self {
             config: Arc::new(ArcSwap::from_pointee(config)),
             upstreams: Arc::new(ArcSwap::from_pointee(upstreams)),
             catalogs: Arc::new(catalogs),
+            audit,
         }
+    }
+
+    /// The audit trail, if it is written.
+    pub fn audit(&self) -> Option<&Arc<Audit>> {
+        self.audit.as_ref()
     }
 
     /// The configuration in effect.

@@ -102,7 +102,7 @@ impl Lockfile {
 }
 
 /// `sha256:<hex>` of `definition`'s canonical JSON (RFC 8785).
-pub fn digest(definition: &Value) -> String {
+pub fn digest<T: Serialize>(definition: &T) -> String {
     let canonical = serde_json_canonicalizer::to_vec(definition).unwrap_or_default();
     let hash = crate::config::sha256(&canonical);
     let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();

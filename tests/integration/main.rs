@@ -10,6 +10,7 @@
 // Test and benchmark drivers have no request spans to carry into their tasks.
 #![allow(clippy::disallowed_methods)]
 
+mod audit;
 mod auth;
 mod budgets;
 mod call_tool;

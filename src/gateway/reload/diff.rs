@@ -67,8 +67,8 @@ impl fmt::Display for Changes {
 /// `[state]`, `[mrtr]` (the held-call table's limits) and `[[concerns]]`
 /// (what sessions were told at `initialize`; the upstreams' and clients'
 /// concern values reload with them).
-pub const RESTART_ONLY: [&str; 9] =
-    ["server", "auth", "metrics", "tracing", "disclosure", "state", "mrtr", "concerns", "limits"];
+pub const RESTART_ONLY: [&str; 10] =
+    ["server", "auth", "metrics", "tracing", "disclosure", "state", "mrtr", "concerns", "limits", "audit"];
 
 /// What changes from `old` to `new`.
 pub fn diff(old: &Config, new: &Config) -> Changes {
@@ -95,6 +95,7 @@ pub fn diff(old: &Config, new: &Config) -> Changes {
         old.mrtr != new.mrtr,
         old.concerns != new.concerns,
         old.limits != new.limits,
+        old.audit != new.audit,
     ];
     changes.needs_restart =
         RESTART_ONLY.iter().zip(sections).filter(|(_, changed)| *changed).map(|(s, _)| *s).collect();
@@ -118,5 +119,6 @@ pub fn effective(old: &Config, new: Config) -> Config {
         mrtr: old.mrtr.clone(),
         concerns: old.concerns.clone(),
         limits: old.limits.clone(),
+        audit: old.audit.clone(),
     }
 }

@@ -85,6 +85,10 @@ async fn run(
 
 /// Loads `path` and puts it in effect, or logs why not.
 async fn reload_from(gateway: &Arc<Gateway>, path: &Path, prepare: fn(&mut Config), trigger: Trigger) {
+    // SIGHUP also reopens the audit file (an external rotation moved it).
+    if let (Trigger::Signal, Some(audit)) = (trigger, gateway.views.audit()) {
+        audit.reopen();
+    }
     let file = path.display();
     let mut config = match crate::config::load(path) {
         Ok(config) => config,

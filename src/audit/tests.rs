@@ -1,0 +1,130 @@
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+
+use super::event::{Call, Event, Kind, Who};
+use super::writer::{Settings, line};
+use super::*;
+use crate::catalog::ToolEntry;
+
+fn settings(arguments: AuditArguments, max_bytes: usize) -> Settings {
+    let redact = AuditConfig::default().redact;
+    Settings { arguments, redact, max_bytes }
+}
+
+fn entry(schema: Value) -> Arc<ToolEntry> {
+    let full = json!({"name": "login", "inputSchema": schema});
+    Arc::new(ToolEntry {
+        upstream: 0,
+        original: "login".into(),
+        exposed: "fx__login".into(),
+        natural: "fx__login".into(),
+        mode: crate::config::Mode::Progressive,
+        minimal: full.clone(),
+        full,
+        fingerprint: 0,
+        digest: Arc::from("sha256:abc"),
+        concerns: Default::default(),
+        validate_arguments: false,
+    })
+}
+
+fn who() -> Who {
+    Who { principal: Arc::from("alice"), client: Arc::from("alice"), session: Some(Arc::from("s1")) }
+}
+
+fn call(arguments: Value, schema: Value) -> Event {
+    Event {
+        time: SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+        kind: Kind::Call(Box::new(Call {
+            who: who(),
+            entry: entry(schema),
+            upstream: Arc::from("fx"),
+            granted: Some(true),
+            routed: false,
+            arguments: Some(arguments),
+            outcome: "ok",
+            result_bytes: Some(42),
+            latency: Duration::from_millis(3),
+        })),
+    }
+}
+
+fn parsed(text: &str) -> Value {
+    serde_json::from_str(text).unwrap()
+}
+
+#[test]
+fn a_call_event_names_its_definition_and_redacts_secrets_by_schema_and_name() {
+    let schema = json!({"type": "object", "properties": {
+        "user": {"type": "string"},
+        "pin": {"type": "string", "writeOnly": true},
+        "pass": {"type": "string", "format": "password"},
+        "nested": {"type": "object", "properties": {"hidden": {"type": "string", "writeOnly": true}}},
+        "items": {"type": "array", "items": {"type": "object", "properties": {"code": {"writeOnly": true}}}},
+    }});
+    let arguments = json!({"user": "ada", "pin": "1234", "pass": "hunter2", "api_token": "t0k",
+        "nested": {"hidden": "x", "shown": "y"}, "items": [{"code": 7, "n": 1}]});
+    let event = parsed(&line(&call(arguments.clone(), schema.clone()), &settings(AuditArguments::Redacted, 16_384)));
+    assert_eq!((event["schema"].as_u64(), event["type"].as_str()), (Some(1), Some("call")));
+    assert_eq!(event["time"], "2027-01-15T08:00:00.000Z");
+    assert_eq!((event["digest"].as_str(), event["granted"].as_bool()), (Some("sha256:abc"), Some(true)));
+    assert_eq!(
+        (event["principal"].as_str(), event["tool"].as_str(), event["upstream"].as_str()),
+        (Some("alice"), Some("fx__login"), Some("fx"))
+    );
+    let args = &event["arguments"];
+    assert_eq!(args["user"], "ada");
+    assert_eq!(args["nested"]["shown"], "y");
+    assert_eq!(args["items"][0]["n"], 1);
+    for secret in
+        [&args["pin"], &args["pass"], &args["api_token"], &args["nested"]["hidden"], &args["items"][0]["code"]]
+    {
+        let text = secret.as_str().unwrap_or_default();
+        assert!(text.starts_with("redacted:") && text.len() == 9 + 12, "{secret}");
+    }
+    assert_eq!(event["arguments_digest"].as_str(), Some(crate::lock::digest(&arguments).as_str()));
+    // none: the digest only; full: as sent.
+    let none = parsed(&line(&call(arguments.clone(), schema.clone()), &settings(AuditArguments::None, 16_384)));
+    assert!(none.get("arguments").is_none() && none["arguments_digest"].is_string());
+    let full = parsed(&line(&call(arguments.clone(), schema), &settings(AuditArguments::Full, 16_384)));
+    assert_eq!(full["arguments"], arguments);
+}
+
+#[test]
+fn an_event_over_max_bytes_leaves_its_arguments_out() {
+    let big = json!({"text": "x".repeat(5000)});
+    let event = parsed(&line(&call(big, json!({})), &settings(AuditArguments::Full, 1024)));
+    assert_eq!(event["truncated"], true);
+    assert!(event.get("arguments").is_none() && event["digest"] == "sha256:abc");
+}
+
+#[tokio::test]
+async fn a_full_queue_drops_and_counts_and_never_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.log");
+    let config = AuditConfig { enabled: true, path: path.display().to_string(), queue: 1, ..AuditConfig::default() };
+    let dropped = Counter::default();
+    let audit = Audit::start(&config, dropped.clone()).unwrap().unwrap();
+    let started = std::time::Instant::now();
+    for _ in 0..10_000 {
+        audit.emit(call(json!({"text": "hi"}), json!({})));
+    }
+    let took = started.elapsed();
+    assert!(dropped.get() > 0, "nothing dropped");
+    eprintln!("10,000 events emitted in {took:?}, {} dropped", dropped.get());
+    drop(audit);
+    // What was not dropped was written, one JSON object per line.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let lines = text.lines().count() as u64;
+        if lines + dropped.get() == 10_000 {
+            assert!(text.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()));
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{lines} lines and {} dropped", dropped.get());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
