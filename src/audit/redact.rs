@@ -81,6 +81,5 @@ fn hashed(value: &Value) -> String {
         Value::String(text) => crate::config::sha256(text.as_bytes()),
         other => crate::config::sha256(&serde_json_canonicalizer::to_vec(other).unwrap_or_default()),
     };
-    let hex: String = hash[..6].iter().map(|b| format!("{b:02x}")).collect();
-    format!("redacted:{hex}")
+    format!("redacted:{}", hex::encode(&hash[..6]))
 }

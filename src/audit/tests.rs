@@ -84,7 +84,9 @@ fn a_call_event_names_its_definition_and_redacts_secrets_by_schema_and_name() {
         let text = secret.as_str().unwrap_or_default();
         assert!(text.starts_with("redacted:") && text.len() == 9 + 12, "{secret}");
     }
-    assert_eq!(event["arguments_digest"].as_str(), Some(crate::lock::digest(&arguments).as_str()));
+    let sent = serde_json::to_vec(&arguments).unwrap();
+    let digest = format!("sha256:{}", hex::encode(crate::config::sha256(&sent)));
+    assert_eq!(event["arguments_digest"].as_str(), Some(digest.as_str()), "of the arguments as sent, secrets included");
     // none: the digest only; full: as sent.
     let none = parsed(&line(&call(arguments.clone(), schema.clone()), &settings(AuditArguments::None, 16_384)));
     assert!(none.get("arguments").is_none() && none["arguments_digest"].is_string());

@@ -267,8 +267,17 @@ fn call_body<'a>(call: &'a Call, settings: &Settings, refused: bool) -> CallBody
         reason: refused.then_some(call.outcome),
         result_bytes: if refused { None } else { call.result_bytes },
         latency_ms: call.latency.as_secs_f64() * 1000.0,
-        arguments_digest: crate::lock::digest(arguments),
+        arguments_digest: arguments_digest(arguments),
         arguments: kept,
         truncated: false,
     }
+}
+
+/// `sha256:` of the arguments' JSON as the client sent them (key order
+/// kept). Not their canonical form, which would cost each call about 2 µs
+/// more (`cargo bench --bench audit`); the identical-call breaker, which
+/// must not tell reordered arguments apart, digests the canonical form.
+fn arguments_digest(arguments: &Value) -> String {
+    let json = serde_json::to_vec(arguments).unwrap_or_default();
+    format!("sha256:{}", hex::encode(crate::config::sha256(&json)))
 }

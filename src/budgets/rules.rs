@@ -165,5 +165,5 @@ pub fn digest(arguments: Option<&Value>) -> String {
     let arguments = arguments.filter(|v| !v.is_null()).unwrap_or(&empty);
     let canonical = serde_json_canonicalizer::to_vec(arguments).unwrap_or_default();
     let hash = crate::config::sha256(&canonical);
-    hash[..16].iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(&hash[..16])
 }

@@ -105,8 +105,7 @@ impl Lockfile {
 pub fn digest<T: Serialize>(definition: &T) -> String {
     let canonical = serde_json_canonicalizer::to_vec(definition).unwrap_or_default();
     let hash = crate::config::sha256(&canonical);
-    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+    format!("sha256:{}", hex::encode(hash))
 }
 
 /// `value` with every object's keys in sorted order (RFC 8785's order), so
