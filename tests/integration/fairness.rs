@@ -18,6 +18,10 @@ use tokio::time::Instant;
 
 use crate::common::*;
 
+/// How long a connection toolgate closes may take to be seen closed, on a
+/// machine loaded with the rest of the suite.
+const CLOSE_WITHIN: Duration = Duration::from_secs(10);
+
 const MAL: &str = "mal-key-0123456789abcdef012";
 const BOB: &str = "bob-key-0123456789abcdef01";
 
@@ -133,7 +137,7 @@ async fn a_client_over_its_session_cap_cannot_lock_another_out() -> Result<()> {
     let told = held.iter().filter(|(_, h)| h.status == 429 && h.closes()).count();
     ensure!(told >= 70, "{told} of 78 refusals carried Connection: close");
     let (mut last, _) = held.pop().context("held")?;
-    ensure!(closed_within(&mut last, Duration::from_secs(2)).await, "a refused connection stayed open");
+    ensure!(closed_within(&mut last, CLOSE_WITHIN).await, "a refused connection stayed open");
     bob_gets_in(&gw).await?;
     // Mal's two streams were never closed for it.
     let mut streams = held.into_iter().filter(|(_, h)| h.status == 200).map(|(tcp, _)| tcp).collect::<Vec<_>>();
@@ -163,7 +167,7 @@ async fn idle_and_half_sent_connections_give_way_to_a_client() -> Result<()> {
     bob_gets_in(&gw).await?;
     // The ones that gave way were closed by toolgate, the oldest first.
     let mut first = idle.swap_remove(0);
-    ensure!(closed_within(&mut first, Duration::from_secs(1)).await, "the oldest idle connection is still open");
+    ensure!(closed_within(&mut first, CLOSE_WITHIN).await, "the oldest idle connection is still open");
     Ok(())
 }
 
@@ -210,9 +214,9 @@ async fn a_peer_or_a_proxied_client_is_held_to_its_own_connections() -> Result<(
     // The idle first connection gives way to this one, which opens a stream.
     let (_stream2, head) = send(port, &legacy_get(port, BOB)).await?;
     ensure!(head.status == 200);
-    ensure!(closed_within(&mut idle, Duration::from_secs(2)).await, "the idle connection did not give way");
+    ensure!(closed_within(&mut idle, CLOSE_WITHIN).await, "the idle connection did not give way");
     let mut third = TcpStream::connect(("127.0.0.1", port)).await?;
-    ensure!(closed_within(&mut third, Duration::from_secs(2)).await, "a third busy connection of the peer");
+    ensure!(closed_within(&mut third, CLOSE_WITHIN).await, "a third busy connection of the peer");
 
     // Behind a trusted proxy (the test itself, on 127.0.0.1): the cap is per
     // forwarded client, and the proxy is not held to it.
@@ -233,7 +237,7 @@ async fn a_peer_or_a_proxied_client_is_held_to_its_own_connections() -> Result<(
     let (mut again, head) = send(port, &post_initialize(port, BOB, &from("203.0.113.1"))).await?;
     ensure!(head.status == 429 && head.closes(), "the first client's second connection: {}", head.text);
     ensure!(head.text.to_ascii_lowercase().contains("retry-after: 1"), "{}", head.text);
-    ensure!(closed_within(&mut again, Duration::from_secs(2)).await);
+    ensure!(closed_within(&mut again, CLOSE_WITHIN).await);
     // Only the right-most untrusted entry names the client: a lie further
     // left is no way around the cap.
     let lie = "X-Forwarded-For: 198.51.100.9, 203.0.113.1\r\n";
