@@ -157,13 +157,11 @@ fn read_only(entry: &ToolEntry) -> bool {
     entry.full.pointer("/annotations/readOnlyHint").and_then(Value::as_bool) == Some(true)
 }
 
-/// The digest of a call's arguments: SHA-256 of their canonical JSON (RFC
-/// 8785), so that key order and number spelling do not tell calls apart.
-/// No arguments and `{}` are the same call.
+/// The digest of a call's arguments, as the lockfile digests a definition
+/// ([`crate::lock::digest`]: their canonical JSON, RFC 8785), so that key
+/// order and number spelling do not tell calls apart. No arguments and `{}`
+/// are the same call.
 pub fn digest(arguments: Option<&Value>) -> String {
     let empty = Value::Object(Default::default());
-    let arguments = arguments.filter(|v| !v.is_null()).unwrap_or(&empty);
-    let canonical = serde_json_canonicalizer::to_vec(arguments).unwrap_or_default();
-    let hash = crate::config::sha256(&canonical);
-    hex::encode(&hash[..16])
+    crate::lock::digest(arguments.filter(|v| !v.is_null()).unwrap_or(&empty))
 }

@@ -2,10 +2,10 @@
 //! tool, its kind and a unified diff of the definitions, pretty-printed
 //! with sorted keys.
 
-use serde_json::Value;
 use similar::TextDiff;
 
 use super::drift::{Drift, DriftKind};
+use super::file::pretty;
 
 /// The report of `drift` of upstream `upstream`.
 pub fn render(upstream: &str, drift: &[Drift]) -> String {
@@ -34,14 +34,4 @@ pub fn render(upstream: &str, drift: &[Drift]) -> String {
         out.push('\n');
     }
     out
-}
-
-fn pretty(value: &Value) -> String {
-    let canonical = serde_json_canonicalizer::to_string(value)
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .unwrap_or_else(|| value.clone());
-    let mut text = serde_json::to_string_pretty(&canonical).unwrap_or_default();
-    text.push('\n');
-    text
 }

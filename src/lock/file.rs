@@ -85,10 +85,7 @@ impl Lockfile {
 
     /// The lockfile as written: pretty JSON, keys sorted, a final newline.
     pub fn to_text(&self) -> String {
-        let value = serde_json::to_value(self).unwrap_or(Value::Null);
-        let mut text = serde_json::to_string_pretty(&canonical(&value)).unwrap_or_default();
-        text.push('\n');
-        text
+        pretty(&serde_json::to_value(self).unwrap_or(Value::Null))
     }
 
     /// Writes it to `path` (a new file renamed over the old one).
@@ -106,6 +103,14 @@ pub fn digest<T: Serialize>(definition: &T) -> String {
     let canonical = serde_json_canonicalizer::to_vec(definition).unwrap_or_default();
     let hash = crate::config::sha256(&canonical);
     format!("sha256:{}", hex::encode(hash))
+}
+
+/// `value` pretty-printed with every object's keys in RFC 8785's order and
+/// a final newline: the lockfile's text, and each side of a drift's diff.
+pub(super) fn pretty(value: &Value) -> String {
+    let mut text = serde_json::to_string_pretty(&canonical(value)).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 /// `value` with every object's keys in sorted order (RFC 8785's order), so
