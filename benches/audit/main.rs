@@ -10,8 +10,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use hdrhistogram::Histogram;
 use serde_json::{Value, json};
+#[path = "../support/timing.rs"]
+mod timing;
+
+use timing::{figures, histogram, micros, p50, record};
 use toolgate::audit::{Call, Event, Kind, Renderer, Who};
 use toolgate::catalog::ToolEntry;
 use toolgate::config::{AuditConfig, Mode};
@@ -65,13 +68,9 @@ fn main() -> Result<()> {
     println!("  on the call's path:    {}", figures(&path));
     println!("  on the writer thread:  {}", figures(&writer));
     println!("  in all:                {}", figures(&total));
-    let p50 = Duration::from_nanos(total.value_at_quantile(0.5));
+    let p50 = p50(&total);
     let verdict = if p50 <= TARGET { "met" } else { "NOT met" };
-    println!(
-        "  target p50 <= {} µs of CPU per call: {verdict} ({:.2} µs)",
-        TARGET.as_micros(),
-        p50.as_secs_f64() * 1e6
-    );
+    println!("  target p50 <= {} µs of CPU per call: {verdict} ({})", TARGET.as_micros(), micros(p50));
     Ok(())
 }
 
@@ -96,17 +95,4 @@ fn entry() -> Arc<ToolEntry> {
         concerns: Default::default(),
         validate_arguments: false,
     })
-}
-
-fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds")
-}
-
-fn record(histogram: &mut Histogram<u64>, took: Duration) {
-    let _ = histogram.record(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1));
-}
-
-fn figures(h: &Histogram<u64>) -> String {
-    let at = |q: f64| format!("{:.2} µs", h.value_at_quantile(q) as f64 / 1000.0);
-    format!("p50 {}, p90 {}, p99 {}", at(0.5), at(0.9), at(0.99))
 }

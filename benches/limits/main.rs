@@ -17,8 +17,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
-use hdrhistogram::Histogram;
 use serde_json::json;
+#[path = "../support/timing.rs"]
+mod timing;
+
+use timing::{figures, histogram, micros, p50, record};
 use toolgate::auth::{ClientPolicy, Principal, PrincipalId, PrincipalKind, ToolPolicy};
 use toolgate::budgets::{Budgets, CallRate, Rules};
 use toolgate::catalog::ToolEntry;
@@ -87,7 +90,6 @@ async fn main() -> Result<()> {
     println!("  per-tool budgets (4), shared: {}", figures(&h[1]));
     println!("  calls_per_minute, local:      {}", figures(&h[2]));
     println!("  calls_per_minute, shared:     {}", figures(&h[3]));
-    let p50 = |h: &Histogram<u64>| Duration::from_nanos(h.value_at_quantile(0.5));
     for (what, local, shared) in [("per-tool budgets", &h[0], &h[1]), ("calls_per_minute", &h[2], &h[3])] {
         let added = p50(shared).saturating_sub(p50(local));
         let verdict = if added <= TARGET { "met" } else { "NOT met" };
@@ -128,28 +130,4 @@ fn tool() -> ToolEntry {
         concerns: Default::default(),
         validate_arguments: false,
     }
-}
-
-fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds")
-}
-
-fn record(histogram: &mut Histogram<u64>, took: Duration) {
-    let _ = histogram.record(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1));
-}
-
-fn micros(d: Duration) -> String {
-    format!("{:.1} µs", d.as_secs_f64() * 1e6)
-}
-
-fn figures(h: &Histogram<u64>) -> String {
-    let at = |q: f64| micros(Duration::from_nanos(h.value_at_quantile(q)));
-    format!(
-        "p50 {}, p90 {}, p99 {}, max {} ({} samples)",
-        at(0.5),
-        at(0.9),
-        at(0.99),
-        micros(Duration::from_nanos(h.max())),
-        h.len()
-    )
 }

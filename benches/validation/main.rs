@@ -21,8 +21,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
-use hdrhistogram::Histogram;
 use serde_json::{Map, Value, json};
+#[path = "../support/timing.rs"]
+mod timing;
+
+use timing::{figures, histogram, micros, p50, record};
 use toolgate::catalog::{Arguments, Catalog, ToolEntry, UpstreamTools, validator_for};
 use toolgate::config::{DisclosureConfig, UpstreamConfig};
 
@@ -103,7 +106,7 @@ fn main() -> Result<()> {
     println!("  check per call, valid:   {}", figures(&valid));
     println!("  check per call, invalid: {} (the refusal's text included)", figures(&invalid));
     println!("  check per call, all:     {}", figures(&all));
-    let p50 = Duration::from_nanos(all.value_at_quantile(0.5));
+    let p50 = p50(&all);
     let verdict = if p50 <= TARGET { "met" } else { "NOT met" };
     println!("  target p50 <= {} µs per call: {verdict} ({})", TARGET.as_micros(), micros(p50));
     Ok(())
@@ -138,30 +141,6 @@ fn corpus() -> Result<Vec<Arc<ToolEntry>>> {
         entries.extend(catalog.tools().cloned());
     }
     Ok(entries)
-}
-
-fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds")
-}
-
-fn record(histogram: &mut Histogram<u64>, took: Duration) {
-    let _ = histogram.record(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1));
-}
-
-fn micros(d: Duration) -> String {
-    format!("{:.1} µs", d.as_secs_f64() * 1e6)
-}
-
-fn figures(h: &Histogram<u64>) -> String {
-    let at = |q: f64| micros(Duration::from_nanos(h.value_at_quantile(q)));
-    format!(
-        "p50 {}, p90 {}, p99 {}, max {} ({} samples)",
-        at(0.5),
-        at(0.9),
-        at(0.99),
-        micros(Duration::from_nanos(h.max())),
-        h.len()
-    )
 }
 
 /// The schema a local `$ref` points to in `root`.
