@@ -28,6 +28,19 @@ mod summary;
 #[cfg(test)]
 mod tests;
 
+/// The catalog entries of `tools` served by an upstream configured as
+/// `config` (its JSON form; `command` added), as the gateway builds them:
+/// for the tests of what reads entries.
+#[cfg(test)]
+pub(crate) fn test_entries(mut config: Value, tools: Vec<Value>) -> Vec<Arc<ToolEntry>> {
+    config["command"] = serde_json::json!("server");
+    let config: UpstreamConfig = serde_json::from_value(config).expect("a valid upstream");
+    let extras = HashMap::new();
+    let catalog =
+        Catalog::build(&[UpstreamTools { config: &config, tools: &tools, extras: &extras }], &Default::default());
+    catalog.tools().cloned().collect()
+}
+
 pub use arguments::{Arguments, InvalidArguments, SchemaError, validator_for};
 pub use extras::{EXTRA_KEYS, Extras, load_extras_dir};
 pub use naming::{MAX_NAME_CHARS, name_problem, natural_name};

@@ -11,13 +11,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde_json::{Value, json};
+#[path = "../support/catalog.rs"]
+mod catalog;
 #[path = "../support/timing.rs"]
 mod timing;
 
 use timing::{figures, histogram, micros, p50, record};
 use toolgate::audit::{Call, Event, Kind, Renderer, Who};
 use toolgate::catalog::ToolEntry;
-use toolgate::config::{AuditConfig, Mode};
+use toolgate::config::AuditConfig;
 
 /// The target: CPU per call, at p50.
 const TARGET: Duration = Duration::from_micros(2);
@@ -80,19 +82,7 @@ fn entry() -> Arc<ToolEntry> {
             .iter()
             .map(|p| ((*p).to_owned(), json!({"type": "string", "description": format!("The {p}")})))
             .collect();
-    let full = json!({"name": "github__create_issue", "description": "Creates an issue.",
+    let definition = json!({"name": "create_issue", "description": "Creates an issue.",
         "inputSchema": {"type": "object", "properties": properties, "required": ["owner", "repo", "title"]}});
-    Arc::new(ToolEntry {
-        upstream: 0,
-        original: "create_issue".into(),
-        exposed: "github__create_issue".into(),
-        natural: "github__create_issue".into(),
-        mode: Mode::Progressive,
-        minimal: full.clone(),
-        full,
-        fingerprint: 0,
-        digest: Arc::from("sha256:0000000000000000000000000000000000000000000000000000000000000000"),
-        concerns: Default::default(),
-        validate_arguments: false,
-    })
+    catalog::entry("github", definition)
 }

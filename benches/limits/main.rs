@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use serde_json::json;
+#[path = "../support/catalog.rs"]
+mod catalog;
 #[path = "../support/timing.rs"]
 mod timing;
 
@@ -25,7 +27,7 @@ use timing::{figures, histogram, micros, p50, record};
 use toolgate::auth::{ClientPolicy, Principal, PrincipalId, PrincipalKind, ToolPolicy};
 use toolgate::budgets::{Budgets, CallRate, Rules};
 use toolgate::catalog::ToolEntry;
-use toolgate::config::{Config, Mode, load_str};
+use toolgate::config::{Config, load_str};
 use toolgate::shared::Connection;
 use toolgate_test_support::redis::RedisServer;
 
@@ -115,19 +117,6 @@ fn principal() -> Principal {
     Principal::new(PrincipalId::new(PrincipalKind::ApiKey, "bench"), Arc::new(policy))
 }
 
-fn tool() -> ToolEntry {
-    let full = json!({"name": "x__search", "inputSchema": {"type": "object"}});
-    ToolEntry {
-        upstream: 0,
-        original: "search".into(),
-        exposed: "x__search".into(),
-        natural: "x__search".into(),
-        mode: Mode::Progressive,
-        minimal: full.clone(),
-        full,
-        fingerprint: 0,
-        digest: Arc::from("sha256:0"),
-        concerns: Default::default(),
-        validate_arguments: false,
-    }
+fn tool() -> Arc<ToolEntry> {
+    catalog::entry("x", json!({"name": "search", "inputSchema": {"type": "object"}}))
 }

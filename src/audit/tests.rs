@@ -14,20 +14,8 @@ fn settings(arguments: AuditArguments, max_bytes: usize) -> Settings {
 }
 
 fn entry(schema: Value) -> Arc<ToolEntry> {
-    let full = json!({"name": "login", "inputSchema": schema});
-    Arc::new(ToolEntry {
-        upstream: 0,
-        original: "login".into(),
-        exposed: "fx__login".into(),
-        natural: "fx__login".into(),
-        mode: crate::config::Mode::Progressive,
-        minimal: full.clone(),
-        full,
-        fingerprint: 0,
-        digest: Arc::from("sha256:abc"),
-        concerns: Default::default(),
-        validate_arguments: false,
-    })
+    let definition = json!({"name": "login", "inputSchema": schema});
+    crate::catalog::test_entries(json!({"name": "fx"}), vec![definition]).remove(0)
 }
 
 fn who() -> Who {
@@ -69,10 +57,12 @@ fn a_call_event_names_its_definition_and_redacts_secrets_by_schema_and_name() {
     let event = parsed(&line(&call(arguments.clone(), schema.clone()), &settings(AuditArguments::Redacted, 16_384)));
     assert_eq!((event["schema"].as_u64(), event["type"].as_str()), (Some(1), Some("call")));
     assert_eq!(event["time"], "2027-01-15T08:00:00.000Z");
-    assert_eq!((event["digest"].as_str(), event["granted"].as_bool()), (Some("sha256:abc"), Some(true)));
+    let digest = entry(schema.clone()).digest.clone();
+    assert!(digest.starts_with("sha256:"), "{digest}");
+    assert_eq!((event["digest"].as_str(), event["granted"].as_bool()), (Some(&*digest), Some(true)));
     assert_eq!(
         (event["principal"].as_str(), event["tool"].as_str(), event["upstream"].as_str()),
-        (Some("alice"), Some("fx__login"), Some("fx"))
+        (Some("alice"), Some("login"), Some("fx"))
     );
     let args = &event["arguments"];
     assert_eq!(args["user"], "ada");
@@ -99,7 +89,7 @@ fn an_event_over_max_bytes_leaves_its_arguments_out() {
     let big = json!({"text": "x".repeat(5000)});
     let event = parsed(&line(&call(big, json!({})), &settings(AuditArguments::Full, 1024)));
     assert_eq!(event["truncated"], true);
-    assert!(event.get("arguments").is_none() && event["digest"] == "sha256:abc");
+    assert!(event.get("arguments").is_none() && event["digest"] == *entry(json!({})).digest);
 }
 
 #[tokio::test]

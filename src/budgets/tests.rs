@@ -21,21 +21,9 @@ fn principal(name: &str, limits: &[ToolLimit]) -> Principal {
     Principal::new(PrincipalId::new(PrincipalKind::ApiKey, name), Arc::new(policy))
 }
 
-fn tool(name: &str, annotations: Value) -> ToolEntry {
-    let full = json!({"name": name, "inputSchema": {"type": "object"}, "annotations": annotations});
-    ToolEntry {
-        upstream: 0,
-        original: name.to_owned(),
-        exposed: name.to_owned(),
-        natural: name.to_owned(),
-        mode: crate::config::Mode::Progressive,
-        minimal: full.clone(),
-        full,
-        fingerprint: 0,
-        digest: Arc::from("sha256:0"),
-        concerns: Default::default(),
-        validate_arguments: false,
-    }
+fn tool(name: &str, annotations: Value) -> Arc<ToolEntry> {
+    let definition = json!({"name": name, "inputSchema": {"type": "object"}, "annotations": annotations});
+    crate::catalog::test_entries(json!({"name": "up"}), vec![definition]).remove(0)
 }
 
 fn budgets(toml_limits: &str) -> Budgets {

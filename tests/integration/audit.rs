@@ -6,7 +6,7 @@
 //! call is still answered.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, ensure};
@@ -22,6 +22,15 @@ fn config(lockfile: &Path, audit: &Path, extra: &str) -> String {
         audit.display().to_string(),
         fixture_upstream("fx", &[], "")
     )
+}
+
+/// The lockfile (written by `toolgate lock`, the fixture's tools approved)
+/// and the audit file, in `dir`.
+async fn locked(dir: &Path) -> Result<(PathBuf, PathBuf)> {
+    let (lockfile, trail) = (dir.join("toolgate.lock"), dir.join("audit.log"));
+    let (ok, out) = crate::lock::lock(dir, &config(&lockfile, &trail, ""), &[]).await?;
+    ensure!(ok, "{out}");
+    Ok((lockfile, trail))
 }
 
 /// The events written so far, once there is one of each of `types`.
@@ -41,12 +50,7 @@ async fn events(path: &Path, types: &[&str]) -> Result<Vec<Value>> {
 #[tokio::test]
 async fn the_trail_names_the_definition_each_call_was_shown_and_keeps_no_secret() -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let (lockfile, trail) = (dir.path().join("toolgate.lock"), dir.path().join("audit.log"));
-    let lock_config = dir.path().join("lock.toml");
-    std::fs::write(&lock_config, config(&lockfile, &trail, ""))?;
-    let out =
-        tokio::process::Command::new(toolgate_exe()).args(["lock", "--config"]).arg(&lock_config).output().await?;
-    ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (lockfile, trail) = locked(dir.path()).await?;
     let lock: Value = serde_json::from_str(&std::fs::read_to_string(&lockfile)?)?;
     let echo_digest = lock["upstreams"]["fx"]["tools"]["echo"]["digest"].as_str().context("echo's digest")?.to_owned();
 
@@ -87,12 +91,7 @@ async fn the_trail_names_the_definition_each_call_was_shown_and_keeps_no_secret(
 #[tokio::test]
 async fn a_flood_through_a_tiny_queue_drops_events_and_every_call_is_answered() -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let (lockfile, trail) = (dir.path().join("toolgate.lock"), dir.path().join("audit.log"));
-    let lock_config = dir.path().join("lock.toml");
-    std::fs::write(&lock_config, config(&lockfile, &trail, ""))?;
-    let out =
-        tokio::process::Command::new(toolgate_exe()).args(["lock", "--config"]).arg(&lock_config).output().await?;
-    ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (lockfile, trail) = locked(dir.path()).await?;
     let gw = Toolgate::start_raw(&config(&lockfile, &trail, "queue = 1")).await?;
     let mut c = Client::new(&gw.url);
     c.initialize(json!({})).await?;

@@ -29,7 +29,7 @@ fn config(path: &Path, drift: bool, extra: &str) -> String {
 
 /// Runs `toolgate lock` with `args` on `config` (written to `dir`); its
 /// exit status and output.
-async fn lock(dir: &Path, config: &str, args: &[&str]) -> Result<(bool, String)> {
+pub(crate) async fn lock(dir: &Path, config: &str, args: &[&str]) -> Result<(bool, String)> {
     let path = dir.join("lock-config.toml");
     std::fs::write(&path, config)?;
     let out =

@@ -1,21 +1,7 @@
-use std::collections::HashMap;
-
 use serde_json::{Value, json};
 
 use super::*;
-use crate::catalog::{Catalog, UpstreamTools};
-use crate::config::UpstreamConfig;
-
-/// The catalog entries of `tools` served by an upstream configured as
-/// `config` (its JSON form; `command` added).
-fn entries(mut config: Value, tools: Vec<Value>) -> Vec<Arc<ToolEntry>> {
-    config["command"] = json!("server");
-    let config: UpstreamConfig = serde_json::from_value(config).expect("a valid upstream");
-    let extras = HashMap::new();
-    let catalog =
-        Catalog::build(&[UpstreamTools { config: &config, tools: &tools, extras: &extras }], &Default::default());
-    catalog.tools().cloned().collect()
-}
+use crate::catalog::test_entries as entries;
 
 /// The entry of one tool of a progressive upstream, with `schema`.
 fn entry(schema: Value) -> Arc<ToolEntry> {
