@@ -30,6 +30,7 @@ use crate::auth::Principal;
 use crate::catalog::ToolEntry;
 use crate::config::Config;
 use crate::shared::Connection;
+use prometheus_client::metrics::counter::Counter;
 
 pub use calls::CallRate;
 pub use rules::{Check, Kind, Limit, Rules};
@@ -65,6 +66,8 @@ pub struct Budgets {
     rules: Rules,
     local: local::Local,
     shared: Option<shared::Shared>,
+    /// Calls counted here alone because Redis did not answer.
+    fallbacks: Counter,
 }
 
 impl Budgets {
@@ -72,38 +75,39 @@ impl Budgets {
     /// is the shared store. `None` when no client can have a budget: no
     /// `[[limits]]`, and no `[auth]` whose clients (now or after a reload)
     /// could set their own.
-    pub fn new(config: &Config, connection: Option<Arc<Connection>>) -> Option<Self> {
+    /// Calls counted here alone because Redis did not answer go into
+    /// `fallbacks` (`toolgate_limit_fallbacks_total`).
+    pub fn new(config: &Config, connection: Option<Arc<Connection>>, fallbacks: Counter) -> Option<Self> {
         let rules = Rules::gateway(&config.limits);
         if rules.is_empty() && !config.auth.is_enabled() {
             return None;
         }
         let shared = connection.map(|c| shared::Shared::new(c, &config.state.key_prefix));
-        Some(Self { rules, local: local::Local::default(), shared })
+        Some(Self { rules, local: local::Local::default(), shared, fallbacks })
     }
 
     /// Takes one call of `entry` by `principal`, with `arguments`, from
-    /// each budget that applies; `Ok(true)` when it was counted only here
-    /// because the shared store did not answer.
+    /// each budget that applies.
     pub async fn take(
         &self,
         principal: &Principal,
         entry: &ToolEntry,
         arguments: Option<&Value>,
-    ) -> Result<bool, Exceeded> {
+    ) -> Result<(), Exceeded> {
         let checks = self.rules.checks(principal, entry, arguments);
         if checks.is_empty() {
-            return Ok(false);
+            return Ok(());
         }
         if let Some(shared) = &self.shared {
             match shared.take(&checks).await {
-                Ok(result) => return result.map(|()| false),
+                Ok(result) => return result,
                 Err(e) => {
                     tracing::debug!(error = %e, "counting a call's budgets here: the shared store does not answer")
                 }
             }
-            return self.local.take(&checks).map(|()| true);
+            self.fallbacks.inc();
         }
-        self.local.take(&checks).map(|()| false)
+        self.local.take(&checks)
     }
 }
 

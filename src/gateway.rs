@@ -257,11 +257,11 @@ impl Gateway {
         let views = Views::new(config, upstreams, catalogs, audit);
         let disclosure_config = &views.config().disclosure;
         if let Some(connection) = &connection {
-            clients.calls().share(connection.clone(), &views.config().state.key_prefix);
+            clients.calls().share(connection.clone(), &views.config().state.key_prefix, metrics.limit_fallbacks());
         }
         let policy =
             clients.is_enabled().then(|| policy::Policy::new(clients.calls().clone(), mrtr.clone(), metrics.clone()));
-        let budgets = crate::budgets::Budgets::new(&views.config(), connection.clone())
+        let budgets = crate::budgets::Budgets::new(&views.config(), connection.clone(), metrics.limit_fallbacks())
             .map(|b| budgets::BudgetLayer::new(b, metrics.clone()));
         let routes = Arc::new(lists::RouteMaps::default());
         let concerns =
@@ -636,7 +636,7 @@ impl Handler for Gateway {
                     // A call like any other in `calls_per_minute`, guesses included.
                     let outcome = match self.policy.is_some() {
                         true => match self.clients.take_calls(&session.state.principal(), 1).await {
-                            Ok(_) => outcome,
+                            Ok(()) => outcome,
                             Err(e) => Outcome::error(e),
                         },
                         false => outcome,

@@ -425,10 +425,11 @@ impl Metrics {
         self.limit_refusals.get_or_create(&[("client", client), ("limit", Label::Static(limit))]).inc();
     }
 
-    /// A call's budgets were counted here alone: the shared store did not
-    /// answer.
-    pub fn limit_fallback(&self) {
-        self.limit_fallbacks.inc();
+    /// Counts calls and sessions counted here alone because the shared
+    /// store did not answer (the budgets and `calls_per_minute` count into
+    /// it themselves).
+    pub fn limit_fallbacks(&self) -> Counter {
+        self.limit_fallbacks.clone()
     }
 
     /// The counter of dropped audit events (the audit trail counts into it).

@@ -33,7 +33,12 @@ fn budgets(toml_limits: &str) -> Budgets {
         limits: Vec<ToolLimit>,
     }
     let doc: Doc = toml::from_str(toml_limits).unwrap();
-    Budgets { rules: Rules::gateway(&doc.limits), local: local::Local::default(), shared: None }
+    Budgets {
+        rules: Rules::gateway(&doc.limits),
+        local: local::Local::default(),
+        shared: None,
+        fallbacks: Default::default(),
+    }
 }
 
 fn limit(tools: &str, per_minute: Option<u32>, per_day: Option<u32>) -> ToolLimit {
@@ -47,7 +52,7 @@ async fn a_tool_budget_per_client_and_tool_refuses_past_its_burst_with_the_wait(
     let (create, other_create, read) =
         (tool("gh__create_issue", json!({})), tool("gh__create_pr", json!({})), tool("gh__get", json!({})));
     for _ in 0..3 {
-        assert_eq!(b.take(&alice, &create, None).await, Ok(false));
+        assert_eq!(b.take(&alice, &create, None).await, Ok(()));
     }
     let refused = b.take(&alice, &create, None).await.unwrap_err();
     assert_eq!((refused.limit, refused.max, &*refused.tools), (Limit::PerMinute, 3, "gh__create_*"));
@@ -57,10 +62,10 @@ async fn a_tool_budget_per_client_and_tool_refuses_past_its_burst_with_the_wait(
         "{refused:?}"
     );
     // Per tool, per client; unmatched tools are free.
-    assert_eq!(b.take(&alice, &other_create, None).await, Ok(false));
-    assert_eq!(b.take(&bob, &create, None).await, Ok(false));
+    assert_eq!(b.take(&alice, &other_create, None).await, Ok(()));
+    assert_eq!(b.take(&bob, &create, None).await, Ok(()));
     for _ in 0..10 {
-        assert_eq!(b.take(&alice, &read, None).await, Ok(false));
+        assert_eq!(b.take(&alice, &read, None).await, Ok(()));
     }
 }
 

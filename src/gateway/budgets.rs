@@ -42,12 +42,7 @@ impl Layer for BudgetLayer {
         let arguments = request.params.as_ref().and_then(|p| p.get("arguments")).filter(|a| !Value::is_null(a));
         let principal = cx.resolved.caller();
         match self.budgets.take(principal, entry, arguments).await {
-            Ok(fell_back) => {
-                if fell_back {
-                    self.metrics.limit_fallback();
-                }
-                next.run(cx, request).await
-            }
+            Ok(()) => next.run(cx, request).await,
             Err(exceeded) => {
                 let limit = exceeded.limit.as_str();
                 let retry_after = exceeded.retry_after;

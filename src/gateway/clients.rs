@@ -105,9 +105,8 @@ impl Clients {
 
     /// Takes `n` calls from `principal`'s `calls_per_minute`, for a request
     /// that makes `n` upstream calls, or refuses it with
-    /// [`codes::RATE_LIMITED`]. `Ok(true)`: counted here alone, the shared
-    /// store did not answer.
-    pub async fn take_calls(&self, principal: &Principal, n: usize) -> Result<bool, ErrorObject> {
+    /// [`codes::RATE_LIMITED`].
+    pub async fn take_calls(&self, principal: &Principal, n: usize) -> Result<(), ErrorObject> {
         let n = NonZeroU32::new(u32::try_from(n).unwrap_or(u32::MAX)).unwrap_or(NonZeroU32::MIN);
         self.calls.take(principal, n).await.map_err(|wait| {
             tracing::info!(client = %principal.id(), retry_after = ?wait.0, calls = n, "request refused: calls_per_minute");

@@ -123,8 +123,8 @@ impl Gateway {
         session
             .state
             .admit_subscriptions(uris.iter().map(String::as_str), self.config().server.max_subscriptions_per_session)?;
-        if !uris.is_empty() && self.clients.take_calls(&principal, uris.len()).await? {
-            self.metrics.limit_fallback();
+        if !uris.is_empty() {
+            self.clients.take_calls(&principal, uris.len()).await?;
         }
         // Held while the stream is open.
         let _slot = self.clients.open_session(&principal)?;

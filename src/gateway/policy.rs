@@ -48,18 +48,11 @@ impl Layer for Policy {
     async fn serve<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
         if counts(&cx, &request) && !self.resumes_held_call(&cx).await {
             let principal = cx.resolved.caller();
-            match self.calls.take(principal, std::num::NonZeroU32::MIN).await {
-                Ok(fell_back) => {
-                    if fell_back {
-                        self.metrics.limit_fallback();
-                    }
-                }
-                Err(wait) => {
-                    tracing::info!(client = %principal.id(), retry_after = ?wait.0, "request refused: calls_per_minute");
-                    self.metrics.limit_refused(principal.name(), "calls_per_minute");
-                    cx.note.refused_with_error(super::note::Refusal::RateLimit);
-                    return Outcome::error(super::clients::rate_limited(principal, wait));
-                }
+            if let Err(wait) = self.calls.take(principal, std::num::NonZeroU32::MIN).await {
+                tracing::info!(client = %principal.id(), retry_after = ?wait.0, "request refused: calls_per_minute");
+                self.metrics.limit_refused(principal.name(), "calls_per_minute");
+                cx.note.refused_with_error(super::note::Refusal::RateLimit);
+                return Outcome::error(super::clients::rate_limited(principal, wait));
             }
         }
         next.run(cx, request).await

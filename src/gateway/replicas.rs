@@ -76,7 +76,7 @@ impl Gateway {
             }
             Err(e) => {
                 tracing::debug!(error = %e, "max_sessions counted on this replica alone: the shared store does not answer");
-                self.metrics.limit_fallback();
+                self.metrics.limit_fallbacks().inc();
                 Ok(())
             }
         }
