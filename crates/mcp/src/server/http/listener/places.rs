@@ -103,14 +103,7 @@ impl Places {
         let at_total = state.open.len() >= self.max;
         if at_peer || at_total {
             let full = if at_peer { Full::Peer } else { Full::Total };
-            let victim = state
-                .open
-                .values()
-                .filter(|o| !at_peer || o.peer == peer)
-                .filter(|o| o.activity.evictable())
-                .min_by_key(|o| o.activity.idle_at())
-                .ok_or(full)?;
-            victim.activity.evict();
+            state.evict_longest_idle(at_peer.then_some(peer)).ok_or(full)?;
         }
         let id = state.next;
         state.next += 1;
@@ -130,13 +123,7 @@ impl Places {
             return Ok(());
         }
         if capped && self.at_cap(&state, peer) {
-            let victim = state
-                .open
-                .values()
-                .filter(|o| o.peer == peer && o.activity.evictable())
-                .min_by_key(|o| o.activity.idle_at())
-                .ok_or(Full::Peer)?;
-            victim.activity.evict();
+            state.evict_longest_idle(Some(peer)).ok_or(Full::Peer)?;
         }
         let now = Instant::now();
         state.release_peer(from, now);
@@ -178,6 +165,18 @@ impl Places {
 }
 
 impl State {
+    /// Asks the connection idle longest (of `peer`, if given) to close;
+    /// `None` when every candidate is busy or asked already.
+    fn evict_longest_idle(&self, peer: Option<IpAddr>) -> Option<()> {
+        let victim = self
+            .open
+            .values()
+            .filter(|o| peer.is_none_or(|p| o.peer == p) && o.activity.evictable())
+            .min_by_key(|o| o.activity.idle_at())?;
+        victim.activity.evict();
+        Some(())
+    }
+
     /// One connection of `peer` less; forgets the peer when nothing of it
     /// needs keeping. Peers kept only for their refusals are bounded: once
     /// they outnumber the open connections, the stale ones are swept, and
