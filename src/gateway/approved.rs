@@ -67,8 +67,10 @@ impl Approved {
         if listed.is_empty() {
             return (listed, None);
         }
-        let served = lock::serve(lock.upstreams.get(name), &listed, self.mode);
-        (Arc::new(served.tools.clone()), Some(served))
+        let mut served = lock::serve(lock.upstreams.get(name), &listed, self.mode);
+        // The definitions go into the catalog; the rest is what `built` reads.
+        let tools = std::mem::take(&mut served.tools);
+        (Arc::new(tools), Some(served))
     }
 
     /// Takes in what the gateway-wide catalog was built with: the calls
