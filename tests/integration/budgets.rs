@@ -373,3 +373,28 @@ async fn max_sessions_is_counted_across_replicas_and_an_ended_session_frees_its_
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn a_host_that_calls_only_listed_tools_meets_the_budget_through_the_call_tool() -> Result<()> {
+    // The search listing: a host's model sees (and may call) only these.
+    let limits = "[disclosure]\nlisting = \"search\"\n[[limits]]\ntools = \"*echo\"\nper_minute = 2\n";
+    let gw = Toolgate::start_with(
+        &fixture_upstream("fx", &[], ""),
+        &format!("[server]\nlisten = \"127.0.0.1:0\"\n{limits}\n{}", client_entry("alice", ALICE, "")),
+    )
+    .await?;
+    let c = alice(&gw).await?;
+    let list = c.result("tools/list", json!({})).await?;
+    let listed: Vec<&str> = list["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
+    ensure!(listed == ["search_tools", "call_tool", "describe_tools"], "{listed:?}");
+    c.call_tool("search_tools", json!({"query": "echo text"})).await?;
+    c.call_tool("describe_tools", json!({"tools": ["echo"]})).await?;
+    let through = |text: &str| c.call_tool("call_tool", json!({"name": "echo", "arguments": {"text": text}}));
+    for text in ["one", "two"] {
+        let r = through(text).await?;
+        ensure!(refused_by(&r).is_none() && r["isError"] != true, "{r}");
+    }
+    let r = through("three").await?;
+    ensure!(refused_by(&r).as_deref() == Some("per_minute"), "the routed call is the call the budget counts: {r}");
+    Ok(())
+}

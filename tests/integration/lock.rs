@@ -131,6 +131,19 @@ async fn drift_is_held_back_until_approved_and_lock_check_fails_on_it() -> Resul
     let (ok, _) = lock(dir.path(), &drifted, &["--check"]).await?;
     ensure!(!ok, "--check passed with drift left");
 
+    // A host that calls only listed tools (the search listing) meets the
+    // same hold through the call tool.
+    let gw = Toolgate::start_raw(&config(&lockfile, true, "listing = \"search\"")).await?;
+    let mut c = Client::new(&gw.url);
+    c.initialize(json!({})).await?;
+    let listed = names(&c.result("tools/list", json!({})).await?);
+    ensure!(listed == ["search_tools", "call_tool", "describe_tools"], "{listed:?}");
+    described(&c, "fixture_rich_definition").await?;
+    let refused =
+        c.call_tool("call_tool", json!({"name": "fixture_rich_definition", "arguments": {"flag": true}})).await?;
+    ensure!(refused["isError"] == true, "{refused}");
+    ensure!(refused["content"][0]["text"].as_str().unwrap_or("").contains("awaits approval"), "{refused}");
+
     // Under warn, what the upstream says now.
     let gw = Toolgate::start_raw(&config(&lockfile, true, "on_drift = \"warn\"")).await?;
     let mut c = Client::new(&gw.url);
