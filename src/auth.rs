@@ -42,7 +42,7 @@ pub use jwt::CLOCK_SKEW;
 pub use limits::{CallLimiter, RetryAfter, SessionGuard, SessionLimiter, TooManySessions};
 pub use metadata::{WELL_KNOWN, protected_resource_metadata, resource_metadata_url, well_known_paths};
 pub use policy::{PolicyError, ToolPolicy};
-pub use principal::{ANONYMOUS, ClientPolicy, Principal, PrincipalId, PrincipalKind};
+pub use principal::{ANONYMOUS, Bearer, ClientPolicy, Principal, PrincipalId, PrincipalKind, UpstreamCredentials};
 
 use crate::config::{AuthConfig, DEFAULT_CLIENT};
 use api_key::ApiKeys;
@@ -252,9 +252,10 @@ impl Authenticator {
         if token.bytes().filter(|b| *b == b'.').count() != 2 {
             return Err(AuthError::InvalidToken(TokenError::Unknown));
         }
-        let name = jwt.verify(token).await?;
-        let policy = self.jwt_policies.get(&name).unwrap_or(&self.jwt_default).clone();
-        Ok(Principal::new(PrincipalId::new(PrincipalKind::Jwt, name), policy))
+        let verified = jwt.verify(token).await?;
+        let policy = self.jwt_policies.get(&verified.name).unwrap_or(&self.jwt_default).clone();
+        let bearer = Bearer::new(token, verified.subject, verified.expires_at);
+        Ok(Principal::new(PrincipalId::new(PrincipalKind::Jwt, verified.name), policy).with_bearer(bearer))
     }
 
     /// `principal` with the policy its client has under this

@@ -5,6 +5,7 @@ mod audit;
 mod auth;
 mod concerns;
 mod expand;
+mod identity;
 mod limits;
 mod load;
 mod model;
@@ -19,6 +20,7 @@ mod validate;
 pub use audit::{AuditArguments, AuditConfig};
 pub use auth::{AuthConfig, ClientConfig, DEFAULT_CLIENT, JwtConfig, Secret, compile_glob, sha256};
 pub use concerns::{ConcernConfig, ConcernValues};
+pub use identity::{ClientAuth, IdentityConfig, IdentityMode, MAX_ASSERTION_LIFETIME, UpstreamIdentity};
 pub use limits::{IdenticalCalls, LimitDefaults, ToolLimit, defaults_of as limit_defaults};
 pub use load::{ConfigError, load, load_str, load_str_in};
 #[cfg(test)]

@@ -144,6 +144,9 @@ pub enum StartError {
     /// `[audit] path` cannot be opened.
     #[error(transparent)]
     Audit(#[from] crate::audit::AuditError),
+    /// `[identity]` keys or `[state] encryption_keys` cannot be used.
+    #[error(transparent)]
+    Identity(#[from] crate::identity::IdentityError),
 }
 
 /// How long connecting to an upstream may take at the TCP level.
@@ -183,6 +186,9 @@ pub struct Gateway {
     /// translation in front of handshake-era upstreams).
     mrtr: Arc<mrtr::Translator>,
     http: reqwest::Client,
+    /// What connections made for a client present upstream
+    /// (`[upstream.identity]`, signed with `[identity]`'s keys).
+    identity: crate::identity::Identity,
     shutdown: CancellationToken,
     metrics: Arc<Metrics>,
     /// The open `subscriptions/listen` streams.
@@ -220,14 +226,6 @@ impl Gateway {
             .redirect(crate::upstream::same_origin_redirects())
             .build()
             .map_err(StartError::HttpClient)?;
-        let upstreams = config
-            .upstreams
-            .iter()
-            .cloned()
-            .zip(targets)
-            .enumerate()
-            .map(|(i, (cfg, target))| Arc::new(UpstreamHandle::configured(i, cfg, target)))
-            .collect();
         let clients = clients::Clients::new(&config)?;
         let names = config.upstreams.iter().map(|u| Arc::from(u.name.as_str())).collect();
         let metrics = Arc::new(Metrics::new(names, config.metrics.enabled));
@@ -243,6 +241,19 @@ impl Gateway {
         if let Some(connection) = &connection {
             connection.count_errors(metrics.state_store_errors());
         }
+        let identity = crate::identity::Identity::new(&config, http.clone(), connection.clone())?;
+        let service = &config.identity.service_subject;
+        let upstreams = config
+            .upstreams
+            .iter()
+            .cloned()
+            .zip(targets)
+            .enumerate()
+            .map(|(i, (cfg, target))| {
+                let target = identity.service_target(&cfg, target, service);
+                Arc::new(UpstreamHandle::configured(i, cfg, target))
+            })
+            .collect();
         let grant_store = GrantStore::from_config(&config.disclosure, &config.state, connection.clone());
         let replica: Arc<str> = Arc::from(&uuid::Uuid::new_v4().simple().to_string()[..12]);
         let shared = connection.clone().filter(|_| config.state.shares_sessions()).map(|connection| {
@@ -287,6 +298,7 @@ impl Gateway {
             shared,
             connection,
             http,
+            identity,
             shutdown: CancellationToken::new(),
             metrics,
             listeners: listeners::Listeners::default(),
@@ -384,7 +396,7 @@ impl Gateway {
     /// configures no credentials: everyone is anonymous). For
     /// [`HttpOptions::admit`](crate::server::http::HttpOptions).
     pub fn admission(&self) -> Option<Arc<dyn Admit>> {
-        self.clients.admission()
+        self.clients.admission(self.identity.subjects())
     }
 
     /// The routes of the RFC 9728 Protected Resource Metadata (with
@@ -392,6 +404,17 @@ impl Gateway {
     /// credentials.
     pub fn metadata_routes(&self) -> Option<axum::Router> {
         self.clients.metadata_routes()
+    }
+
+    /// The route of the JWK Set of toolgate's identity assertions (with
+    /// `[identity] signing_keys`), behind `guard`'s `Host`/`Origin` checks.
+    pub fn jwks_routes(&self, guard: crate::server::http::Guard) -> Option<axum::Router> {
+        self.identity.jwks().map(|jwks| admission::jwks_routes(jwks, guard))
+    }
+
+    /// The identity service (what connections made for a client present).
+    pub(crate) fn identity(&self) -> &crate::identity::Identity {
+        &self.identity
     }
 
     /// Checks the `arguments` of a call to catalog tool `entry` (missing:

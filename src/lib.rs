@@ -22,6 +22,9 @@
 //!   definitions, argument checks).
 //! - [`disclosure`]: the `tool_descriptions` resource, the gate's refusals,
 //!   the `describe_tools` fallback tool.
+//! - [`identity`]: what a connection made for one client presents to an
+//!   upstream: signed identity assertions (and their JWK Set), tokens
+//!   exchanged at the client's identity provider, sealed in Redis.
 //! - [`grants`]: description grants, the tools a client may call, per
 //!   session or in a store (memory or Redis) for sessionless clients.
 //! - [`concerns`]: concern-based filtering (declarations, primitives'
@@ -51,6 +54,7 @@ pub mod config;
 pub mod disclosure;
 pub mod gateway;
 pub mod grants;
+pub mod identity;
 pub mod import;
 pub mod lock;
 pub mod metrics;

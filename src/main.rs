@@ -301,6 +301,9 @@ async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
     if let Some(metadata) = gateway.metadata_routes() {
         app = app.merge(metadata);
     }
+    if let Some(jwks) = gateway.jwks_routes(guard.clone()) {
+        app = app.merge(jwks);
+    }
     let metrics = gateway.config().metrics.clone();
     if metrics.enabled && metrics.listen.is_none() {
         // Behind the MCP endpoint's own checks (see `metrics::serve`).

@@ -111,6 +111,8 @@ fn plural(name: &str) -> String {
     match name {
         "table" => "tables".into(),
         "any" => "values".into(),
+        // `table of strings` → `tables of strings`.
+        other if other.starts_with("table of ") => format!("tables{}", &other["table".len()..]),
         other => format!("{other}s"),
     }
 }

@@ -116,6 +116,8 @@ fn principal() -> Principal {
         calls_per_minute: NonZeroU32::new(100_000_000),
         concerns: Default::default(),
         limits: Rules::default(),
+        upstream: Default::default(),
+        identity_claims: Default::default(),
         generation: 0,
     };
     Principal::new(PrincipalId::new(PrincipalKind::ApiKey, "bench"), Arc::new(policy))

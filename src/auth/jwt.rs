@@ -6,6 +6,7 @@
 //! configured audiences, `exp` is not past and `nbf` (if any) not ahead, both
 //! with [`CLOCK_SKEW`] of tolerance, and the `client_claim` is a usable name.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -48,7 +49,7 @@ impl JwtVerifier {
     }
 
     /// Verifies `token` and returns the value of its client claim.
-    pub(crate) async fn verify(&self, token: &str) -> Result<String, AuthError> {
+    pub(crate) async fn verify(&self, token: &str) -> Result<Verified, AuthError> {
         let invalid = |e: TokenError| AuthError::InvalidToken(e);
         let header = decode_header(token).map_err(|e| invalid(header_error(e.kind())))?;
         if !ALGORITHMS.contains(&header.alg) {
@@ -83,7 +84,10 @@ impl JwtVerifier {
         if !claims.get("iss").is_some_and(Value::is_string) {
             return Err(invalid(TokenError::WrongIssuer));
         }
-        client_name(&claims, &self.client_claim).ok_or(invalid(TokenError::BadClientClaim))
+        let name = client_name(&claims, &self.client_claim).ok_or(invalid(TokenError::BadClientClaim))?;
+        let subject = claims.get("sub").and_then(Value::as_str).map_or_else(|| Arc::from(name.as_str()), Arc::from);
+        let expires_at = claims.get("exp").and_then(Value::as_u64).unwrap_or_default();
+        Ok(Verified { name, subject, expires_at })
     }
 
     fn validation(&self, alg: Algorithm) -> Validation {
@@ -100,6 +104,16 @@ impl JwtVerifier {
 }
 
 /// The claim's value when it is a usable client name.
+/// What a verified token says of its client.
+pub(crate) struct Verified {
+    /// The value of the client claim.
+    pub(crate) name: String,
+    /// Its `sub` (the name when it has none).
+    pub(crate) subject: Arc<str>,
+    /// Its `exp`, Unix seconds.
+    pub(crate) expires_at: u64,
+}
+
 fn client_name(claims: &Map<String, Value>, claim: &str) -> Option<String> {
     let name = claims.get(claim)?.as_str()?;
     let usable = !name.is_empty() && name.len() <= MAX_CLIENT_NAME && !name.chars().any(char::is_control);

@@ -81,6 +81,10 @@ pub struct ClientPolicy {
     pub concerns: ConcernValues,
     /// The client's own per-tool budgets (`limits`), on top of the gateway's.
     pub limits: crate::budgets::Rules,
+    /// Per-upstream credentials of the client (`upstream_headers`, `upstream_env`).
+    pub upstream: UpstreamCredentials,
+    /// Extra claims of the identity assertions made for the client.
+    pub identity_claims: indexmap::IndexMap<String, serde_json::Value>,
     /// The [`Authenticator`](super::Authenticator) that made it (0: none).
     /// A principal whose policy is of an older one than the gateway's
     /// current one is resolved again before it is used (a reload changed
@@ -98,6 +102,8 @@ impl ClientPolicy {
             calls_per_minute: None,
             concerns: ConcernValues::new(),
             limits: crate::budgets::Rules::default(),
+            upstream: UpstreamCredentials::default(),
+            identity_claims: indexmap::IndexMap::new(),
             generation: 0,
         }
     }
@@ -112,6 +118,8 @@ impl ClientPolicy {
             calls_per_minute: client.calls_per_minute.and_then(NonZeroU32::new),
             concerns: client.concerns.clone(),
             limits: crate::budgets::Rules::client(&client.limits),
+            upstream: UpstreamCredentials::of(client),
+            identity_claims: client.identity_claims.clone(),
             generation: 0,
         })
     }
@@ -123,12 +131,107 @@ impl ClientPolicy {
     }
 }
 
+/// A client's own credentials toward upstreams, by upstream name. `Debug`
+/// shows which upstreams, never a value.
+#[derive(Default, PartialEq)]
+pub struct UpstreamCredentials {
+    /// Headers for HTTP upstreams (sensitive values).
+    pub headers: indexmap::IndexMap<String, http::HeaderMap>,
+    /// Environment variables for stdio upstreams.
+    pub env: indexmap::IndexMap<String, indexmap::IndexMap<String, String>>,
+}
+
+impl UpstreamCredentials {
+    /// The credentials of `client` (validation checked the header names and values).
+    fn of(client: &ClientConfig) -> Self {
+        let headers = client
+            .upstream_headers
+            .iter()
+            .map(|(upstream, headers)| {
+                let map = headers
+                    .iter()
+                    .filter_map(|(name, value)| {
+                        let name = http::HeaderName::from_bytes(name.as_bytes()).ok()?;
+                        let mut value = http::HeaderValue::from_str(value.expose()).ok()?;
+                        value.set_sensitive(true);
+                        Some((name, value))
+                    })
+                    .collect();
+                (upstream.clone(), map)
+            })
+            .collect();
+        let env = client
+            .upstream_env
+            .iter()
+            .map(|(upstream, env)| {
+                (upstream.clone(), env.iter().map(|(k, v)| (k.clone(), v.expose().to_owned())).collect())
+            })
+            .collect();
+        Self { headers, env }
+    }
+
+    /// Whether the client has credentials of its own for `upstream`.
+    pub fn has(&self, upstream: &str) -> bool {
+        (!self.headers.is_empty() && self.headers.contains_key(upstream))
+            || (!self.env.is_empty() && self.env.contains_key(upstream))
+    }
+}
+
+impl fmt::Debug for UpstreamCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UpstreamCredentials")
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// The access token a JWT client authenticated with: what a token exchange
+/// trades for an upstream's. `Debug` never shows it.
+pub struct Bearer {
+    token: Box<str>,
+    subject: Arc<str>,
+    /// Unix seconds.
+    expires_at: u64,
+}
+
+impl Bearer {
+    /// A verified token, its `sub` and its `exp`.
+    pub fn new(token: &str, subject: Arc<str>, expires_at: u64) -> Self {
+        Self { token: token.into(), subject, expires_at }
+    }
+
+    /// The token itself. Never log it.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// Its `sub`.
+    pub fn subject(&self) -> &Arc<str> {
+        &self.subject
+    }
+
+    /// How long it stays valid.
+    pub fn remaining(&self) -> std::time::Duration {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        std::time::Duration::from_secs(self.expires_at.saturating_sub(now))
+    }
+}
+
+impl fmt::Debug for Bearer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Bearer(sub={}, <redacted>)", self.subject)
+    }
+}
+
 /// An authenticated client (or the anonymous one) and its policy. Cheap to
-/// clone; carries no credential.
+/// clone. The only credential it carries is a JWT client's access token
+/// ([`Bearer`], kept for token exchange), which `Debug` never shows.
 #[derive(Debug, Clone)]
 pub struct Principal {
     id: PrincipalId,
     policy: Arc<ClientPolicy>,
+    bearer: Option<Arc<Bearer>>,
 }
 
 /// The name of the anonymous principal.
@@ -137,7 +240,18 @@ pub const ANONYMOUS: &str = "anonymous";
 impl Principal {
     /// A principal with `id` under `policy`.
     pub fn new(id: PrincipalId, policy: Arc<ClientPolicy>) -> Self {
-        Self { id, policy }
+        Self { id, policy, bearer: None }
+    }
+
+    /// This principal, with the access token it authenticated with.
+    pub fn with_bearer(mut self, bearer: Bearer) -> Self {
+        self.bearer = Some(Arc::new(bearer));
+        self
+    }
+
+    /// The access token a JWT client authenticated with.
+    pub fn bearer(&self) -> Option<&Arc<Bearer>> {
+        self.bearer.as_ref()
     }
 
     /// The principal used when authentication is off: no restriction.

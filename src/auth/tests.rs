@@ -45,6 +45,9 @@ fn client_entry(name: &str) -> ClientConfig {
         calls_per_minute: None,
         concerns: Default::default(),
         limits: Vec::new(),
+        upstream_headers: Default::default(),
+        upstream_env: Default::default(),
+        identity_claims: Default::default(),
     }
 }
 

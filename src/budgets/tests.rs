@@ -16,6 +16,8 @@ fn principal(name: &str, limits: &[ToolLimit]) -> Principal {
         calls_per_minute: NonZeroU32::new(0),
         concerns: Default::default(),
         limits: Rules::client(limits),
+        upstream: Default::default(),
+        identity_claims: Default::default(),
         generation: 0,
     };
     Principal::new(PrincipalId::new(PrincipalKind::ApiKey, name), Arc::new(policy))

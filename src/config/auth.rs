@@ -99,6 +99,24 @@ pub struct ClientConfig {
     /// `defaults`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<super::ToolLimit>,
+    /// Headers for HTTP upstreams (by `[[upstream]]` name) on every request toolgate makes there
+    /// for this client, replacing the upstream's `headers` of the same name, e.g. `{ github = {
+    /// Authorization = "Bearer ${ALICE_GITHUB_TOKEN}" } }`. The client then gets upstream sessions
+    /// of its own, whatever `sharing` says. The upstream's tool list keeps its own `headers`.
+    #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
+    #[schemars(extend("default" = {}))]
+    pub upstream_headers: indexmap::IndexMap<String, indexmap::IndexMap<String, Secret>>,
+    /// Environment variables for stdio upstreams (by name), merged over the upstream's `env`: the
+    /// client gets children of its own (counted in `max_instances`, stopped when idle), never
+    /// shared with another client.
+    #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
+    #[schemars(extend("default" = {}))]
+    pub upstream_env: indexmap::IndexMap<String, indexmap::IndexMap<String, Secret>>,
+    /// Extra claims in the signed identity assertions toolgate presents for this client
+    /// (`[upstream.identity] mode = "assertion"`); they win over the upstream's `claims`.
+    #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
+    #[schemars(extend("default" = {}))]
+    pub identity_claims: indexmap::IndexMap<String, serde_json::Value>,
 }
 
 fn all_tools() -> Vec<String> {
@@ -380,7 +398,7 @@ fn check_jwt(jwt: &JwtConfig, path: &TomlPath, push: &mut impl FnMut(TomlPath, S
 
 /// An absolute `https://` URL, or `http://` on a loopback host (for tests and
 /// local identity providers). `resource` also refuses a fragment (RFC 8707).
-fn check_public_url(text: &str, resource: bool) -> Result<(), String> {
+pub(super) fn check_public_url(text: &str, resource: bool) -> Result<(), String> {
     let url = url::Url::parse(text).map_err(|e| format!("`{text}` is not a valid URL: {e}"))?;
     match url.scheme() {
         "https" => {}

@@ -254,14 +254,14 @@ fn written_upstream_key(raw: &Value, index: usize, key: &str) -> bool {
     matches!(upstreams.get(index), Some(Value::Dict(_, dict)) if dict.contains_key(key))
 }
 
-/// Makes relative `cwd`, `descriptions_dir`, `auth.jwt.jwks_file` and
-/// `disclosure.lock` absolute against `base`.
+/// Makes relative `cwd`, `descriptions_dir`, `auth.jwt.jwks_file`,
+/// `disclosure.lock` and `identity.signing_keys` absolute against `base`.
 fn resolve_paths(config: &mut Config, base: &Path) {
     let jwks_file = config.auth.jwt.as_mut().and_then(|jwt| jwt.jwks_file.as_mut());
-    let lock = config.disclosure.lock.as_mut();
+    let files = config.disclosure.lock.as_mut().into_iter().chain(config.identity.signing_keys.iter_mut());
     let upstream_paths =
         config.upstreams.iter_mut().flat_map(|u| [u.cwd.as_mut(), u.descriptions_dir.as_mut()]).flatten();
-    for path in upstream_paths.chain(jwks_file).chain(lock) {
+    for path in upstream_paths.chain(jwks_file).chain(files) {
         if path.is_relative() {
             *path = join_clean(base, path);
         }

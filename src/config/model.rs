@@ -58,6 +58,9 @@ pub struct Config {
     /// `[audit]`: the audit trail of description fetches, calls, refusals, searches and drift.
     #[serde(default)]
     pub audit: super::AuditConfig,
+    /// `[identity]`: toolgate as the issuer of the identity assertions upstreams are shown.
+    #[serde(default)]
+    pub identity: super::IdentityConfig,
 }
 
 /// `[server]`: the downstream endpoint that MCP clients connect to (Streamable HTTP, and legacy
@@ -468,6 +471,11 @@ pub struct UpstreamConfig {
     /// set it per tool. A schema that does not compile is logged once and its tool is not checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validate_arguments: Option<bool>,
+    /// HTTP: what the upstream is shown of the client each call is for: a signed assertion, or a
+    /// token from the client's identity provider (see `[upstream.identity]`). Unset: only
+    /// `headers` (and the client's `upstream_headers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<super::UpstreamIdentity>,
 }
 
 impl UpstreamConfig {

@@ -56,6 +56,12 @@ pub struct StateConfig {
     /// instead of the system's roots (a private CA).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ca_file: Option<PathBuf>,
+    /// AES-256-GCM keys (each 32 bytes, base64) for secrets kept in Redis (exchanged upstream
+    /// tokens): the first encrypts, all decrypt, so a key can be rotated in. Without one, nothing
+    /// secret is written to Redis and such caches stay per process. Usually `["${KEY}"]`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("default" = []))]
+    pub encryption_keys: Vec<Secret>,
 }
 
 /// Where client sessions live (`[state] sessions`).
@@ -78,6 +84,7 @@ impl Default for StateConfig {
             username: None,
             password: None,
             ca_file: None,
+            encryption_keys: Vec::new(),
         }
     }
 }
@@ -142,6 +149,15 @@ pub(super) fn check(state: &StateConfig) -> Vec<Problem> {
     }
     if state.key_prefix == state.session_prefix {
         push(root.key("session_prefix"), "must differ from `key_prefix`".into());
+    }
+    for (i, key) in state.encryption_keys.iter().enumerate() {
+        // The key is never echoed.
+        if let Err(e) = crate::identity::sealed::Key::parse(key.expose()) {
+            push(root.key("encryption_keys").index(i), e.to_string());
+        }
+    }
+    if !state.encryption_keys.is_empty() && state.redis_url.is_none() {
+        push(root.key("encryption_keys"), "needs `redis_url` (they encrypt what is kept there)".into());
     }
     out
 }

@@ -98,7 +98,12 @@ impl UpstreamConfig {
                 }
                 match parsed {
                     Some(url) if errors.is_empty() => {
-                        let target = Arc::new(HttpTarget { url, headers, max_message_bytes: self.max_message_bytes });
+                        let target = Arc::new(HttpTarget {
+                            url,
+                            headers,
+                            max_message_bytes: self.max_message_bytes,
+                            credentials: None,
+                        });
                         Ok(match self.transport {
                             HttpTransport::StreamableHttp => Target::StreamableHttp(target),
                             HttpTransport::Sse => Target::Sse(target),

@@ -32,12 +32,21 @@ pub struct Admission {
     authenticator: Arc<ArcSwap<Authenticator>>,
     /// Who every request is without `[auth]`: made once, not per request.
     anonymous: Caller,
+    /// Where the access tokens of JWT clients are kept for token exchange
+    /// (when an upstream trades them): the newest one each presented.
+    subjects: Option<crate::identity::Subjects>,
 }
 
 impl Admission {
     /// A hook that authenticates with `authenticator`.
     pub fn new(authenticator: Arc<ArcSwap<Authenticator>>) -> Self {
-        Self { authenticator, anonymous: caller(Principal::anonymous()) }
+        Self { authenticator, anonymous: caller(Principal::anonymous()), subjects: None }
+    }
+
+    /// This hook, keeping each JWT client's newest access token in `subjects`.
+    pub fn keeping_tokens(mut self, subjects: Option<crate::identity::Subjects>) -> Self {
+        self.subjects = subjects;
+        self
     }
 }
 
@@ -50,7 +59,12 @@ impl Admit for Admission {
         }
         Box::pin(async move {
             match authenticator.authenticate_headers(headers).await {
-                Ok(principal) => Ok(caller(principal)),
+                Ok(principal) => {
+                    if let Some(subjects) = &self.subjects {
+                        subjects.note(&principal);
+                    }
+                    Ok(caller(principal))
+                }
                 Err(error) => Err(refusal(&authenticator, &error)),
             }
         })
@@ -119,3 +133,30 @@ pub fn metadata_routes(jwt: &JwtConfig, server_path: &str) -> Router {
     }
     router
 }
+
+/// `GET /.well-known/jwks.json`: the public keys of toolgate's identity
+/// assertions (`[identity] signing_keys`), for upstreams to verify them. No
+/// credential is needed, but the `Host`/`Origin` checks apply as on the MCP
+/// endpoint.
+pub fn jwks_routes(jwks: bytes::Bytes, guard: crate::server::http::Guard) -> Router {
+    let serve = move |request: axum::extract::Request| {
+        let (jwks, checked) = (jwks.clone(), guard.check(request.headers(), request.uri()));
+        async move {
+            if let Err(why) = checked {
+                tracing::warn!(%why, "JWKS request refused (DNS-rebinding protection)");
+                let mut response = Response::new(Body::from(format!("Forbidden: {why}\n")));
+                *response.status_mut() = StatusCode::FORBIDDEN;
+                return response;
+            }
+            let mut response = Response::new(Body::from(jwks));
+            let headers = response.headers_mut();
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/jwk-set+json"));
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("max-age=60"));
+            response
+        }
+    };
+    Router::new().route(JWKS_PATH, axum::routing::get(serve))
+}
+
+/// Where the JWK Set of toolgate's identity assertions is served.
+pub const JWKS_PATH: &str = "/.well-known/jwks.json";

@@ -88,9 +88,11 @@ impl Clients {
 
     /// The admission hook for the HTTP transports (`None`: everyone is
     /// anonymous).
-    pub fn admission(&self) -> Option<Arc<dyn Admit>> {
+    /// `subjects` keeps the access tokens of JWT clients, for the token
+    /// exchanges made for them.
+    pub fn admission(&self, subjects: Option<crate::identity::Subjects>) -> Option<Arc<dyn Admit>> {
         let authenticator = self.authenticator.clone()?;
-        Some(Arc::new(Admission::new(authenticator)))
+        Some(Arc::new(Admission::new(authenticator).keeping_tokens(subjects)))
     }
 
     /// The RFC 9728 metadata routes, with `[auth.jwt]`.

@@ -12,7 +12,9 @@ use super::events::SessionEvents;
 use super::instances::stop_when_idle;
 use super::state::GwSession;
 use super::upstreams::UpstreamHandle;
-use crate::auth::{PrincipalId, PrincipalKind};
+use crate::auth::{Principal, PrincipalKind};
+use crate::config::Target;
+use crate::identity::Identity;
 use crate::protocol::method;
 use crate::upstream::modern::ClientContext;
 use crate::upstream::toolgate_info;
@@ -28,12 +30,18 @@ use crate::upstream::{self, Call, ClientHello, ConnectOptions, Connections, Peer
 /// stopped after `instance_idle_timeout` without calls. Without `[auth]`
 /// there is one client (anonymous): its sessionless calls use the
 /// upstream's control connection, toolgate's own session with it.
+///
+/// A client with credentials of its own for the upstream
+/// (`upstream_headers`, `upstream_env`, or the upstream's `identity`) never
+/// shares an upstream session with another client: its sessions get their
+/// own, whatever `sharing` says, and so do its sessionless calls.
 pub(crate) fn for_call<'a>(
     gateway: &'a Arc<Gateway>,
     session: &'a Arc<GwSession>,
     up: &'a Arc<UpstreamHandle>,
 ) -> CallConnections<'a> {
-    if up.is_shared() || session.is_sessionless() {
+    let shared = up.is_shared() && !Identity::is_personal(&up.config, &session.state.principal_ref());
+    if shared || session.is_sessionless() {
         return unowned(gateway, session, up.clone());
     }
     CallConnections::PerSession { gateway, session, up }
@@ -47,14 +55,14 @@ pub(crate) fn unowned(
     session: &GwSession,
     up: Arc<UpstreamHandle>,
 ) -> CallConnections<'static> {
-    if up.is_shared() {
+    let principal = session.state.principal();
+    if up.is_shared() && !Identity::is_personal(&up.config, &principal) {
         return CallConnections::Shared(up);
     }
-    let client = session.state.principal_ref().id().clone();
-    match client.kind() {
+    match principal.kind() {
         PrincipalKind::Anonymous => CallConnections::Shared(up),
         PrincipalKind::ApiKey | PrincipalKind::Jwt => {
-            CallConnections::PerClient(ClientConnection { gateway: gateway.clone(), up, client })
+            CallConnections::PerClient(ClientConnection { gateway: gateway.clone(), up, principal })
         }
     }
 }
@@ -74,7 +82,7 @@ pub(crate) enum CallConnections<'a> {
 pub(crate) struct ClientConnection {
     gateway: Arc<Gateway>,
     up: Arc<UpstreamHandle>,
-    client: PrincipalId,
+    principal: Principal,
 }
 
 impl Connections for CallConnections<'_> {
@@ -116,7 +124,7 @@ impl ClientConnection {
         if up.control().is_none() {
             return Err(up.unavailable());
         }
-        let slot = up.client_slot(&self.client);
+        let slot = up.client_slot(self.principal.id());
         let mut slot = slot.lock().await;
         if let Some(peer) = slot.as_ref().filter(|p| !p.is_closed()) {
             return Ok(peer.clone());
@@ -133,14 +141,16 @@ impl ClientConnection {
         // session owns it: what the upstream sends outside a call reaches
         // no one (requests are refused).
         let events = SessionEvents::new(Arc::downgrade(&self.gateway), Weak::new(), up.index);
-        let span = tracing::info_span!(parent: None, "upstream", upstream = %up.label, client = %self.client);
-        let peer = open_own(&self.gateway, up, up.control_hello(), events, span).await?;
-        tracing::debug!(upstream = %up.label, client = %self.client, "opened a client's upstream session for its sessionless calls");
+        let client = self.principal.id();
+        let span = tracing::info_span!(parent: None, "upstream", upstream = %up.label, %client);
+        let target = target_for(&self.gateway, up, &self.principal);
+        let peer = open_own(&self.gateway, up, target, up.control_hello(), events, span).await?;
+        tracing::debug!(upstream = %up.label, %client, "opened a client's upstream session for its sessionless calls");
         if up.instances.is_none() {
             // Nothing else ends it (no session does): stopped when idle.
             stop_when_idle(peer.clone(), up.config.instance_idle_timeout);
         }
-        let (up, client, closing) = (self.up.clone(), self.client.clone(), peer.clone());
+        let (up, client, closing) = (self.up.clone(), client.clone(), peer.clone());
         crate::spawn(async move {
             closing.closed().cancelled().await;
             up.forget_client(&client, &closing);
@@ -193,7 +203,8 @@ async fn open_session_connection(
     let events = SessionEvents::new(Arc::downgrade(gateway), Arc::downgrade(session), index);
     // The connection's tasks outlive this request: they get a span of their own.
     let span = tracing::info_span!(parent: None, "upstream", upstream = %up.label, session = session.id());
-    let peer = open_own(gateway, up, session_hello(session, up.config.forward_roots), events, span).await?;
+    let target = target_for(gateway, up, &session.state.principal());
+    let peer = open_own(gateway, up, target, session_hello(session, up.config.forward_roots), events, span).await?;
     tracing::debug!(upstream = %up.label, "opened a per-session upstream session");
     // A modern upstream takes the level on each request instead.
     let takes_level = peer.hello().is_some_and(|h| h.has("logging") && h.modern.is_none());
@@ -211,6 +222,7 @@ async fn open_session_connection(
 async fn open_own(
     gateway: &Gateway,
     up: &Arc<UpstreamHandle>,
+    target: Target,
     hello: ClientHello,
     events: SessionEvents,
     span: tracing::Span,
@@ -232,7 +244,7 @@ async fn open_own(
         era: Some(up.era.clone()),
         control: false,
     };
-    let peer = upstream::connect(&up.target, gateway.http(), options).instrument(span).await?;
+    let peer = upstream::connect(&target, gateway.http(), options).instrument(span).await?;
     if up.is_retired() {
         // A reload removed or replaced the upstream while this connected.
         peer.shutdown().await;
@@ -242,6 +254,15 @@ async fn open_own(
         instances.hold(peer.clone(), place);
     }
     Ok(peer)
+}
+
+/// Where a connection of `up` made for `principal` goes: the upstream's
+/// target, with the client's own credentials when it has some.
+fn target_for(gateway: &Gateway, up: &UpstreamHandle, principal: &Principal) -> Target {
+    match Identity::is_personal(&up.config, principal) {
+        true => gateway.identity().personal_target(&up.config, &up.target, principal),
+        false => up.target.clone(),
+    }
 }
 
 /// What a call to a modern upstream says of the client it is for (when the

@@ -1,5 +1,6 @@
-//! The child processes of a `sharing = "per_session"` stdio upstream, held
-//! to `max_instances`: each session's child takes a place for as long as it
+//! The child processes of a `sharing = "per_session"` stdio upstream (and
+//! those of clients with an `upstream_env` of their own), held to
+//! `max_instances`: each session's child takes a place for as long as it
 //! runs; a child with no call for `instance_idle_timeout` is stopped, which
 //! frees its place (the session gets a new child on its next call); and a
 //! session that finds every place taken waits at most `instance_wait` for
@@ -13,7 +14,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
-use crate::config::{Sharing, Target, UpstreamConfig};
+use crate::config::{Target, UpstreamConfig};
 use crate::upstream::{Peer, UpstreamError};
 
 /// The places for one upstream's per-session children.
@@ -25,9 +26,11 @@ pub(crate) struct Instances {
 }
 
 impl Instances {
-    /// The places of `config`'s upstream, if it runs a child per session.
+    /// The places of `config`'s upstream, if it is a stdio one: children
+    /// per session (`per_session`), or per client with an `upstream_env`
+    /// of its own (any `sharing`).
     pub(crate) fn of(config: &UpstreamConfig, target: &Target) -> Option<Self> {
-        if config.sharing != Sharing::PerSession || !matches!(target, Target::Stdio(_)) {
+        if !matches!(target, Target::Stdio(_)) {
             return None;
         }
         let max = config.max_instances.max(1);

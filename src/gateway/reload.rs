@@ -41,8 +41,9 @@ use super::Gateway;
 use super::state::GwSession;
 use super::supervise::supervise_one;
 use super::upstreams::UpstreamHandle;
-use crate::auth::{Authenticator, Principal};
-use crate::config::{Config, TargetError};
+use crate::auth::{Authenticator, Principal, PrincipalId, PrincipalKind};
+use crate::config::{ClientConfig, Config, DEFAULT_CLIENT, TargetError};
+use crate::identity::Identity;
 use crate::jsonrpc::{Message, Notification};
 use crate::protocol::method;
 
@@ -90,6 +91,7 @@ impl Gateway {
         let old = self.config();
         let changes = diff::diff(&old, &new);
         let new = diff::effective(&old, new);
+        let recredentialed = recredentialed(&old, &new);
         // Every target first: one bad target refuses the whole reload.
         let mut targets = HashMap::new();
         for up in new.upstreams.iter().filter(|u| changes.starts(&u.name)) {
@@ -106,6 +108,8 @@ impl Gateway {
         // The lockfile is read again (an approval since), checked first too.
         let lock = self.catalogs().approved().reread()?;
 
+        // `[identity]` needs a restart: the running one signs.
+        let old_identity_subject = old.identity.service_subject.clone();
         let mut slots: Vec<Arc<UpstreamHandle>> = self.upstreams().as_ref().clone();
         let live = |slots: &[Arc<UpstreamHandle>], name: &str| {
             slots.iter().position(|u| !u.is_retired() && u.config.name == name)
@@ -129,6 +133,7 @@ impl Gateway {
                     (reused.unwrap_or(slots.len()), None)
                 }
             };
+            let target = self.identity().service_target(cfg, target, &old_identity_subject);
             let handle = Arc::new(UpstreamHandle::configured(index, cfg.clone(), target));
             if let Some(old) = old {
                 handle.seed_from(&old);
@@ -175,9 +180,22 @@ impl Gateway {
         if let Some(authenticator) = &authenticator {
             self.clients.replace_authenticator(authenticator.clone());
         }
+        // Connections made with a client's old credentials end: the next
+        // call opens one with the new ones.
+        if !recredentialed.is_empty() {
+            for up in slots.iter().filter(|u| !u.is_retired()) {
+                peers.extend(up.take_connections_of(|id| recredentialed.iter().any(|c| c.covers(id))));
+            }
+        }
         for session in &sessions {
             if let Some(authenticator) = &authenticator {
-                match authenticator.refreshed(&session.state.principal()) {
+                let before = session.state.principal();
+                if recredentialed.iter().any(|c| c.covers(before.id())) {
+                    for up in slots.iter().filter(|u| Identity::is_personal(&u.config, &before)) {
+                        peers.extend(session.state.take_connection(up.index).await);
+                    }
+                }
+                match authenticator.refreshed(&before) {
                     Some(principal) => session.state.set_principal(principal),
                     None => {
                         tracing::info!(
@@ -304,4 +322,38 @@ impl ListsChanged {
 /// The lists `up` contributes besides tools.
 fn lists_of(up: &UpstreamHandle) -> ListsChanged {
     ListsChanged { resources: up.has("resources"), prompts: up.has("prompts") }
+}
+
+/// A client entry whose credentials toward upstreams a reload changed or
+/// removed.
+struct Recredentialed {
+    name: String,
+    /// The `default` entry: every JWT client without an entry of its own.
+    default: bool,
+    /// The names of the entries that exist (for `default`).
+    named: Arc<std::collections::HashSet<String>>,
+}
+
+impl Recredentialed {
+    fn covers(&self, id: &PrincipalId) -> bool {
+        match self.default {
+            true => id.kind() == PrincipalKind::Jwt && !self.named.contains(id.name()),
+            false => id.name() == self.name && id.kind() != PrincipalKind::Anonymous,
+        }
+    }
+}
+
+/// The client entries whose `upstream_headers`, `upstream_env` or
+/// `identity_claims` differ between `old` and `new` (or that are gone).
+fn recredentialed(old: &Config, new: &Config) -> Vec<Recredentialed> {
+    let credentials =
+        |c: &ClientConfig| (c.upstream_headers.clone(), c.upstream_env.clone(), c.identity_claims.clone());
+    let named: Arc<std::collections::HashSet<String>> =
+        Arc::new(new.auth.clients.iter().map(|c| c.name.clone()).collect());
+    old.auth
+        .clients
+        .iter()
+        .filter(|o| new.auth.clients.iter().find(|n| n.name == o.name).is_none_or(|n| credentials(n) != credentials(o)))
+        .map(|o| Recredentialed { name: o.name.clone(), default: o.name == DEFAULT_CLIENT, named: named.clone() })
+        .collect()
 }

@@ -147,6 +147,17 @@ impl UpstreamHandle {
         }
     }
 
+    /// The sessionless connections of the clients `which` picks, taken out
+    /// (a reload changed their credentials, or removed them).
+    pub(crate) fn take_connections_of(&self, which: impl Fn(&PrincipalId) -> bool) -> Vec<Arc<Peer>> {
+        let slots: Vec<ConnectionSlot> = {
+            let mut connections = self.client_connections.lock();
+            let picked: Vec<PrincipalId> = connections.keys().filter(|id| which(id)).cloned().collect();
+            picked.iter().filter_map(|id| connections.remove(id)).collect()
+        };
+        slots.iter().filter_map(|slot| slot.try_lock().ok().and_then(|mut held| held.take())).collect()
+    }
+
     /// Every client's sessionless connection, taken out (the upstream stops).
     /// One being opened right now sees the upstream retired and stops itself.
     pub(crate) fn take_client_connections(&self) -> Vec<Arc<Peer>> {

@@ -168,10 +168,12 @@ pub enum UpstreamOutcome {
     Cancelled,
     /// Every instance of a `per_session` upstream was in use (`max_instances`).
     Busy,
+    /// No credential for the client (a token exchange refused): not sent.
+    Credentials,
 }
 
 impl UpstreamOutcome {
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 10;
 
     /// The outcome of a call of `method`.
     pub fn of(method: Method, result: &Result<jsonrpc::Outcome, UpstreamError>) -> UpstreamOutcome {
@@ -185,6 +187,7 @@ impl UpstreamOutcome {
             Err(UpstreamError::Http { .. } | UpstreamError::Protocol { .. }) => UpstreamOutcome::Failed,
             Err(UpstreamError::Cancelled) => UpstreamOutcome::Cancelled,
             Err(UpstreamError::Busy { .. }) => UpstreamOutcome::Busy,
+            Err(UpstreamError::Credentials { .. }) => UpstreamOutcome::Credentials,
         }
     }
 
@@ -199,6 +202,7 @@ impl UpstreamOutcome {
             UpstreamOutcome::Failed => "failed",
             UpstreamOutcome::Cancelled => "cancelled",
             UpstreamOutcome::Busy => "busy",
+            UpstreamOutcome::Credentials => "credentials",
         }
     }
 }

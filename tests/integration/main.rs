@@ -25,6 +25,7 @@ mod fairness;
 mod forwarding;
 mod health;
 mod hosts;
+mod identity;
 mod import;
 mod interop;
 mod interop_matrix;

@@ -47,5 +47,5 @@ pub use memory::MemoryTarget;
 pub use modern::envelope::client_info as toolgate_info;
 pub use peer::{Call, ClientHello, GiveUp, Peer, PeerEvents, Route, ServerHello};
 pub use service::Connections;
-pub use target::{EraChoice, HttpTarget, StdioTarget, Target};
+pub use target::{CredentialSource, Credentials, EraChoice, HttpTarget, StdioTarget, Target};
 pub use transport::{Inbox, Transport};

@@ -15,6 +15,8 @@ fn principal(kind: PrincipalKind, name: &str, calls_per_minute: u32, max_session
         calls_per_minute: NonZeroU32::new(calls_per_minute),
         concerns: Default::default(),
         limits: Default::default(),
+        upstream: Default::default(),
+        identity_claims: Default::default(),
         generation: 0,
     };
     Principal::new(PrincipalId::new(kind, name), Arc::new(policy))

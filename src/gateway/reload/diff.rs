@@ -67,8 +67,8 @@ impl fmt::Display for Changes {
 /// `[state]`, `[mrtr]` (the held-call table's limits) and `[[concerns]]`
 /// (what sessions were told at `initialize`; the upstreams' and clients'
 /// concern values reload with them).
-pub const RESTART_ONLY: [&str; 10] =
-    ["server", "auth", "metrics", "tracing", "disclosure", "state", "mrtr", "concerns", "limits", "audit"];
+pub const RESTART_ONLY: [&str; 11] =
+    ["server", "auth", "metrics", "tracing", "disclosure", "state", "mrtr", "concerns", "limits", "audit", "identity"];
 
 /// What changes from `old` to `new`.
 pub fn diff(old: &Config, new: &Config) -> Changes {
@@ -96,6 +96,7 @@ pub fn diff(old: &Config, new: &Config) -> Changes {
         old.concerns != new.concerns,
         old.limits != new.limits,
         old.audit != new.audit,
+        old.identity != new.identity,
     ];
     changes.needs_restart =
         RESTART_ONLY.iter().zip(sections).filter(|(_, changed)| *changed).map(|(s, _)| *s).collect();
@@ -120,5 +121,6 @@ pub fn effective(old: &Config, new: Config) -> Config {
         concerns: old.concerns.clone(),
         limits: old.limits.clone(),
         audit: old.audit.clone(),
+        identity: old.identity.clone(),
     }
 }

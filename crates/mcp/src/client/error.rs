@@ -43,6 +43,10 @@ pub enum UpstreamError {
         humantime::format_duration(*.waited)
     )]
     Busy { upstream: Arc<str>, max: usize, waited: Duration },
+    /// No credential for the client this connection is for (a token
+    /// exchange refused, an identity provider down). Nothing was sent.
+    #[error("upstream '{upstream}': no credential for this client")]
+    Credentials { upstream: Arc<str>, source: Cause },
     #[error("the request was cancelled")]
     Cancelled,
 }
@@ -72,6 +76,7 @@ impl UpstreamError {
             | UpstreamError::Closed { upstream, .. }
             | UpstreamError::SessionExpired { upstream }
             | UpstreamError::Busy { upstream, .. }
+            | UpstreamError::Credentials { upstream, .. }
             | UpstreamError::Http { upstream, .. }
             | UpstreamError::Protocol { upstream, .. } => Some(upstream),
             UpstreamError::Cancelled => None,
@@ -88,6 +93,8 @@ impl UpstreamError {
                 Retry::SentNoReply
             }
             UpstreamError::Busy { .. } => Retry::NotSent,
+            // Asking again at once would ask the identity provider again.
+            UpstreamError::Credentials { .. } => Retry::Never,
             UpstreamError::Protocol { .. } | UpstreamError::Cancelled => Retry::Never,
         }
     }
@@ -105,6 +112,7 @@ impl UpstreamError {
             UpstreamError::Closed { .. } | UpstreamError::SessionExpired { .. } => codes::UPSTREAM_CLOSED,
             UpstreamError::Http { .. } | UpstreamError::Protocol { .. } => codes::INTERNAL_ERROR,
             UpstreamError::Busy { .. } => codes::UPSTREAM_BUSY,
+            UpstreamError::Credentials { .. } => codes::UPSTREAM_CREDENTIALS,
             UpstreamError::Cancelled => codes::SERVER_ERROR,
         };
         ErrorObject::new(code, self.report().to_string())

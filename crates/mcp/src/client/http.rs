@@ -30,7 +30,7 @@ use super::capped::CappedEvents;
 use tokio_util::sync::CancellationToken;
 
 use super::error::{Cause, HttpStatus, UpstreamError, report};
-use super::target::HttpTarget;
+use super::target::{HttpTarget, with_credentials};
 use super::transport::{Inbox, Transport};
 use crate::jsonrpc::{Body, Id, Message, Outcome, Response};
 use crate::protocol::{self, Version};
@@ -187,13 +187,16 @@ impl HttpTransport {
                     headers.insert(protocol::header::TRACEPARENT, parent);
                     headers.extend(state.map(|s| (protocol::header::TRACESTATE, s)));
                 }
+                if self.0.target.credentials.is_some() {
+                    headers = self.credentials(headers).await?;
+                }
                 let (response, lease) = plain.post(headers, body).await.map_err(|e| self.plain_error(e))?;
                 Posted::Plain(response, lease)
             }
             None => {
                 let mut post = match modern {
-                    Some(extra) => extra.iter().fold(self.post_modern(body), |p, (n, v)| p.header(n, v)),
-                    None => self.post(body),
+                    Some(extra) => extra.iter().fold(self.post_modern(body).await?, |p, (n, v)| p.header(n, v)),
+                    None => self.post(body).await?,
                 };
                 if let Some((parent, state)) = trace {
                     post = post.header(protocol::header::TRACEPARENT, parent);
@@ -285,7 +288,7 @@ impl HttpTransport {
     /// Sends a notification or a response (answered with 202, no body).
     async fn send_other(&self, text: String) -> Result<(), UpstreamError> {
         let body = Bytes::from(text);
-        let response = self.post(body).send().await.map_err(|e| self.http_error(e))?;
+        let response = self.post(body).await?.send().await.map_err(|e| self.http_error(e))?;
         if response.status().is_success() {
             return Ok(());
         }
@@ -295,18 +298,29 @@ impl HttpTransport {
         Err(self.error(http, Cause::msg(format!("HTTP {}", response.status()))))
     }
 
-    fn with_session_headers(&self, mut req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        req = req.headers(self.0.target.headers.clone());
+    /// `req` with the configured headers, the session's, and the
+    /// connection's credentials for this request.
+    async fn with_session_headers(
+        &self,
+        req: reqwest::RequestBuilder,
+    ) -> Result<reqwest::RequestBuilder, UpstreamError> {
+        let mut headers = self.0.target.headers.clone();
         if let Some(id) = self.0.session_id.lock().clone() {
-            req = req.header(protocol::header::SESSION_ID, id);
+            headers.insert(protocol::header::SESSION_ID, id);
         }
         if let Some(v) = self.0.version.get().filter(|v| v.has_version_header()) {
-            req = req.header(protocol::header::PROTOCOL_VERSION, v.as_str());
+            headers.insert(protocol::header::PROTOCOL_VERSION, HeaderValue::from_static(v.as_str()));
         }
-        req
+        Ok(req.headers(self.credentials(headers).await?))
     }
 
-    fn post(&self, body: Bytes) -> reqwest::RequestBuilder {
+    /// `headers` with the connection's credentials for one request over
+    /// them (none: as they are).
+    async fn credentials(&self, headers: HeaderMap) -> Result<HeaderMap, UpstreamError> {
+        with_credentials(headers, self.0.target.credentials.as_ref(), &self.0.label).await
+    }
+
+    async fn post(&self, body: Bytes) -> Result<reqwest::RequestBuilder, UpstreamError> {
         let req = self
             .0
             .client
@@ -314,27 +328,29 @@ impl HttpTransport {
             .header(header::ACCEPT, "application/json, text/event-stream")
             .header(header::CONTENT_TYPE, "application/json")
             .body(body);
-        self.with_session_headers(req)
+        self.with_session_headers(req).await
     }
 
     /// A modern POST: the configured headers, no session, no version header
     /// of the handshake (the caller adds the modern ones).
-    fn post_modern(&self, body: Bytes) -> reqwest::RequestBuilder {
-        self.0
+    async fn post_modern(&self, body: Bytes) -> Result<reqwest::RequestBuilder, UpstreamError> {
+        let headers = self.credentials(self.0.target.headers.clone()).await?;
+        Ok(self
+            .0
             .client
             .post(self.0.target.url.clone())
             .header(header::ACCEPT, "application/json, text/event-stream")
             .header(header::CONTENT_TYPE, "application/json")
-            .headers(self.0.target.headers.clone())
-            .body(body)
+            .headers(headers)
+            .body(body))
     }
 
-    fn get(&self, last_event_id: Option<&str>) -> reqwest::RequestBuilder {
+    async fn get(&self, last_event_id: Option<&str>) -> Result<reqwest::RequestBuilder, UpstreamError> {
         let mut req = self.0.client.get(self.0.target.url.clone()).header(header::ACCEPT, "text/event-stream");
         if let Some(id) = last_event_id {
             req = req.header(protocol::header::LAST_EVENT_ID, id);
         }
-        self.with_session_headers(req)
+        self.with_session_headers(req).await
     }
 
     /// The headers of a POST on the plain client (reqwest's builder adds the
@@ -385,7 +401,14 @@ impl HttpTransport {
             resumes += 1;
             tokio::time::sleep(cursor.retry.unwrap_or(DEFAULT_RETRY)).await;
             tracing::debug!(upstream = %self.0.label, call, %last, "resuming a response stream");
-            match self.get(Some(&last)).send().await {
+            let request = match self.get(Some(&last)).await {
+                Ok(request) => request,
+                Err(e) => {
+                    tracing::debug!(upstream = %self.0.label, error = %e.report(), "resumption not possible");
+                    break;
+                }
+            };
+            match request.send().await {
                 Ok(r) if r.status().is_success() => cursor.read(self, r.bytes_stream(), Some(call)).await,
                 Ok(r) => {
                     tracing::debug!(upstream = %self.0.label, status = %r.status(), "resumption refused");
@@ -404,6 +427,11 @@ impl HttpTransport {
         }
     }
 
+    /// One attempt to open the standalone `GET` stream.
+    async fn get_standalone(&self, last_event_id: Option<&str>) -> Result<reqwest::Response, UpstreamError> {
+        self.get(last_event_id).await?.send().await.map_err(|e| self.http_error(e))
+    }
+
     /// Keeps the standalone `GET` stream open while the session lives;
     /// `answered` fires once the first attempt has its answer.
     async fn standalone_stream(&self, answered: tokio::sync::oneshot::Sender<()>) {
@@ -414,9 +442,8 @@ impl HttpTransport {
             if self.is_closed() {
                 return;
             }
-            let request = self.get(cursor.last_event_id.as_deref()).send();
             let response = tokio::select! {
-                r = request => r,
+                r = self.get_standalone(cursor.last_event_id.as_deref()) => r,
                 _ = self.0.stop.cancelled() => return,
             };
             if let Some(tx) = answered.take() {
@@ -439,7 +466,7 @@ impl HttpTransport {
                     backoff = (backoff * 2).min(MAX_GET_BACKOFF);
                 }
                 Err(e) => {
-                    tracing::debug!(upstream = %self.0.label, error = %report(&e.without_url()), "standalone stream failed");
+                    tracing::debug!(upstream = %self.0.label, error = %e.report(), "standalone stream failed");
                     backoff = (backoff * 2).min(MAX_GET_BACKOFF);
                 }
             }
@@ -504,8 +531,11 @@ impl Transport for HttpTransport {
             if self.0.session_id.lock().is_none() {
                 return;
             }
-            let req = self.with_session_headers(self.0.client.delete(self.0.target.url.clone()));
-            let _ = tokio::time::timeout(Duration::from_secs(2), req.send()).await;
+            let delete = async {
+                let req = self.with_session_headers(self.0.client.delete(self.0.target.url.clone())).await?;
+                req.send().await.map_err(|e| self.http_error(e))
+            };
+            let _ = tokio::time::timeout(Duration::from_secs(2), delete).await;
         })
     }
 }

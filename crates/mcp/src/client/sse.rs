@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::{Cause, UpstreamError, report};
 use super::http::decode_body;
-use super::target::HttpTarget;
+use super::target::{Credentials, HttpTarget, with_credentials};
 use super::transport::{Inbox, Transport};
 use crate::jsonrpc::Message;
 
@@ -43,6 +43,8 @@ pub(crate) struct SseTransport {
     endpoint: reqwest::Url,
     /// Headers from the configuration (never a downstream client's).
     headers: HeaderMap,
+    /// Per-request credentials (a connection made for one client).
+    credentials: Option<Credentials>,
     /// Bounds each POST, so a stuck server cannot hold a call past its timeout.
     timeout: Duration,
     inbox: Weak<dyn Inbox>,
@@ -74,6 +76,7 @@ pub(crate) async fn open(
         client,
         endpoint,
         headers: target.headers.clone(),
+        credentials: target.credentials.clone(),
         timeout,
         inbox: Weak::<NoInbox>::new(),
         stop: CancellationToken::new(),
@@ -103,11 +106,12 @@ async fn connect_stream(
     target: &HttpTarget,
     label: &Arc<str>,
 ) -> Result<(reqwest::Url, Events), UpstreamError> {
-    let (url, headers) = (&target.url, &target.headers);
+    let url = &target.url;
+    let headers = with_credentials(target.headers.clone(), target.credentials.as_ref(), label).await?;
     let start_error = |reason: String| start_error(label, reason);
     let response = client
         .get(url.clone())
-        .headers(headers.clone())
+        .headers(headers)
         .header(header::ACCEPT, "text/event-stream")
         .send()
         .await
@@ -192,7 +196,7 @@ impl SseTransport {
         let mut response = self
             .client
             .post(self.endpoint.clone())
-            .headers(self.headers.clone())
+            .headers(with_credentials(self.headers.clone(), self.credentials.as_ref(), &self.label).await?)
             .header(header::CONTENT_TYPE, "application/json")
             .timeout(self.timeout)
             .body(text)

@@ -5,8 +5,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use http::HeaderMap;
 use indexmap::IndexMap;
+
+use super::{Cause, UpstreamError};
 
 /// An upstream's transport and address.
 #[derive(Clone)]
@@ -46,6 +49,55 @@ pub struct HttpTarget {
     pub headers: HeaderMap,
     /// Largest response body or SSE event accepted (`max_message_bytes`).
     pub max_message_bytes: usize,
+    /// Headers worked out anew for each request (a signed identity, an
+    /// exchanged token), which replace configured ones of the same name.
+    pub credentials: Option<Credentials>,
+}
+
+/// What computes the per-request credentials of a connection made for one
+/// client (see [`Credentials`]).
+pub trait CredentialSource: Send + Sync + 'static {
+    /// The headers to send now. An error means nothing may be sent: it
+    /// names why, never the secret.
+    fn headers(&self) -> BoxFuture<'_, Result<HeaderMap, Cause>>;
+}
+
+/// A connection's per-request credentials. `Debug` shows no secret.
+#[derive(Clone)]
+pub struct Credentials(Arc<dyn CredentialSource>);
+
+impl Credentials {
+    /// Credentials computed by `source`.
+    pub fn new(source: Arc<dyn CredentialSource>) -> Self {
+        Self(source)
+    }
+
+    /// The headers for one request to the upstream `label`.
+    pub(crate) async fn headers(&self, label: &Arc<str>) -> Result<HeaderMap, UpstreamError> {
+        self.0.headers().await.map_err(|source| UpstreamError::Credentials { upstream: label.clone(), source })
+    }
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Credentials(<per request>)")
+    }
+}
+
+/// `headers` with `credentials`' headers for this request over them.
+pub(crate) async fn with_credentials(
+    mut headers: HeaderMap,
+    credentials: Option<&Credentials>,
+    label: &Arc<str>,
+) -> Result<HeaderMap, UpstreamError> {
+    if let Some(credentials) = credentials {
+        let extra = credentials.headers(label).await?;
+        for name in extra.keys() {
+            headers.remove(name);
+        }
+        headers.extend(extra);
+    }
+    Ok(headers)
 }
 
 /// Which MCP era a connection speaks (`[[upstream]] protocol`).

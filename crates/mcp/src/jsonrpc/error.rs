@@ -38,6 +38,10 @@ pub mod codes {
     /// toolgate: the client's call rate limit (`calls_per_minute`) is
     /// exhausted; `data.retryAfterSeconds` says when to retry.
     pub const RATE_LIMITED: i64 = -32015;
+    /// toolgate: no credential could be had for the upstream on the
+    /// client's behalf (its identity provider refused or did not answer a
+    /// token exchange); the call was not sent.
+    pub const UPSTREAM_CREDENTIALS: i64 = -32016;
     /// toolgate: the shared state store (Redis, with `[state] redis_url`:
     /// sessionless clients' grants, shared sessions) did not answer in time;
     /// nothing was called or granted, and the same request may succeed later.

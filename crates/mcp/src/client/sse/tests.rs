@@ -139,7 +139,8 @@ async fn open_at(url: &str, timeout: &str) -> Result<Opened, UpstreamError> {
     let mut key = http::HeaderValue::from_static("secret");
     key.set_sensitive(true);
     headers.insert("x-api-key", key);
-    let target = HttpTarget { url: url.parse().expect("url"), headers, max_message_bytes: 16 * 1024 * 1024 };
+    let target =
+        HttpTarget { url: url.parse().expect("url"), headers, max_message_bytes: 16 * 1024 * 1024, credentials: None };
     let timeout = humantime::parse_duration(timeout).expect("timeout");
     open(&target, &label(), client(), timeout).await
 }

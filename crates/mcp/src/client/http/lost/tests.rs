@@ -95,6 +95,7 @@ async fn call(url: &str) -> UpstreamError {
         url: url.parse().expect("url"),
         headers: http::HeaderMap::new(),
         max_message_bytes: 1024 * 1024,
+        credentials: None,
     });
     let inbox: Arc<dyn Inbox> = Arc::new(Nowhere);
     let client = reqwest::Client::builder().no_proxy().build().expect("client");
