@@ -270,7 +270,7 @@ impl Authenticator {
                 self.jwt_policies.get(principal.name()).unwrap_or(&self.jwt_default).clone()
             }
         };
-        Some(Principal::new(principal.id().clone(), policy))
+        Some(principal.with_policy(policy))
     }
 
     /// The `WWW-Authenticate` value to send with `error`'s 401.

@@ -243,6 +243,11 @@ impl Principal {
         Self { id, policy, bearer: None }
     }
 
+    /// The same client (and access token) under `policy` (a reload changed it).
+    pub fn with_policy(&self, policy: Arc<ClientPolicy>) -> Self {
+        Self { id: self.id.clone(), policy, bearer: self.bearer.clone() }
+    }
+
     /// This principal, with the access token it authenticated with.
     pub fn with_bearer(mut self, bearer: Bearer) -> Self {
         self.bearer = Some(Arc::new(bearer));

@@ -66,14 +66,12 @@ pub(super) struct Exchanger {
     http: reqwest::Client,
     tokens: moka::future::Cache<Key, Arc<Exchanged>>,
     shared: Option<Shared>,
-    /// Exchanges made (for tests and metrics).
-    made: std::sync::atomic::AtomicU64,
 }
 
 impl Exchanger {
     pub(super) fn new(http: reqwest::Client, entries: u64, shared: Option<Shared>) -> Self {
         let tokens = moka::future::Cache::builder().max_capacity(entries).expire_after(UsableFor).build();
-        Self { http, tokens, shared, made: Default::default() }
+        Self { http, tokens, shared }
     }
 
     /// A token for `key`, traded for `subject_token` under `config` when none is kept.
@@ -175,7 +173,6 @@ impl Exchanger {
             return Err(Cause::msg(format!("the identity provider's answer to the {what} holds no access_token")));
         };
         let lifetime = body.get("expires_in").and_then(serde_json::Value::as_u64).unwrap_or(DEFAULT_LIFETIME);
-        self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         tracing::debug!(lifetime, "exchanged a client's token for an upstream");
         Ok(Exchanged { token: token.to_owned(), expires_at: now_secs() + lifetime })
     }
