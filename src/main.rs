@@ -282,6 +282,12 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
     let server = config.server.clone();
+    // Bound before the upstreams start: an upstream that checks toolgate's
+    // identity assertions fetches its JWK Set from this listener while
+    // toolgate's first connection to it waits (the request waits in the
+    // backlog until the server below takes it).
+    let listener =
+        tokio::net::TcpListener::bind(server.listen).await.with_context(|| format!("binding {}", server.listen))?;
     let (gateway, engine) = start(config)?;
     toolgate::gateway::watch_config(&gateway, path, |_| {});
     let guard = Guard::new(&server.allowed_hosts, &server.allowed_origins);
@@ -310,8 +316,6 @@ async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
         let access = toolgate::metrics::Access { guard, admit: gateway.admission() };
         app = app.merge(toolgate::metrics::guarded_routes(gateway.metrics().clone(), access));
     }
-    let listener =
-        tokio::net::TcpListener::bind(server.listen).await.with_context(|| format!("binding {}", server.listen))?;
     let addr = listener.local_addr()?;
     let _metrics_listener = match metrics.listen.filter(|_| metrics.enabled) {
         Some(listen) => Some(serve_metrics(listen, gateway.metrics().clone(), &server).await?),

@@ -10,14 +10,11 @@
 //!
 //! Every test also greps toolgate's log for the secrets it handled.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, ensure};
 use futures::future::join_all;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt as _, BufReader};
-use tokio::process::Command;
 
 use crate::common::*;
 use crate::interop_matrix::peers::node22;
@@ -36,20 +33,8 @@ struct NodePeer {
 
 impl NodePeer {
     async fn start(script: &str, args: &[&str]) -> Result<Self> {
-        let mut child = Command::new(node22())
-            .arg(repo_path(&format!("tests/node/{script}")))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| format!("starting {script}"))?;
-        let logs = std::sync::Arc::new(parking_lot::Mutex::new(String::new()));
-        collect_stderr(&mut child, logs.clone(), None);
-        let stdout = child.stdout.take().expect("stdout piped");
-        let proc = Proc { child, logs };
-        let mut lines = BufReader::new(stdout).lines();
+        let script_path = repo_path(&format!("tests/node/{script}")).display().to_string();
+        let (proc, mut lines) = start_reporting(node22(), &[&[script_path.as_str()][..], args].concat())?;
         let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
             .await
             .map_err(|_| anyhow!("{script} did not get ready; logs:\n{}", proc.logs()))??
@@ -152,6 +137,21 @@ async fn sessions_never_mix(upstream: &NodePeer) -> Result<Value> {
         ensure!(subjects.as_array().is_some_and(|s| s.len() == 1), "session {session} carried {subjects}");
     }
     Ok(per_session)
+}
+
+/// Waits until toolgate's connection to upstream `name` is up (its
+/// `/readyz` says so).
+async fn wait_up(gw: &Toolgate, name: &str) -> Result<()> {
+    let url = format!("http://127.0.0.1:{}/readyz", gw.port());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let ready: Value = reqwest::get(&url).await?.json().await.unwrap_or_default();
+        if ready["upstreams"][name] == "up" {
+            return Ok(());
+        }
+        ensure!(tokio::time::Instant::now() < deadline, "upstream {name} never came up: {ready}\n{}", gw.logs());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// `needles` appear nowhere in toolgate's log.
@@ -278,6 +278,7 @@ async fn signed_assertions_verify_against_toolgates_jwks_and_survive_a_rotation(
         )
     };
     let mut gw = Toolgate::start_raw(&config(&format!("{first:?}"))).await?;
+    wait_up(&gw, "verify").await?;
     let published = get_json(&jwks).await?;
     let first_kid = published["keys"][0]["kid"].as_str().unwrap_or_default().to_owned();
     ensure!(published["keys"].as_array().is_some_and(|k| k.len() == 1), "{published}");
@@ -308,6 +309,7 @@ async fn signed_assertions_verify_against_toolgates_jwks_and_survive_a_rotation(
     gw.kill().await?;
     drop(gw);
     let gw = Toolgate::start_raw(&config(&format!("{second:?}, {first:?}"))).await?;
+    wait_up(&gw, "verify").await?;
     let published = get_json(&jwks).await?;
     let kids: Vec<&str> =
         published["keys"].as_array().into_iter().flatten().filter_map(|k| k["kid"].as_str()).collect();

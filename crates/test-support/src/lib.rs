@@ -38,5 +38,5 @@ pub use client::{Client, EventStream, MessageStream, RawEvent, Reply, VERSION, j
 pub use haproxy::{Balancer, free_port};
 pub use modern::{MODERN, modern_body, modern_post};
 pub use pipe::{PipeClient, first_text};
-pub use process::{Proc, START_TIMEOUT, collect_stderr, start_http_server};
+pub use process::{Proc, START_TIMEOUT, StdoutLines, collect_stderr, start_http_server, start_reporting};
 pub use redis::{RedisServer, TestCa};

@@ -66,9 +66,10 @@ pub fn collect_stderr(
     });
 }
 
-/// Starts a Streamable HTTP server process that prints `LISTENING <url>` on
-/// stdout, and returns it with that URL.
-pub async fn start_http_server(program: &str, args: &[&str]) -> Result<(Proc, String)> {
+/// Starts `program` with `args`, its stderr collected, and returns it with
+/// the lines of its stdout (where it reports that it is ready).
+pub fn start_reporting(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Result<(Proc, StdoutLines)> {
+    let shown = program.as_ref().to_string_lossy().into_owned();
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
@@ -76,12 +77,20 @@ pub async fn start_http_server(program: &str, args: &[&str]) -> Result<(Proc, St
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .with_context(|| format!("starting {program}"))?;
+        .with_context(|| format!("starting {shown}"))?;
     let logs = Arc::new(Mutex::new(String::new()));
     collect_stderr(&mut child, logs.clone(), None);
     let stdout = child.stdout.take().expect("stdout piped");
-    let proc = Proc { child, logs };
-    let mut lines = BufReader::new(stdout).lines();
+    Ok((Proc { child, logs }, BufReader::new(stdout).lines()))
+}
+
+/// The lines a started process writes on stdout.
+pub type StdoutLines = tokio::io::Lines<BufReader<tokio::process::ChildStdout>>;
+
+/// Starts a Streamable HTTP server process that prints `LISTENING <url>` on
+/// stdout, and returns it with that URL.
+pub async fn start_http_server(program: &str, args: &[&str]) -> Result<(Proc, String)> {
+    let (proc, mut lines) = start_reporting(program, args)?;
     let url = tokio::time::timeout(START_TIMEOUT, async {
         while let Ok(Some(line)) = lines.next_line().await {
             if let Some(url) = line.strip_prefix("LISTENING ") {
