@@ -81,10 +81,9 @@ impl Identity {
     pub fn new(config: &Config, http: reqwest::Client, store: Option<Arc<Connection>>) -> Result<Self, IdentityError> {
         let identity = &config.identity;
         let keys = identity.signing_keys.iter().map(|p| SigningKey::load(p)).collect::<Result<Vec<_>, _>>()?;
-        let signer = match (&identity.issuer, keys.is_empty()) {
-            (Some(issuer), false) => Some(assertion::Signer::new(issuer.clone(), keys, identity)),
-            _ => None,
-        };
+        // Validation makes sure an issuer is set wherever assertions are made.
+        let issuer = identity.issuer.clone().unwrap_or_default();
+        let signer = (!keys.is_empty()).then(|| assertion::Signer::new(issuer, keys, identity));
         let ring = sealed::KeyRing::new(config.state.encryption_keys.iter().map(|k| k.expose()))?;
         let shared = match (store, ring) {
             (Some(connection), Some(ring)) => Some(exchange::Shared::new(connection, ring, &config.state.key_prefix)),

@@ -95,11 +95,13 @@ pub struct UpstreamIdentity {
     /// `token_exchange`/`jwt_bearer`: toolgate's client id at the identity provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
-    /// `token_exchange`/`jwt_bearer`: toolgate's client secret, usually `"${VAR}"`.
+    /// `token_exchange`/`jwt_bearer`: toolgate's client secret, usually `"${VAR}"` (not with
+    /// `private_key_jwt`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_secret: Option<Secret>,
-    /// How toolgate authenticates to the token endpoint: `client_secret_basic` (HTTP Basic) or
-    /// `client_secret_post` (in the form).
+    /// How toolgate authenticates to the token endpoint: `client_secret_basic` (HTTP Basic),
+    /// `client_secret_post` (in the form) or `private_key_jwt` (a JWT signed with `[identity]`'s
+    /// first signing key: no secret).
     #[serde(default)]
     pub client_auth: ClientAuth,
     /// `token_exchange`/`jwt_bearer`: the `resource` requested (RFC 8707), if any.
@@ -137,10 +139,13 @@ pub enum ClientAuth {
     ClientSecretBasic,
     /// `client_id` and `client_secret` in the form.
     ClientSecretPost,
+    /// A JWT signed with `[identity]`'s first signing key (RFC 7523 client authentication), whose
+    /// public key the provider knows from toolgate's `/.well-known/jwks.json`; no secret.
+    PrivateKeyJwt,
 }
 
 /// The form fields of a token request that toolgate sets itself.
-const STANDARD_PARAMETERS: [&str; 11] = [
+const STANDARD_PARAMETERS: [&str; 12] = [
     "grant_type",
     "subject_token",
     "subject_token_type",
@@ -152,6 +157,7 @@ const STANDARD_PARAMETERS: [&str; 11] = [
     "client_id",
     "client_secret",
     "client_assertion",
+    "client_assertion_type",
 ];
 
 impl UpstreamIdentity {
@@ -242,7 +248,16 @@ pub(super) fn check(config: &Config) -> Vec<Problem> {
                 if id.client_id.as_deref().is_none_or(str::is_empty) {
                     push(path.key("client_id"), "is needed for this mode".into());
                 }
-                if id.client_secret.is_none() {
+                let by_key = id.client_auth == ClientAuth::PrivateKeyJwt;
+                if by_key && id.client_secret.is_some() {
+                    let why = "is not used with `client_auth = \"private_key_jwt\"`: remove it";
+                    push(path.key("client_secret"), why.into());
+                }
+                if by_key && identity.signing_keys.is_empty() {
+                    let why = format!("needs a key: upstream[{i}] authenticates with `private_key_jwt`");
+                    push(root.key("signing_keys"), why);
+                }
+                if !by_key && id.client_secret.is_none() {
                     push(path.key("client_secret"), "is needed for this mode".into());
                 }
                 if id.audience.is_none() && id.resource.is_none() {

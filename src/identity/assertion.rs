@@ -47,6 +47,17 @@ impl Signer {
         self.jwks.clone()
     }
 
+    /// A client assertion for `client_id` at the token endpoint `audience`
+    /// (RFC 7523 client authentication, `private_key_jwt`), valid a minute.
+    pub(super) fn client_assertion(&self, client_id: &str, audience: &str) -> Result<String, Cause> {
+        let now = now_secs();
+        let claims = serde_json::json!({
+            "iss": client_id, "sub": client_id, "aud": audience,
+            "iat": now, "exp": now + 60, "jti": uuid::Uuid::new_v4().to_string(),
+        });
+        self.keys[0].sign(&claims).map_err(|e| Cause::msg(format!("signing the client assertion failed: {e}")))
+    }
+
     fn mint(&self, subject: &str, audience: &str, claims: &Map<String, Value>) -> Result<String, Cause> {
         let now = now_secs();
         let mut all = claims.clone();

@@ -19,6 +19,7 @@ use http::HeaderMap;
 use serde::{Deserialize, Serialize};
 use toolgate_mcp::client::{Cause, CredentialSource};
 
+use super::assertion::Signer;
 use super::sealed::KeyRing;
 use super::{Carrier, Inner, fingerprint, now_secs};
 use crate::auth::PrincipalId;
@@ -42,6 +43,7 @@ const ERROR_CHARS: usize = 64;
 const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
+const CLIENT_ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
 /// One exchanged token.
 #[derive(Serialize, Deserialize)]
@@ -75,9 +77,17 @@ impl Exchanger {
     }
 
     /// A token for `key`, traded for `subject_token` under `config` when none is kept.
-    async fn token(&self, key: &Key, subject_token: &str, config: &UpstreamIdentity) -> Result<Arc<Exchanged>, Cause> {
+    async fn token(
+        &self,
+        key: &Key,
+        subject_token: &str,
+        config: &UpstreamIdentity,
+        signer: Option<&Signer>,
+    ) -> Result<Arc<Exchanged>, Cause> {
         let fetch = async {
-            let Some(shared) = &self.shared else { return self.request(subject_token, config).await.map(Arc::new) };
+            let Some(shared) = &self.shared else {
+                return self.request(subject_token, config, signer).await.map(Arc::new);
+            };
             let place = shared.place(key);
             if let Some(kept) = shared.get(&place).await {
                 return Ok(Arc::new(kept));
@@ -93,7 +103,7 @@ impl Exchanger {
                     }
                 }
             }
-            let fresh = self.request(subject_token, config).await;
+            let fresh = self.request(subject_token, config, signer).await;
             if let Ok(token) = &fresh {
                 shared.put(&place, token).await;
             }
@@ -106,13 +116,18 @@ impl Exchanger {
         if token.usable_for().is_zero() {
             // Kept past its use (another replica's, nearly expired): asked again.
             self.tokens.invalidate(key).await;
-            return self.request(subject_token, config).await.map(Arc::new);
+            return self.request(subject_token, config, signer).await.map(Arc::new);
         }
         Ok(token)
     }
 
     /// One token request.
-    async fn request(&self, subject_token: &str, config: &UpstreamIdentity) -> Result<Exchanged, Cause> {
+    async fn request(
+        &self,
+        subject_token: &str,
+        config: &UpstreamIdentity,
+        signer: Option<&Signer>,
+    ) -> Result<Exchanged, Cause> {
         let endpoint = config.token_endpoint.as_deref().unwrap_or_default();
         let mut form: Vec<(&str, &str)> = match config.mode {
             IdentityMode::JwtBearer => vec![("grant_type", JWT_BEARER), ("assertion", subject_token)],
@@ -133,7 +148,17 @@ impl Exchanger {
         let client_id = config.client_id.as_deref().unwrap_or_default();
         let secret = config.client_secret.as_ref().map(|s| s.expose()).unwrap_or_default();
         let mut request = self.http.post(endpoint).timeout(EXCHANGE_TIMEOUT);
+        let client_assertion = match (config.client_auth, signer) {
+            (ClientAuth::PrivateKeyJwt, Some(signer)) => signer.client_assertion(client_id, endpoint)?,
+            (ClientAuth::PrivateKeyJwt, None) => return Err(Cause::msg("toolgate has no [identity] signing key")),
+            _ => String::new(),
+        };
         match config.client_auth {
+            ClientAuth::PrivateKeyJwt => {
+                form.push(("client_id", client_id));
+                form.push(("client_assertion_type", CLIENT_ASSERTION_TYPE));
+                form.push(("client_assertion", &client_assertion));
+            }
             ClientAuth::ClientSecretBasic => {
                 // RFC 6749 §2.3.1: both are form-encoded before Basic.
                 let encode = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
@@ -266,7 +291,8 @@ impl Source {
                 self.upstream
             )));
         };
-        let token = self.inner.exchanger.token(&self.key, subject.token(), &self.config).await?;
+        let signer = self.inner.signer.as_ref();
+        let token = self.inner.exchanger.token(&self.key, subject.token(), &self.config, signer).await?;
         self.carrier.headers(&token.token)
     }
 }

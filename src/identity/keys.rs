@@ -62,6 +62,12 @@ impl SigningKey {
     pub fn kid(&self) -> &str {
         &self.kid
     }
+
+    /// Its public half, as published (for a provider that registers
+    /// toolgate as a `private_key_jwt` client).
+    pub fn public_jwk(&self) -> serde_json::Value {
+        serde_json::to_value(&self.jwk).unwrap_or_default()
+    }
 }
 
 /// An Ed25519 key as PKCS#8 v1, the form the JWT library signs with

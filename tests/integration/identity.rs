@@ -50,8 +50,14 @@ impl NodePeer {
 
 /// The identity provider.
 async fn idp(exchange_ttl: u64) -> Result<NodePeer> {
+    idp_with(exchange_ttl, &[]).await
+}
+
+/// The identity provider, with more flags.
+async fn idp_with(exchange_ttl: u64, more: &[&str]) -> Result<NodePeer> {
     let ttl = exchange_ttl.to_string();
-    NodePeer::start("idp.mjs", &["--downstream-audience", DOWNSTREAM_AUDIENCE, "--exchange-ttl", &ttl]).await
+    let args = [&["--downstream-audience", DOWNSTREAM_AUDIENCE, "--exchange-ttl", &ttl][..], more].concat();
+    NodePeer::start("idp.mjs", &args).await
 }
 
 /// The verifying upstream: tokens from `issuer`, whose keys are at `jwks`,
@@ -462,4 +468,32 @@ fn base64_key() -> String {
 
 fn rand_byte() -> u8 {
     uuid::Uuid::new_v4().as_bytes()[0]
+}
+
+#[tokio::test]
+async fn toolgate_authenticates_to_the_provider_with_its_signing_key_instead_of_a_secret() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let pem = signing_key();
+    let key_path = dir.path().join("toolgate.pem");
+    std::fs::write(&key_path, &pem)?;
+    let public = toolgate::identity::SigningKey::from_pem(pem.as_bytes()).context("a usable key")?.public_jwk();
+    let jwks = json!({"keys": [public]}).to_string();
+    let idp = idp_with(300, &["--toolgate-jwks", &jwks]).await?;
+    let up = upstream(&idp.at("jwks_uri"), &idp.at("issuer"), UPSTREAM_AUDIENCE, "authorization").await?;
+    let config = exchange_config(&idp, &up, "token_exchange", &format!("[identity]\nsigning_keys = [{key_path:?}]"))
+        .replace(
+            "client_id = \"toolgate\"\nclient_secret = \"toolgate-secret\"",
+            "client_id = \"toolgate-pk\"\nclient_auth = \"private_key_jwt\"",
+        );
+    ensure!(config.contains("private_key_jwt"), "{config}");
+    let gw = Toolgate::start_with("", &config).await?;
+    let token = user_token(&idp, "alice").await?;
+    let mut alice = Client::with_bearer(&gw.url, &token)?;
+    alice.initialize(json!({})).await?;
+    alice.read_descriptions("whoami").await?;
+    let result = alice.call_tool("whoami", json!({})).await?;
+    ensure!(subject(&result) == "alice", "{result}");
+    ensure!(json_of(&result)["claims"]["act"]["sub"] == "toolgate-pk", "{result}");
+    ensure!(exchanges(&idp).await? == 1);
+    log_keeps_secrets(&gw, &[&token])
 }

@@ -46,6 +46,9 @@ const { values: opts } = parseArgs({
     "exchange-ttl": { type: "string", default: "300" },
     "user-token-ttl": { type: "string", default: "3600" },
     "client-secret": { type: "string", default: "toolgate-secret" },
+    // A JWK Set (JSON): registers the client `toolgate-pk`, which
+    // authenticates with private_key_jwt signed by one of these keys.
+    "toolgate-jwks": { type: "string" },
   },
 });
 const DOWNSTREAM = opts["downstream-audience"];
@@ -98,6 +101,19 @@ const provider = new Provider(ISSUER, {
       // Either basic or post is accepted by oidc-provider for a secret client.
       token_endpoint_auth_method: "client_secret_basic",
     },
+    ...(opts["toolgate-jwks"]
+      ? [
+          {
+            client_id: "toolgate-pk",
+            grant_types: [TOKEN_EXCHANGE, JWT_BEARER],
+            response_types: [],
+            redirect_uris: [],
+            token_endpoint_auth_method: "private_key_jwt",
+            token_endpoint_auth_signing_alg: "ES256",
+            jwks: JSON.parse(opts["toolgate-jwks"]),
+          },
+        ]
+      : []),
   ],
   features: {
     devInteractions: { enabled: false },

@@ -72,3 +72,16 @@ fn a_complete_exchange_configuration_loads_and_keeps_its_secret_hidden() {
     let shown = format!("{identity:?} {}", serde_json::to_string(identity).unwrap());
     assert!(!shown.contains("hunter2"), "{shown}");
 }
+
+#[test]
+fn private_key_jwt_needs_a_signing_key_and_no_secret() {
+    let text = "[auth.jwt]\nissuer = \"http://127.0.0.1:9\"\naudiences = [\"http://127.0.0.1/mcp\"]\n\
+                jwks_url = \"http://127.0.0.1:9/jwks\"\n\
+                [[upstream]]\nname = \"web\"\nurl = \"http://127.0.0.1:9/mcp\"\n\
+                [upstream.identity]\nmode = \"token_exchange\"\ntoken_endpoint = \"http://127.0.0.1:9/token\"\n\
+                client_id = \"toolgate\"\nclient_secret = \"s\"\nclient_auth = \"private_key_jwt\"\naudience = \"a\"\n";
+    let found = problems(text).join("\n");
+    for want in ["upstream[0].identity.client_secret: is not used with", "identity.signing_keys: needs a key"] {
+        assert!(found.contains(want), "missing {want:?} in:\n{found}");
+    }
+}
