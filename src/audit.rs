@@ -41,17 +41,21 @@ pub struct AuditError {
 }
 
 /// Renders events as the writer does (for benchmarks and tools).
-pub struct Renderer(writer::Settings);
+pub struct Renderer {
+    settings: writer::Settings,
+    lines: writer::Lines,
+}
 
 impl Renderer {
     /// The rendering `config` asks for.
     pub fn new(config: &AuditConfig) -> Self {
-        Self(writer::Settings::of(config))
+        Self { settings: writer::Settings::of(config), lines: writer::Lines::default() }
     }
 
-    /// `event` as its line of JSON (arguments redacted and digested).
-    pub fn render(&self, event: &Event) -> String {
-        writer::line(event, &self.0)
+    /// `event` as its line of JSON (arguments redacted and digested), without
+    /// its newline, in a buffer the next event's line reuses.
+    pub fn render(&mut self, event: &Event) -> &[u8] {
+        self.lines.render(event, &self.settings)
     }
 }
 

@@ -1,7 +1,8 @@
 //! What the audit trail costs a call, in CPU (`cargo bench --bench audit`):
 //! on the call's path (the event built: who, the arguments cloned, queued)
 //! and on the writer's thread (arguments redacted against the tool's
-//! schema and digested, the line serialized), for a call of a tool with a
+//! schema and digested, the line serialized into the buffer the writer
+//! keeps between events), for a call of a tool with a
 //! ten-property schema and six arguments, one of them a secret, in
 //! "redacted" mode. It prints p50 and p90 of each, their sum, and whether
 //! the sum's p50 is within the 2 µs target.
@@ -31,7 +32,7 @@ fn main() -> Result<()> {
     }
     let rounds: usize = std::env::var("TOOLGATE_BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(20_000);
     let entry = entry();
-    let renderer = Renderer::new(&AuditConfig::default());
+    let mut renderer = Renderer::new(&AuditConfig::default());
     let (queue, mut events) = tokio::sync::mpsc::channel::<Event>(rounds + 1);
     let who =
         Who { principal: Arc::from("alice"), client: Arc::from("alice"), session: Some(Arc::from("0123456789abcdef")) };

@@ -120,3 +120,67 @@ async fn a_full_queue_drops_and_counts_and_never_waits() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// `redacted:` and the first 12 hex digits of the SHA-256 of `text`.
+fn redacted(text: &str) -> String {
+    format!("redacted:{}", &hex::encode(crate::config::sha256(text.as_bytes()))[..12])
+}
+
+#[test]
+fn a_line_is_written_field_by_field_in_a_fixed_order_into_buffers_kept_between_events() {
+    let schema = json!({"type": "object", "properties": {"pin": {"type": "string", "writeOnly": true}}});
+    let arguments = json!({"user": "ada", "pin": "1234", "n": [1, {"api_key": 2}]});
+    let digest = entry(schema.clone()).digest.clone();
+    let sent = format!("sha256:{}", hex::encode(crate::config::sha256(arguments.to_string().as_bytes())));
+    let (pin, key) = (redacted("1234"), redacted("2"));
+    let settings = settings(AuditArguments::Redacted, 16_384);
+    let mut lines = writer::Lines::default();
+    let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).unwrap();
+    assert_eq!(
+        text(lines.render(&call(arguments, schema.clone()), &settings)),
+        format!(
+            r#"{{"schema":1,"time":"2027-01-15T08:00:00.000Z","type":"call","principal":"alice","client":"alice","session":"s1","tool":"login","upstream_tool":"login","upstream":"fx","digest":"{digest}","granted":true,"routed":false,"outcome":"ok","result_bytes":42,"latency_ms":3.0,"arguments_digest":"{sent}","arguments":{{"user":"ada","pin":"{pin}","n":[1,{{"api_key":"{key}"}}]}}}}"#
+        )
+    );
+    // A refusal, sessionless, with no grant to check and no arguments kept.
+    let mut refusal = call(json!({"x": 1}), schema);
+    if let Kind::Call(c) = refusal.kind {
+        refusal.kind = Kind::Refusal(Box::new(Call {
+            who: Who { session: None, ..c.who.clone() },
+            granted: None,
+            outcome: "gate",
+            ..*c
+        }));
+    }
+    let sent = format!("sha256:{}", hex::encode(crate::config::sha256(br#"{"x":1}"#)));
+    assert_eq!(
+        text(lines.render(&refusal, &super::writer::Settings { arguments: AuditArguments::None, ..settings })),
+        format!(
+            r#"{{"schema":1,"time":"2027-01-15T08:00:00.000Z","type":"refusal","principal":"alice","client":"alice","session":null,"tool":"login","upstream_tool":"login","upstream":"fx","digest":"{digest}","granted":null,"routed":false,"outcome":"refused","reason":"gate","latency_ms":3.0,"arguments_digest":"{sent}"}}"#
+        )
+    );
+}
+
+#[test]
+fn the_time_is_rfc3339_utc_in_milliseconds_from_one_second_to_the_next() {
+    let settings = settings(AuditArguments::None, 16_384);
+    let mut lines = writer::Lines::default();
+    let epoch = SystemTime::UNIX_EPOCH;
+    let base = epoch + Duration::from_secs(1_800_000_000);
+    let times = [
+        base + Duration::from_nanos(999_999_999),
+        base + Duration::from_secs(1),
+        base + Duration::from_millis(1_001),
+        base + Duration::from_secs(86_400 * 365),
+        epoch + Duration::from_millis(951_782_400_042), // 2000-02-29
+        epoch,
+    ];
+    for time in times {
+        let event = Event { time, kind: Kind::Drift { upstream: Arc::from("fx"), tool: "t".into(), kind: "new" } };
+        let line = parsed(std::str::from_utf8(lines.render(&event, &settings)).unwrap());
+        assert_eq!(line["time"], humantime::format_rfc3339_millis(time).to_string());
+    }
+    let event = |time| Event { time, kind: Kind::Drift { upstream: Arc::from("fx"), tool: "t".into(), kind: "new" } };
+    let before = parsed(&line(&event(epoch - Duration::from_secs(1)), &settings));
+    assert_eq!(before["time"], "1970-01-01T00:00:00.000Z", "a clock before 1970 writes the epoch");
+}

@@ -8,14 +8,14 @@ use std::io::{BufWriter, Write as _};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-use std::borrow::Cow;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use super::event::{Call, Event, Kind, Who};
+use super::event::{Call, Event, Kind};
+use super::redact::Redacted;
 use super::{AuditError, SCHEMA};
 use crate::config::AuditArguments;
 
@@ -65,13 +65,13 @@ impl Sink {
         }
     }
 
-    fn write_line(&mut self, line: &str) {
+    fn write_line(&mut self, line: &[u8]) {
         let written = match self {
             Sink::Stdout => {
                 let mut out = std::io::stdout().lock();
-                out.write_all(line.as_bytes()).and_then(|()| out.write_all(b"\n"))
+                out.write_all(line).and_then(|()| out.write_all(b"\n"))
             }
-            Sink::File { out, .. } => out.write_all(line.as_bytes()).and_then(|()| out.write_all(b"\n")),
+            Sink::File { out, .. } => out.write_all(line).and_then(|()| out.write_all(b"\n")),
         };
         if let Err(e) = written {
             tracing::warn!(error = %e, "cannot write the audit trail");
@@ -96,13 +96,14 @@ fn append(path: &PathBuf) -> std::io::Result<File> {
 /// Starts the writer thread; it ends when every sender is gone.
 pub(super) fn start(mut sink: Sink, mut events: mpsc::Receiver<Event>, settings: Settings, reopen: Arc<AtomicBool>) {
     let spawned = std::thread::Builder::new().name("toolgate-audit".into()).spawn(move || {
+        let mut lines = Lines::default();
         while let Some(first) = events.blocking_recv() {
             if reopen.swap(false, Ordering::AcqRel) {
                 sink.reopen();
             }
-            sink.write_line(&line(&first, &settings));
+            sink.write_line(lines.render(&first, &settings));
             while let Ok(next) = events.try_recv() {
-                sink.write_line(&line(&next, &settings));
+                sink.write_line(lines.render(&next, &settings));
             }
             sink.flush();
         }
@@ -113,171 +114,196 @@ pub(super) fn start(mut sink: Sink, mut events: mpsc::Receiver<Event>, settings:
 }
 
 /// One event as a line of JSON, within `max_bytes`.
+#[cfg(test)]
 pub(super) fn line(event: &Event, settings: &Settings) -> String {
-    let time = humantime::format_rfc3339_millis(event.time).to_string();
-    let head = Head { schema: SCHEMA, time: &time };
-    let text = match &event.kind {
-        Kind::Describe { who, tools } => {
-            let tools: Vec<Described<'_>> = tools.iter().map(|(tool, digest)| Described { tool, digest }).collect();
-            to_line(&Line { head, kind: "describe", who: Some(who.into()), body: DescribeBody { tools: &tools } })
+    String::from_utf8(Lines::default().render(event, settings).to_vec()).expect("JSON is UTF-8")
+}
+
+/// The room kept in each of the writer's buffers between events, or
+/// `max_bytes` if larger.
+const KEEP: usize = 64 * 1024;
+
+/// What the writer keeps from one event to the next, so that a line costs
+/// no allocation once they have grown: the line being written, the
+/// arguments' JSON (for their digest), and the time's text to the second.
+#[derive(Default)]
+pub(super) struct Lines {
+    out: Vec<u8>,
+    scratch: Vec<u8>,
+    clock: Clock,
+}
+
+impl Lines {
+    /// `event` as one line of JSON (without its newline), within
+    /// `max_bytes`: the line's fields in a fixed order, `schema`, `time`,
+    /// `type`, who (but for `drift`), then the type's own.
+    pub(super) fn render(&mut self, event: &Event, settings: &Settings) -> &[u8] {
+        let Self { out, scratch, clock } = self;
+        // What a huge event grew the buffers to is let go.
+        let keep = settings.max_bytes.max(KEEP);
+        for buffer in [&mut *out, &mut *scratch] {
+            buffer.clear();
+            buffer.shrink_to(keep);
         }
-        Kind::Search { who, query, returned } => {
-            to_line(&Line { head, kind: "search", who: Some(who.into()), body: SearchBody { query, returned } })
+        let (kind, who) = match &event.kind {
+            Kind::Describe { who, .. } => ("describe", Some(who)),
+            Kind::Search { who, .. } => ("search", Some(who)),
+            Kind::Drift { .. } => ("drift", None),
+            Kind::Call(call) => ("call", Some(&call.who)),
+            Kind::Refusal(call) => ("refusal", Some(&call.who)),
+        };
+        out.extend_from_slice(b"{\"schema\":");
+        json(out, &SCHEMA);
+        out.extend_from_slice(b",\"time\":\"");
+        clock.push(out, event.time);
+        out.extend_from_slice(b"\",\"type\":\"");
+        out.extend_from_slice(kind.as_bytes());
+        out.push(b'"');
+        if let Some(who) = who {
+            field(out, "principal", &*who.principal);
+            field(out, "client", &*who.client);
+            field(out, "session", &who.session.as_deref());
         }
-        Kind::Drift { upstream, tool, kind } => {
-            to_line(&Line { head, kind: "drift", who: None, body: DriftBody { upstream, tool, kind } })
-        }
-        Kind::Call(call) | Kind::Refusal(call) => {
-            let refused = matches!(event.kind, Kind::Refusal(_));
-            let kind = if refused { "refusal" } else { "call" };
-            let mut body = call_body(call, settings, refused);
-            let text = to_line(&Line { head, kind, who: Some((&call.who).into()), body: &body });
-            if text.len() <= settings.max_bytes {
-                return text;
+        // Where a line too large to write whole is cut.
+        let head = out.len();
+        match &event.kind {
+            Kind::Describe { tools, .. } => {
+                out.extend_from_slice(b",\"tools\":[");
+                for (i, (tool, digest)) in tools.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(b"{\"tool\":");
+                    json(out, tool.as_str());
+                    field(out, "digest", &**digest);
+                    out.push(b'}');
+                }
+                out.push(b']');
             }
-            // Too large: the arguments go.
-            body.arguments = None;
-            body.truncated = true;
-            to_line(&Line { head, kind, who: Some((&call.who).into()), body: &body })
+            Kind::Search { query, returned, .. } => {
+                field(out, "query", query.as_str());
+                field(out, "returned", returned.as_slice());
+            }
+            Kind::Drift { upstream, tool, kind } => {
+                field(out, "upstream", &**upstream);
+                field(out, "tool", tool.as_str());
+                field(out, "kind", *kind);
+            }
+            Kind::Call(call) | Kind::Refusal(call) => {
+                let refused = matches!(event.kind, Kind::Refusal(_));
+                let arguments = call_fields(out, scratch, call, settings, refused);
+                if out.len() + 1 > settings.max_bytes {
+                    // Too large: the arguments go.
+                    out.truncate(arguments);
+                    out.extend_from_slice(b",\"truncated\":true");
+                }
+            }
         }
-    };
-    if text.len() <= settings.max_bytes {
-        return text;
-    }
-    // Still too large (a huge search or description list): who and what only.
-    let kind = match &event.kind {
-        Kind::Describe { .. } => "describe",
-        Kind::Search { .. } => "search",
-        Kind::Drift { .. } => "drift",
-        Kind::Call(_) => "call",
-        Kind::Refusal(_) => "refusal",
-    };
-    let who = match &event.kind {
-        Kind::Describe { who, .. } | Kind::Search { who, .. } => Some(who.into()),
-        Kind::Call(call) | Kind::Refusal(call) => Some((&call.who).into()),
-        Kind::Drift { .. } => None,
-    };
-    to_line(&Line { head, kind, who, body: Truncated { truncated: true } })
-}
-
-fn to_line<T: Serialize>(line: &T) -> String {
-    serde_json::to_string(line).unwrap_or_default()
-}
-
-#[derive(Serialize, Clone, Copy)]
-struct Head<'a> {
-    schema: u32,
-    time: &'a str,
-}
-
-#[derive(Serialize)]
-struct WhoLine<'a> {
-    principal: &'a str,
-    client: &'a str,
-    session: Option<&'a str>,
-}
-
-impl<'a> From<&'a Who> for WhoLine<'a> {
-    fn from(who: &'a Who) -> Self {
-        Self { principal: &who.principal, client: &who.client, session: who.session.as_deref() }
+        out.push(b'}');
+        if out.len() > settings.max_bytes {
+            // Still too large (a huge search or description list): who and what only.
+            out.truncate(head);
+            out.extend_from_slice(b",\"truncated\":true}");
+        }
+        out
     }
 }
 
-#[derive(Serialize)]
-struct Line<'a, B: Serialize> {
-    #[serde(flatten)]
-    head: Head<'a>,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    who: Option<WhoLine<'a>>,
-    #[serde(flatten)]
-    body: B,
+/// `,"<name>":` and `value`'s JSON.
+fn field<T: Serialize + ?Sized>(out: &mut Vec<u8>, name: &str, value: &T) {
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":");
+    json(out, value);
 }
 
-#[derive(Serialize)]
-struct Described<'a> {
-    tool: &'a str,
-    digest: &'a str,
+/// `value`'s JSON (into a `Vec`, which cannot fail to take it).
+fn json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    let _ = serde_json::to_writer(out, value);
 }
 
-#[derive(Serialize)]
-struct DescribeBody<'a> {
-    tools: &'a [Described<'a>],
-}
-
-#[derive(Serialize)]
-struct SearchBody<'a> {
-    query: &'a str,
-    returned: &'a [String],
-}
-
-#[derive(Serialize)]
-struct DriftBody<'a> {
-    upstream: &'a str,
-    tool: &'a str,
-    kind: &'a str,
-}
-
-#[derive(Serialize)]
-struct Truncated {
-    truncated: bool,
-}
-
-#[derive(Serialize)]
-struct CallBody<'a> {
-    tool: &'a str,
-    upstream_tool: &'a str,
-    upstream: &'a str,
-    digest: &'a str,
-    granted: Option<bool>,
-    routed: bool,
-    outcome: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    result_bytes: Option<usize>,
-    latency_ms: f64,
-    arguments_digest: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    arguments: Option<Cow<'a, Value>>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    truncated: bool,
-}
-
-fn call_body<'a>(call: &'a Call, settings: &Settings, refused: bool) -> CallBody<'a> {
+/// A call's own fields (all but the closing brace); returns where its
+/// arguments begin, to leave them out of a line too large.
+fn call_fields(out: &mut Vec<u8>, scratch: &mut Vec<u8>, call: &Call, settings: &Settings, refused: bool) -> usize {
     static EMPTY: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
     let entry = &call.entry;
-    let arguments = call.arguments.as_ref().unwrap_or_else(|| EMPTY.get_or_init(|| Value::Object(Map::new())));
-    let kept = match settings.arguments {
-        AuditArguments::None => None,
-        AuditArguments::Full => Some(Cow::Borrowed(arguments)),
-        AuditArguments::Redacted => {
-            Some(super::redact::redacted(arguments, entry.full.get("inputSchema"), &settings.redact))
+    field(out, "tool", entry.exposed.as_str());
+    field(out, "upstream_tool", entry.original.as_str());
+    field(out, "upstream", &*call.upstream);
+    field(out, "digest", &*entry.digest);
+    field(out, "granted", &call.granted);
+    field(out, "routed", &call.routed);
+    if refused {
+        field(out, "outcome", "refused");
+        field(out, "reason", call.outcome);
+    } else {
+        field(out, "outcome", call.outcome);
+        if let Some(bytes) = call.result_bytes {
+            field(out, "result_bytes", &bytes);
         }
-    };
-    CallBody {
-        tool: &entry.exposed,
-        upstream_tool: &entry.original,
-        upstream: &call.upstream,
-        digest: &entry.digest,
-        granted: call.granted,
-        routed: call.routed,
-        outcome: if refused { "refused" } else { call.outcome },
-        reason: refused.then_some(call.outcome),
-        result_bytes: if refused { None } else { call.result_bytes },
-        latency_ms: call.latency.as_secs_f64() * 1000.0,
-        arguments_digest: arguments_digest(arguments),
-        arguments: kept,
-        truncated: false,
+    }
+    field(out, "latency_ms", &(call.latency.as_secs_f64() * 1000.0));
+    // The digest of the arguments' JSON as sent (key order kept): not their
+    // canonical form, which would cost each call about 2 µs more (`cargo
+    // bench --bench audit`); the identical-call breaker, which must not tell
+    // reordered arguments apart, digests the canonical form.
+    let arguments = call.arguments.as_ref().unwrap_or_else(|| EMPTY.get_or_init(|| Value::Object(Map::new())));
+    json(scratch, arguments);
+    let mut digest = *b"sha256:0000000000000000000000000000000000000000000000000000000000000000";
+    let _ = hex::encode_to_slice(crate::config::sha256(scratch), &mut digest[7..]);
+    out.extend_from_slice(b",\"arguments_digest\":\"");
+    out.extend_from_slice(&digest);
+    out.push(b'"');
+    let start = out.len();
+    match settings.arguments {
+        AuditArguments::None => {}
+        // As sent: the JSON just digested.
+        AuditArguments::Full => {
+            out.extend_from_slice(b",\"arguments\":");
+            out.extend_from_slice(scratch);
+        }
+        AuditArguments::Redacted => {
+            let schema = entry.full.get("inputSchema");
+            field(out, "arguments", &Redacted { arguments, schema, words: &settings.redact });
+        }
+    }
+    start
+}
+
+/// The time as RFC 3339 (UTC, milliseconds), its text to the second made
+/// once a second.
+#[derive(Default)]
+struct Clock {
+    /// The second of `text`, since the epoch.
+    second: Option<u64>,
+    /// `YYYY-MM-DDTHH:MM:SS`.
+    text: String,
+}
+
+/// The last second RFC 3339 can write (9999-12-31T23:59:59Z).
+const LAST_SECOND: u64 = 253_402_300_799;
+
+impl Clock {
+    fn push(&mut self, out: &mut Vec<u8>, time: SystemTime) {
+        // A clock before 1970 or after 9999 writes the nearest time it can.
+        let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let (second, millis) = match since.as_secs() {
+            s if s > LAST_SECOND => (LAST_SECOND, 999),
+            s => (s, since.subsec_millis()),
+        };
+        if self.second != Some(second) {
+            let text = humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(second)).to_string();
+            self.text.clear();
+            self.text.push_str(text.trim_end_matches('Z'));
+            self.second = Some(second);
+        }
+        out.extend_from_slice(self.text.as_bytes());
+        // `millis` < 1000: three digits.
+        out.extend_from_slice(&[b'.', digit(millis / 100), digit(millis / 10), digit(millis), b'Z']);
     }
 }
 
-/// `sha256:` of the arguments' JSON as the client sent them (key order
-/// kept). Not their canonical form, which would cost each call about 2 µs
-/// more (`cargo bench --bench audit`); the identical-call breaker, which
-/// must not tell reordered arguments apart, digests the canonical form.
-fn arguments_digest(arguments: &Value) -> String {
-    let json = serde_json::to_vec(arguments).unwrap_or_default();
-    format!("sha256:{}", hex::encode(crate::config::sha256(&json)))
+/// The last decimal digit of `n`.
+fn digit(n: u32) -> u8 {
+    b'0' + (n % 10) as u8
 }
