@@ -13,9 +13,12 @@
 //! events go into a bounded queue ([`Audit::emit`]), and one writer task
 //! ([`writer`]) redacts, digests, serializes and writes them. A full queue
 //! drops the event and counts it (`toolgate_audit_dropped_total`); the call
-//! is never delayed.
+//! is never delayed. When `[tracing]` exports, the writer also emits each
+//! line as an OpenTelemetry log record (`otel`).
 
 pub mod event;
+#[cfg(feature = "otel")]
+mod otel;
 pub mod redact;
 mod writer;
 
@@ -31,6 +34,24 @@ pub use event::{Call, Event, Kind, Who};
 
 /// The version of the events' schema (the `schema` field).
 pub const SCHEMA: u32 = 1;
+
+#[cfg(feature = "otel")]
+use otel::Logs;
+
+/// Without the `otel` feature there are no log records: never built.
+#[cfg(not(feature = "otel"))]
+enum Logs {}
+
+#[cfg(not(feature = "otel"))]
+impl Logs {
+    fn current() -> Option<Self> {
+        None
+    }
+
+    fn emit(&self, _: &Event, _: &[u8]) {
+        match *self {}
+    }
+}
 
 /// Why the audit trail cannot be written.
 #[derive(Debug, thiserror::Error)]

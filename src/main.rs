@@ -178,10 +178,11 @@ fn main() -> anyhow::Result<()> {
     }
     let runtime = runtime.enable_all().build().context("starting the runtime")?;
     let telemetry = {
-        // The trace exporter sends on the runtime.
+        // The exporters send on the runtime.
         let _entered = runtime.enter();
         let json = matches!(cli.log_format, LogFormat::Json);
-        toolgate::telemetry::init(json, gateway_config.as_ref().map(|c| &c.tracing))?
+        let audit = gateway_config.as_ref().is_some_and(|c| c.audit.enabled);
+        toolgate::telemetry::init(json, gateway_config.as_ref().map(|c| &c.tracing), audit)?
     };
     let result = run(&runtime, cli.command, gateway_config);
     telemetry.shutdown();

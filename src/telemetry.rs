@@ -1,6 +1,7 @@
 //! Logs and traces: the `tracing` subscriber (logs on stderr, and, when
 //! `[tracing] otlp_endpoint` is set, OpenTelemetry spans exported over
-//! OTLP/HTTP), and the W3C trace context of requests.
+//! OTLP/HTTP, with `[audit]` its events as log records), and the W3C trace
+//! context of requests.
 //!
 //! What is traced: each client request is one span (the engine's `request`
 //! span, a server span named after the method), with a child span per
@@ -18,7 +19,12 @@
 #[cfg(feature = "otel")]
 mod context;
 #[cfg(feature = "otel")]
+mod logs;
+#[cfg(feature = "otel")]
 mod otlp;
+
+#[cfg(feature = "otel")]
+pub use logs::audit_logger;
 
 #[cfg(all(test, feature = "otel"))]
 mod tests;
@@ -33,18 +39,21 @@ use crate::server::TraceHeaders;
 #[derive(Debug, thiserror::Error)]
 pub enum TelemetryError {
     /// The OTLP exporter could not be built.
-    #[error("cannot start the OTLP trace exporter: {0}")]
+    #[error("cannot start the OTLP exporter: {0}")]
     Exporter(String),
     /// Tracing was configured in a build without the `otel` feature.
     #[error("this toolgate was built without OpenTelemetry support (cargo feature `otel`)")]
     NotBuilt,
 }
 
-/// What runs behind the logs: flushes the traces still buffered when shut down.
+/// What runs behind the logs: flushes the traces (and audit log records)
+/// still buffered when shut down.
 #[derive(Default)]
 pub struct Telemetry {
     #[cfg(feature = "otel")]
     provider: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
+    #[cfg(feature = "otel")]
+    logs: Option<opentelemetry_sdk::logs::SdkLoggerProvider>,
 }
 
 impl Telemetry {
@@ -56,9 +65,16 @@ impl Telemetry {
         false
     }
 
-    /// Exports the spans still buffered and stops the exporter (blocks; call
-    /// it outside the runtime's tasks, while the runtime still runs).
+    /// Exports the spans and log records still buffered and stops the
+    /// exporters (blocks; call it outside the runtime's tasks, while the
+    /// runtime still runs).
     pub fn shutdown(self) {
+        #[cfg(feature = "otel")]
+        if let Some(logs) = self.logs
+            && let Err(e) = logs.shutdown()
+        {
+            tracing::warn!(error = %e, "could not export the last audit log records");
+        }
         #[cfg(feature = "otel")]
         if let Some(provider) = self.provider
             && let Err(e) = provider.shutdown()
@@ -76,9 +92,11 @@ fn log_filter() -> EnvFilter {
 }
 
 /// Starts logging on stderr (as JSON lines if `json`) and, if `tracing`
-/// names an OTLP endpoint, the trace exporter. Call it once, inside the
-/// runtime's context (the exporter sends on it).
-pub fn init(json: bool, tracing: Option<&TracingConfig>) -> Result<Telemetry, TelemetryError> {
+/// names an OTLP endpoint, the trace exporter, and with `audit` (`[audit]
+/// enabled`) the exporter of audit events as log records
+/// ([`audit_logger`]). Call it once, inside the runtime's context (the
+/// exporters send on it).
+pub fn init(json: bool, tracing: Option<&TracingConfig>, audit: bool) -> Result<Telemetry, TelemetryError> {
     let filter = log_filter();
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     match tracing.filter(|t| t.enabled()) {
@@ -95,9 +113,12 @@ pub fn init(json: bool, tracing: Option<&TracingConfig>) -> Result<Telemetry, Te
             Ok(Telemetry::default())
         }
         #[cfg(feature = "otel")]
-        Some(config) => otlp::init(json, ansi, filter, config),
+        Some(config) => otlp::init(json, ansi, filter, config, audit),
         #[cfg(not(feature = "otel"))]
-        Some(_) => Err(TelemetryError::NotBuilt),
+        Some(_) => {
+            let _ = audit;
+            Err(TelemetryError::NotBuilt)
+        }
     }
 }
 

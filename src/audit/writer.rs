@@ -95,21 +95,31 @@ fn append(path: &PathBuf) -> std::io::Result<File> {
 
 /// Starts the writer thread; it ends when every sender is gone.
 pub(super) fn start(mut sink: Sink, mut events: mpsc::Receiver<Event>, settings: Settings, reopen: Arc<AtomicBool>) {
+    let logs = super::Logs::current();
     let spawned = std::thread::Builder::new().name("toolgate-audit".into()).spawn(move || {
         let mut lines = Lines::default();
         while let Some(first) = events.blocking_recv() {
             if reopen.swap(false, Ordering::AcqRel) {
                 sink.reopen();
             }
-            sink.write_line(lines.render(&first, &settings));
+            write(&mut sink, &mut lines, logs.as_ref(), &first, &settings);
             while let Ok(next) = events.try_recv() {
-                sink.write_line(lines.render(&next, &settings));
+                write(&mut sink, &mut lines, logs.as_ref(), &next, &settings);
             }
             sink.flush();
         }
     });
     if let Err(e) = spawned {
         tracing::error!(error = %e, "cannot start the audit writer; no audit events will be written");
+    }
+}
+
+/// Writes `event`'s line, and with `[tracing]` emits it as a log record.
+fn write(sink: &mut Sink, lines: &mut Lines, logs: Option<&super::Logs>, event: &Event, settings: &Settings) {
+    let line = lines.render(event, settings);
+    sink.write_line(line);
+    if let Some(logs) = logs {
+        logs.emit(event, line);
     }
 }
 

@@ -1,5 +1,6 @@
 //! `[metrics]` and `[tracing]`: how toolgate is watched (Prometheus metrics,
-//! OpenTelemetry traces), and the checks of those sections.
+//! OpenTelemetry traces and audit log records), and the checks of those
+//! sections.
 
 use std::net::SocketAddr;
 
@@ -39,7 +40,8 @@ impl Default for MetricsConfig {
 pub struct TracingConfig {
     /// The collector's OTLP/HTTP base URL, e.g. `"http://otel-collector:4318"`; spans are POSTed as
     /// protobuf to `<otlp_endpoint>/v1/traces` (a URL already ending in `/v1/traces` is used as it
-    /// is). `http://` or `https://`. Unset: no traces.
+    /// is), and with `[audit]` its events as log records to `<otlp_endpoint>/v1/logs`. `http://` or
+    /// `https://`. Unset: no traces.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub otlp_endpoint: Option<String>,
     /// Headers sent with every export, e.g. `{ "x-api-key" = "${OTEL_KEY}" }` for a hosted
@@ -72,6 +74,13 @@ impl TracingConfig {
     pub fn traces_url(&self) -> Option<String> {
         let endpoint = self.otlp_endpoint.as_deref()?.trim_end_matches('/');
         Some(if endpoint.ends_with("/v1/traces") { endpoint.to_owned() } else { format!("{endpoint}/v1/traces") })
+    }
+
+    /// Where log records (audit events) are POSTed: the endpoint with
+    /// `/v1/logs` appended, or in place of a `/v1/traces` it ends with.
+    pub fn logs_url(&self) -> Option<String> {
+        let endpoint = self.otlp_endpoint.as_deref()?.trim_end_matches('/');
+        Some(format!("{}/v1/logs", endpoint.strip_suffix("/v1/traces").unwrap_or(endpoint)))
     }
 }
 

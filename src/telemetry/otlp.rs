@@ -3,7 +3,8 @@
 //! The SDK's batch processor exports from a thread of its own, blocking on
 //! each export; the export itself is a request on the gateway's runtime
 //! with its reqwest client ([`ExportClient`]), so neither a blocking HTTP
-//! client nor a second runtime is built.
+//! client nor a second runtime is built. The audit log records
+//! ([`super::logs`]) are exported the same way.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -27,14 +28,22 @@ use super::{Telemetry, TelemetryError};
 use crate::config::TracingConfig;
 
 /// How long one export may take.
-const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The name of the instrumentation scope of toolgate's spans.
-const SCOPE: &str = "toolgate";
+/// The name of the instrumentation scope of toolgate's spans (and log records).
+pub(super) const SCOPE: &str = "toolgate";
 
-/// Logs (filtered by `filter`) and traces to `config`'s collector.
-pub fn init(json: bool, ansi: bool, filter: EnvFilter, config: &TracingConfig) -> Result<Telemetry, TelemetryError> {
+/// Logs (filtered by `filter`) and traces to `config`'s collector, and
+/// with `audit` the audit events as log records.
+pub fn init(
+    json: bool,
+    ansi: bool,
+    filter: EnvFilter,
+    config: &TracingConfig,
+    audit: bool,
+) -> Result<Telemetry, TelemetryError> {
     let provider = provider(config)?;
+    let logs = if audit { Some(super::logs::start(config)?) } else { None };
     let otel = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer(SCOPE))
         .with_location(false)
@@ -45,7 +54,10 @@ pub fn init(json: bool, ansi: bool, filter: EnvFilter, config: &TracingConfig) -
         if json { fmt.json().boxed() } else { fmt.boxed() };
     tracing_subscriber::registry().with(fmt.with_filter(filter)).with(otel).init();
     tracing::info!(endpoint = config.traces_url().unwrap_or_default(), "exporting traces over OTLP/HTTP");
-    Ok(Telemetry { provider: Some(provider) })
+    if logs.is_some() {
+        tracing::info!(endpoint = config.logs_url().unwrap_or_default(), "exporting audit events over OTLP/HTTP");
+    }
+    Ok(Telemetry { provider: Some(provider), logs })
 }
 
 /// What the exporter sees: the request span and its upstream exchanges,
@@ -62,31 +74,41 @@ fn traced(meta: &Metadata<'_>) -> bool {
 
 fn provider(config: &TracingConfig) -> Result<SdkTracerProvider, TelemetryError> {
     let url = config.traces_url().ok_or_else(|| TelemetryError::Exporter("no otlp_endpoint".into()))?;
-    let headers: HashMap<String, String> = config.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(Protocol::HttpBinary)
         .with_endpoint(url)
         .with_timeout(EXPORT_TIMEOUT)
-        .with_headers(headers)
-        .with_http_client(ExportClient::new()?)
+        .with_headers(headers(config))
+        .with_http_client(ExportClient::new("traces")?)
         .build()
         .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
-    let resource = Resource::builder()
-        .with_service_name(config.service_name.clone())
-        .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
-        .build();
     Ok(SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
         .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(config.sample_ratio))))
-        .with_resource(resource)
+        .with_resource(resource(config))
         .build())
+}
+
+/// The headers sent with every export.
+pub(super) fn headers(config: &TracingConfig) -> HashMap<String, String> {
+    config.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+/// What every export says of toolgate: `service.name` and `service.version`.
+pub(super) fn resource(config: &TracingConfig) -> Resource {
+    Resource::builder()
+        .with_service_name(config.service_name.clone())
+        .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
+        .build()
 }
 
 /// Sends the exporter's requests with reqwest on the gateway's runtime
 /// (the exporter's thread only waits for the answer).
 #[derive(Debug)]
-struct ExportClient {
+pub(super) struct ExportClient {
+    /// What it exports, for its log lines (`traces`).
+    what: &'static str,
     client: reqwest::Client,
     runtime: tokio::runtime::Handle,
     /// Whether the last export failed: a failing collector is reported once
@@ -95,23 +117,24 @@ struct ExportClient {
 }
 
 impl ExportClient {
-    fn new() -> Result<Self, TelemetryError> {
+    /// A client exporting `what`, on the current runtime.
+    pub(super) fn new(what: &'static str) -> Result<Self, TelemetryError> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| TelemetryError::Exporter("no async runtime to export on".into()))?;
         let client = reqwest::Client::builder()
             .timeout(EXPORT_TIMEOUT)
             .build()
             .map_err(|e| TelemetryError::Exporter(format!("cannot build the HTTP client: {e}")))?;
-        Ok(Self { client, runtime, failing: Default::default() })
+        Ok(Self { what, client, runtime, failing: Default::default() })
     }
 }
 
 /// Logs a failed export (see [`ExportClient::failing`]).
-fn export_failed(failing: &AtomicBool, why: &str) {
+fn export_failed(failing: &AtomicBool, what: &str, why: &str) {
     if !failing.swap(true, Ordering::Relaxed) {
-        tracing::warn!(%why, "cannot export traces (further failures are logged at debug level)");
+        tracing::warn!(%why, "cannot export {what} (further failures are logged at debug level)");
     } else {
-        tracing::debug!(%why, "cannot export traces");
+        tracing::debug!(%why, "cannot export {what}");
     }
 }
 
@@ -121,6 +144,7 @@ impl ExportClient {
     fn export(&self, request: http::Request<Bytes>) -> Export {
         let client = self.client.clone();
         let failing = self.failing.clone();
+        let what = self.what;
         // The exporter's own runtime: exporting traces is not traced.
         #[allow(clippy::disallowed_methods)]
         let task = self.runtime.spawn(async move {
@@ -128,17 +152,17 @@ impl ExportClient {
             let response = match client.execute(request).await {
                 Ok(r) => r,
                 Err(e) => {
-                    export_failed(&failing, &crate::upstream::report(&e).to_string());
+                    export_failed(&failing, what, &crate::upstream::report(&e).to_string());
                     return Err(e.into());
                 }
             };
             let status = response.status();
             if status.is_success() {
                 if failing.swap(false, Ordering::Relaxed) {
-                    tracing::info!("exporting traces again");
+                    tracing::info!("exporting {what} again");
                 }
             } else {
-                export_failed(&failing, &format!("the collector answered HTTP {status}"));
+                export_failed(&failing, what, &format!("the collector answered HTTP {status}"));
             }
             let mut answer = http::Response::builder().status(status);
             if let Some(headers) = answer.headers_mut() {

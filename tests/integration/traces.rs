@@ -4,7 +4,9 @@
 //! context it received. A tool call whose client sent a W3C `traceparent`
 //! (in `_meta`, or as an HTTP header) is one server span in the client's
 //! trace with a client span child for the upstream exchange, whose context
-//! reaches the upstream in `_meta` and in the `traceparent` header.
+//! reaches the upstream in `_meta` and in the `traceparent` header. With
+//! `[audit]`, each audit event also reaches the collector as a log record
+//! whose body is the event's line in the audit file.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,8 +18,10 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::any_value;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::logs::v1::SeverityNumber;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use parking_lot::Mutex;
 use prost::Message as _;
@@ -43,42 +47,89 @@ impl Exported {
     }
 }
 
+/// A log record as exported, flattened.
+#[derive(Debug, Clone)]
+struct Record {
+    service: String,
+    /// The request's `x-api-key` header.
+    key: Option<String>,
+    event_name: String,
+    severity: i32,
+    time_unix_nano: u64,
+    body: String,
+    attributes: Vec<(String, String)>,
+}
+
+impl Record {
+    fn attribute(&self, key: &str) -> Option<&str> {
+        self.attributes.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Starts an OTLP/HTTP collector stand-in; returns its base URL and what it received.
-async fn collector() -> Result<(String, Arc<Mutex<Vec<Exported>>>)> {
-    let spans: Arc<Mutex<Vec<Exported>>> = Arc::default();
-    let app = Router::new().route("/v1/traces", post(export)).with_state(spans.clone());
+/// What the collector stand-in received.
+#[derive(Clone, Default)]
+struct Received {
+    spans: Arc<Mutex<Vec<Exported>>>,
+    logs: Arc<Mutex<Vec<Record>>>,
+}
+
+/// Starts an OTLP/HTTP collector stand-in (traces and logs); returns its
+/// base URL and what it receives.
+async fn collector() -> Result<(String, Received)> {
+    let received = Received::default();
+    let app = Router::new()
+        .route("/v1/traces", post(export))
+        .route("/v1/logs", post(export_logs))
+        .with_state(received.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", listener.local_addr()?);
     tokio::spawn(async move { axum::serve(listener, app).await });
-    Ok((url, spans))
+    Ok((url, received))
 }
 
-async fn export(State(spans): State<Arc<Mutex<Vec<Exported>>>>, headers: HeaderMap, body: Bytes) -> Response {
-    if headers.get("content-type").and_then(|v| v.to_str().ok()) != Some("application/x-protobuf") {
-        return StatusCode::UNSUPPORTED_MEDIA_TYPE.into_response();
-    }
-    let Ok(request) = ExportTraceServiceRequest::decode(body) else { return StatusCode::BAD_REQUEST.into_response() };
-    let text = |v: &Option<opentelemetry_proto::tonic::common::v1::AnyValue>| match v
-        .as_ref()
-        .and_then(|v| v.value.as_ref())
-    {
+fn protobuf(headers: &HeaderMap) -> bool {
+    headers.get("content-type").and_then(|v| v.to_str().ok()) == Some("application/x-protobuf")
+}
+
+/// An attribute's value as text.
+fn text(v: &Option<AnyValue>) -> String {
+    match v.as_ref().and_then(|v| v.value.as_ref()) {
         Some(any_value::Value::StringValue(s)) => s.clone(),
         Some(any_value::Value::IntValue(i)) => i.to_string(),
         Some(any_value::Value::BoolValue(b)) => b.to_string(),
         other => format!("{other:?}"),
-    };
+    }
+}
+
+fn service_name(resource: &Option<opentelemetry_proto::tonic::resource::v1::Resource>) -> String {
+    resource
+        .iter()
+        .flat_map(|r| &r.attributes)
+        .find(|kv| kv.key == "service.name")
+        .map(|kv| text(&kv.value))
+        .unwrap_or_default()
+}
+
+fn flat(attributes: &[KeyValue]) -> Vec<(String, String)> {
+    attributes.iter().map(|kv| (kv.key.clone(), text(&kv.value))).collect()
+}
+
+fn accepted() -> Response {
+    (StatusCode::OK, [("content-type", "application/x-protobuf")], Vec::new()).into_response()
+}
+
+async fn export(State(received): State<Received>, headers: HeaderMap, body: Bytes) -> Response {
+    if !protobuf(&headers) {
+        return StatusCode::UNSUPPORTED_MEDIA_TYPE.into_response();
+    }
+    let Ok(request) = ExportTraceServiceRequest::decode(body) else { return StatusCode::BAD_REQUEST.into_response() };
+    let spans = &received.spans;
     for resource in request.resource_spans {
-        let service = resource
-            .resource
-            .iter()
-            .flat_map(|r| &r.attributes)
-            .find(|kv| kv.key == "service.name")
-            .map(|kv| text(&kv.value))
-            .unwrap_or_default();
+        let service = service_name(&resource.resource);
         for scope in resource.scope_spans {
             for span in scope.spans {
                 spans.lock().push(Exported {
@@ -88,12 +139,37 @@ async fn export(State(spans): State<Arc<Mutex<Vec<Exported>>>>, headers: HeaderM
                     trace_id: hex(&span.trace_id),
                     span_id: hex(&span.span_id),
                     parent: hex(&span.parent_span_id),
-                    attributes: span.attributes.iter().map(|kv| (kv.key.clone(), text(&kv.value))).collect(),
+                    attributes: flat(&span.attributes),
                 });
             }
         }
     }
-    (StatusCode::OK, [("content-type", "application/x-protobuf")], Vec::new()).into_response()
+    accepted()
+}
+
+async fn export_logs(State(received): State<Received>, headers: HeaderMap, body: Bytes) -> Response {
+    if !protobuf(&headers) {
+        return StatusCode::UNSUPPORTED_MEDIA_TYPE.into_response();
+    }
+    let Ok(request) = ExportLogsServiceRequest::decode(body) else { return StatusCode::BAD_REQUEST.into_response() };
+    let key = headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    for resource in request.resource_logs {
+        let service = service_name(&resource.resource);
+        for scope in resource.scope_logs {
+            for record in scope.log_records {
+                received.logs.lock().push(Record {
+                    service: service.clone(),
+                    key: key.clone(),
+                    event_name: record.event_name,
+                    severity: record.severity_number,
+                    time_unix_nano: record.time_unix_nano,
+                    body: text(&record.body),
+                    attributes: flat(&record.attributes),
+                });
+            }
+        }
+    }
+    accepted()
 }
 
 /// Starts an MCP upstream stand-in over Streamable HTTP whose one tool,
@@ -162,7 +238,8 @@ fn ids(traceparent: &str) -> Result<(String, String)> {
 
 #[tokio::test]
 async fn a_traced_tool_call_joins_the_clients_trace() -> Result<()> {
-    let (collector_url, spans) = collector().await?;
+    let (collector_url, received) = collector().await?;
+    let spans = received.spans;
     let upstream = probe_upstream().await?;
     let config = format!(
         "[server]\nlisten = \"127.0.0.1:0\"\n[tracing]\notlp_endpoint = \"{collector_url}\"\nservice_name = \"gw-under-test\"\n\n{}",
@@ -262,5 +339,78 @@ async fn without_tracing_configured_meta_passes_untouched() -> Result<()> {
     let got = seen(&answer)?;
     assert_eq!(got["meta"], Value::Null, "no _meta made up: {got}");
     assert_eq!(got["traceparent"], Value::Null);
+    Ok(())
+}
+
+#[tokio::test]
+async fn audit_events_are_log_records_with_the_lines_of_the_audit_file() -> Result<()> {
+    let (collector_url, received) = collector().await?;
+    let dir = tempfile::tempdir()?;
+    let trail = dir.path().join("audit.log");
+    let config = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n[tracing]\notlp_endpoint = \"{collector_url}\"\n\
+         service_name = \"gw-under-test\"\nheaders = {{ \"x-api-key\" = \"collector-key\" }}\n\
+         [audit]\nenabled = true\npath = {:?}\n\n{}",
+        trail.display().to_string(),
+        fixture_upstream("fx", &[], "")
+    );
+    // Export log records every 100 ms rather than every second.
+    let gw = Toolgate::start_raw_env(&config, &[("OTEL_BLRP_SCHEDULE_DELAY", "100")]).await?;
+    let mut c = Client::new(&gw.url);
+    c.initialize(json!({})).await?;
+    c.call_tool("describe_tools", json!({"tools": ["echo"]})).await?;
+    let answer = c.call_tool("echo", json!({"text": "hi", "api_token": "s3cret-value"})).await?;
+    assert_ne!(answer["isError"], true, "{answer}");
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    // The records of echo's description and call.
+    let named = |records: &[Record], name: &str| {
+        records.iter().find(|r| r.event_name == name && r.body.contains("\"echo\"")).cloned()
+    };
+    let (describe, call) = loop {
+        let got = received.logs.lock().clone();
+        if let (Some(describe), Some(call)) =
+            (named(&got, "toolgate.audit.describe"), named(&got, "toolgate.audit.call"))
+        {
+            break (describe, call);
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("log records missing; got {got:#?}\nlogs:\n{}", gw.logs());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+
+    let text = std::fs::read_to_string(&trail)?;
+    let lines: Vec<Value> = text.lines().map(serde_json::from_str).collect::<Result<_, _>>()?;
+    let line = |kind: &str| {
+        let echo = |l: &Value| l["tool"] == "echo" || l["tools"][0]["tool"] == "echo";
+        lines.iter().find(|l| l["type"] == kind && echo(l)).cloned().with_context(|| format!("no {kind} in {text}"))
+    };
+    let call_body: Value =
+        serde_json::from_str(&call.body).with_context(|| format!("the body is not JSON: {call:?}"))?;
+    assert_eq!(call_body, line("call")?, "the call record's body is the call's line in the audit file");
+    let describe_body: Value = serde_json::from_str(&describe.body)?;
+    assert_eq!(describe_body, line("describe")?);
+    assert!(!call.body.contains("s3cret-value"), "the redacted line, not the arguments: {call:?}");
+
+    assert_eq!(call.attribute("audit.type"), Some("call"));
+    assert_eq!(call.attribute("audit.tool"), Some("echo"));
+    assert_eq!(call.attribute("audit.upstream"), Some("fx"));
+    assert_eq!(call.attribute("audit.outcome"), Some("ok"));
+    assert_eq!(call.attribute("audit.principal"), Some("anonymous"));
+    assert_eq!(call.attribute("audit.schema"), Some("1"));
+    assert_eq!(call.attribute("audit.digest"), call_body["digest"].as_str());
+    assert_eq!(describe.attribute("audit.type"), Some("describe"));
+    assert_eq!(call.severity, SeverityNumber::Info as i32);
+    assert_eq!(call.service, "gw-under-test");
+    assert_eq!(call.key.as_deref(), Some("collector-key"), "the [tracing] headers go with log exports too");
+    let time = humantime::parse_rfc3339(call_body["time"].as_str().context("no time")?)?;
+    let nanos = u64::try_from(time.duration_since(std::time::UNIX_EPOCH)?.as_nanos())?;
+    assert_eq!(call.time_unix_nano / 1_000_000, nanos / 1_000_000, "timed at the event");
+    let records = received.logs.lock().clone();
+    assert!(
+        records.iter().all(|r| r.event_name.starts_with("toolgate.audit.")),
+        "only audit events are log records, no log lines: {records:#?}"
+    );
     Ok(())
 }

@@ -30,6 +30,15 @@ fn the_traces_path_is_appended_once() {
 }
 
 #[test]
+fn the_logs_path_is_appended_or_replaces_the_traces_path() {
+    let with = |e: &str| TracingConfig { otlp_endpoint: Some(e.into()), ..Default::default() }.logs_url();
+    assert_eq!(with("http://127.0.0.1:4318").as_deref(), Some("http://127.0.0.1:4318/v1/logs"));
+    assert_eq!(with("http://c:4318/").as_deref(), Some("http://c:4318/v1/logs"));
+    assert_eq!(with("https://c/otlp/v1/traces").as_deref(), Some("https://c/otlp/v1/logs"));
+    assert_eq!(TracingConfig::default().logs_url(), None);
+}
+
+#[test]
 fn every_problem_is_reported_with_its_path() {
     let found = problems(
         "[server]\nlisten = \"127.0.0.1:9000\"\n[metrics]\nlisten = \"127.0.0.1:9000\"\n\
