@@ -1,7 +1,8 @@
 //! The audit trail (`[audit]`): one JSON object per line for every
 //! description fetch (`describe`), call (`call`), refusal (`refusal`),
-//! search (`search`) and drift from the lock (`drift`), each with a
-//! `schema` version, a `type` and a `time`.
+//! search (`search`), drift from the lock (`drift`) and change of a
+//! session's concern configuration (`concerns`), each with a `schema`
+//! version, a `type` and a `time`.
 //!
 //! A call's event names the digest of the definition its client was shown
 //! (`digest`, as in the lockfile) and whether a description grant let it

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use crate::catalog::ToolEntry;
+use crate::config::ConcernValues;
 
 /// One event, and when it happened.
 pub struct Event {
@@ -45,6 +46,10 @@ pub enum Kind {
     Search { who: Who, query: String, returned: Vec<String> },
     /// A tool's definition drifted from the lock.
     Drift { upstream: Arc<str>, tool: String, kind: &'static str },
+    /// A session's concern configuration changed (`concerns/update`, or
+    /// concerns sent in `notifications/initialized`): the values it set now
+    /// (`None`: it has no configuration).
+    Concerns { who: Who, concerns: Option<ConcernValues> },
 }
 
 /// A call (or its refusal).

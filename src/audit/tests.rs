@@ -184,3 +184,19 @@ fn the_time_is_rfc3339_utc_in_milliseconds_from_one_second_to_the_next() {
     let before = parsed(&line(&event(epoch - Duration::from_secs(1)), &settings));
     assert_eq!(before["time"], "1970-01-01T00:00:00.000Z", "a clock before 1970 writes the epoch");
 }
+
+#[test]
+fn a_concerns_event_names_the_session_and_its_values() {
+    let values = [("security", "high"), ("cost", "minimal")].map(|(c, v)| (c.to_owned(), v.to_owned()));
+    let mut event = Event {
+        time: SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+        kind: Kind::Concerns { who: who(), concerns: Some(values.into_iter().collect()) },
+    };
+    let settings = settings(AuditArguments::Redacted, 16_384);
+    assert_eq!(
+        line(&event, &settings),
+        r#"{"schema":1,"time":"2027-01-15T08:00:00.000Z","type":"concerns","principal":"alice","client":"alice","session":"s1","concerns":{"security":"high","cost":"minimal"}}"#
+    );
+    event.kind = Kind::Concerns { who: who(), concerns: None };
+    assert_eq!(parsed(&line(&event, &settings))["concerns"], Value::Null);
+}

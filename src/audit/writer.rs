@@ -159,6 +159,7 @@ impl Lines {
             Kind::Describe { who, .. } => ("describe", Some(who)),
             Kind::Search { who, .. } => ("search", Some(who)),
             Kind::Drift { .. } => ("drift", None),
+            Kind::Concerns { who, .. } => ("concerns", Some(who)),
             Kind::Call(call) => ("call", Some(&call.who)),
             Kind::Refusal(call) => ("refusal", Some(&call.who)),
         };
@@ -199,6 +200,7 @@ impl Lines {
                 field(out, "tool", tool.as_str());
                 field(out, "kind", *kind);
             }
+            Kind::Concerns { concerns, .. } => field(out, "concerns", concerns),
             Kind::Call(call) | Kind::Refusal(call) => {
                 let refused = matches!(event.kind, Kind::Refusal(_));
                 let arguments = call_fields(out, scratch, call, settings, refused);

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use super::path::TomlPath;
 use super::validate::Problem;
 
-/// `[audit]`: one JSON object per line for every description fetch, call, refusal, search and
-/// drift, written off the call path.
+/// `[audit]`: one JSON object per line for every description fetch, call, refusal, search, drift
+/// and change of a session's concerns, written off the call path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuditConfig {

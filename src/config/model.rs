@@ -55,7 +55,8 @@ pub struct Config {
     /// identical-call breaker (see the book's "Limits and defaults").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<super::ToolLimit>,
-    /// `[audit]`: the audit trail of description fetches, calls, refusals, searches and drift.
+    /// `[audit]`: the audit trail of description fetches, calls, refusals, searches, drift and
+    /// concern changes.
     #[serde(default)]
     pub audit: super::AuditConfig,
     /// `[identity]`: toolgate as the issuer of the identity assertions upstreams are shown.

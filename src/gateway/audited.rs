@@ -1,7 +1,8 @@
 //! What the gateway tells the audit trail (see [`crate::audit`]): who a
-//! request comes from, and each call of a catalog tool once it is answered
-//! or refused. The layers report their own events (description fetches,
-//! searches) through [`Views::audit`](super::views::Views::audit).
+//! request comes from, each call of a catalog tool once it is answered or
+//! refused, and each change of a session's concern configuration. The
+//! layers report their own events (description fetches, searches) through
+//! [`Views::audit`](super::views::Views::audit).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use super::resolve::Resolved;
 use super::state::GwSession;
 use super::upstreams::UpstreamHandle;
 use crate::audit::{Audit, Call, Event, Kind, Who};
+use crate::concerns::Configuration;
 use crate::config::Mode;
 use crate::jsonrpc::Outcome;
 
@@ -62,6 +64,12 @@ pub(super) fn call(
         latency,
     });
     audit.emit(Event::now(if refusal.is_some() { Kind::Refusal(event) } else { Kind::Call(event) }));
+}
+
+/// Reports that `session`'s concern configuration is now `configuration`.
+pub(super) fn concerns(audit: &Audit, session: &GwSession, configuration: Option<&Configuration>) {
+    let concerns = configuration.map(|c| c.values().clone());
+    audit.emit(Event::now(Kind::Concerns { who: who(session), concerns }));
 }
 
 /// `ok`, `tool_error` or `protocol_error`, and the result's size when it

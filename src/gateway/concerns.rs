@@ -149,11 +149,17 @@ impl Gateway {
 impl Lists {
     /// Puts `configuration` in effect for `session`, and tells it which of
     /// its lists changed: tools where its listing did, prompts and resources
-    /// where an upstream it uses maps those to concerns.
+    /// where an upstream it uses maps those to concerns. A change of its
+    /// values goes to the audit trail.
     pub(crate) fn reconfigure(&self, session: &GwSession, configuration: Option<Configured>) {
         let before = self.views.listing_for(session);
         let old = session.state.set_concerns(configuration);
         let new = session.state.concerns();
+        if let Some(audit) = self.views.audit()
+            && old.as_ref().map(|c| c.values()) != new.as_ref().map(|c| c.values())
+        {
+            super::audited::concerns(audit, session, new.as_deref());
+        }
         if old.as_ref().map(|c| c.filter()) == new.as_ref().map(|c| c.filter()) {
             return;
         }

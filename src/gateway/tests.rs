@@ -343,3 +343,42 @@ async fn wait_for<T>(mut probe: impl FnMut() -> Option<T>) -> T {
     }
     panic!("nothing came within 2 s")
 }
+
+// === the audit trail ===
+
+#[tokio::test]
+async fn a_change_of_a_sessions_concerns_is_audited_with_the_values_in_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let trail = dir.path().join("audit.log");
+    let s = setup(&format!(
+        "mode = \"passthrough\"\n[[concerns]]\nname = \"security\"\ndescription = \"Security level\"\n\
+         values = [\"high\", \"low\"]\n[audit]\nenabled = true\npath = {:?}\n",
+        trail.display().to_string()
+    ));
+    let c = s.client(json!({})).await;
+    for sent in [json!({"security": "high"}), json!({"security": "high"}), json!({"security": "low", "colour": "red"})]
+    {
+        assert_eq!(c.result("concerns/update", json!({"concerns": sent})).await, json!({}));
+    }
+    // The same values again change nothing; an undeclared concern is dropped.
+    let events = wait_for(|| {
+        let text = std::fs::read_to_string(&trail).unwrap_or_default();
+        let events: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        events.iter().any(|e| e["concerns"]["security"] == "low").then_some(events)
+    })
+    .await;
+    let concerns: Vec<&Value> = events.iter().filter(|e| e["type"] == "concerns").collect();
+    assert_eq!(concerns.len(), 2, "{events:?}");
+    assert_eq!(
+        (&concerns[0]["concerns"], &concerns[1]["concerns"]),
+        (&json!({"security": "high"}), &json!({"security": "low"}))
+    );
+    let event = concerns[0];
+    assert_eq!((event["schema"].as_u64(), event["principal"].as_str()), (Some(1), Some("anonymous")), "{event}");
+    assert_eq!(
+        (event["client"].as_str(), event["session"].as_str()),
+        (Some("anonymous"), Some(c.session.id())),
+        "{event}"
+    );
+    assert!(event["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{event}");
+}

@@ -2,6 +2,7 @@
 //! tools of the fixture (its definitions approved in a lockfile), and the
 //! trail says which definition, by the lock's digest, the client was served
 //! and called; secrets in arguments are redacted; a refusal says why; a
+//! change of a session's concerns is written with the values now set; a
 //! flood through a one-event queue drops events, counts them, and every
 //! call is still answered.
 
@@ -85,6 +86,44 @@ async fn the_trail_names_the_definition_each_call_was_shown_and_keeps_no_secret(
     ensure!(call["schema"] == 1 && call["latency_ms"].is_number() && call["result_bytes"].is_number(), "{call}");
     let all = std::fs::read_to_string(&trail)?;
     ensure!(!all.contains("s3cret-value"), "a secret reached the trail: {all}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_concerns_update_that_changes_the_sessions_values_is_in_the_trail() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let trail = dir.path().join("audit.log");
+    let config = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n[audit]\nenabled = true\npath = {:?}\n\
+         [[concerns]]\nname = \"security\"\ndescription = \"Security level\"\nvalues = [\"high\", \"low\"]\n{}",
+        trail.display().to_string(),
+        fixture_upstream("fx", &[], "[upstream.tools.echo]\nconcerns = { security = \"high\" }\n")
+    );
+    let gw = Toolgate::start_raw(&config).await?;
+    let mut c = Client::new(&gw.url);
+    c.initialize(json!({})).await?;
+    for sent in [json!({"security": "low"}), json!({"security": "low"}), json!({"security": "high"})] {
+        ensure!(c.result("concerns/update", json!({"concerns": sent})).await? == json!({}));
+    }
+    // Written in order: once the last update's event is there, so are the others.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let concerns = loop {
+        let text = std::fs::read_to_string(&trail).unwrap_or_default();
+        let events: Vec<Value> = text.lines().map(serde_json::from_str).collect::<Result<_, _>>()?;
+        let concerns: Vec<Value> = events.into_iter().filter(|e| e["type"] == "concerns").collect();
+        if concerns.iter().any(|e| e["concerns"]["security"] == "high") {
+            break concerns;
+        }
+        ensure!(tokio::time::Instant::now() < deadline, "no event of the last update: {text}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // The same values sent again change nothing, and write nothing.
+    ensure!(concerns.len() == 2, "{concerns:?}");
+    ensure!(concerns[0]["concerns"] == json!({"security": "low"}), "{concerns:?}");
+    ensure!(concerns[1]["concerns"] == json!({"security": "high"}), "{concerns:?}");
+    let event = &concerns[0];
+    ensure!(event["schema"] == 1 && event["principal"] == "anonymous" && event["client"] == "anonymous", "{event}");
+    ensure!(event["session"].as_str() == c.session.as_deref() && event["session"].is_string(), "{event}");
     Ok(())
 }
 
