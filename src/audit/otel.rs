@@ -47,7 +47,9 @@ impl Logs {
         let text = |value: &Arc<str>| AnyValue::String(StringValue::from(value.clone()));
         let mut add = |key: &'static str, value: AnyValue| record.add_attribute(key, value);
         match &event.kind {
-            Kind::Describe { who, .. } | Kind::Search { who, .. } => add("audit.principal", text(&who.principal)),
+            Kind::Describe { who, .. } | Kind::Search { who, .. } | Kind::Concerns { who, .. } => {
+                add("audit.principal", text(&who.principal))
+            }
             Kind::Call(call) | Kind::Refusal(call) => {
                 // As in the line: a refusal's outcome is `refused`.
                 let outcome = if matches!(event.kind, Kind::Refusal(_)) { "refused" } else { call.outcome };
@@ -74,6 +76,7 @@ fn kind(kind: &Kind) -> &'static str {
         Kind::Refusal(_) => "refusal",
         Kind::Search { .. } => "search",
         Kind::Drift { .. } => "drift",
+        Kind::Concerns { .. } => "concerns",
     }
 }
 
@@ -83,6 +86,7 @@ fn name(kind: &Kind) -> &'static str {
         Kind::Describe { .. } => "toolgate.audit.describe",
         Kind::Call(_) => "toolgate.audit.call",
         Kind::Refusal(_) => "toolgate.audit.refusal",
+        Kind::Concerns { .. } => "toolgate.audit.concerns",
         Kind::Search { .. } => "toolgate.audit.search",
         Kind::Drift { .. } => "toolgate.audit.drift",
     }
