@@ -52,6 +52,29 @@ pub enum Kind {
     Concerns { who: Who, concerns: Option<ConcernValues> },
 }
 
+impl Kind {
+    /// The event's `type`, as its line and its log record name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kind::Describe { .. } => "describe",
+            Kind::Call(_) => "call",
+            Kind::Refusal(_) => "refusal",
+            Kind::Search { .. } => "search",
+            Kind::Drift { .. } => "drift",
+            Kind::Concerns { .. } => "concerns",
+        }
+    }
+
+    /// Who acted (`None` for drift, which no client caused).
+    pub fn who(&self) -> Option<&Who> {
+        match self {
+            Kind::Describe { who, .. } | Kind::Search { who, .. } | Kind::Concerns { who, .. } => Some(who),
+            Kind::Call(call) | Kind::Refusal(call) => Some(&call.who),
+            Kind::Drift { .. } => None,
+        }
+    }
+}
+
 /// A call (or its refusal).
 pub struct Call {
     pub who: Who,

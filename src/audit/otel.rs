@@ -43,17 +43,17 @@ impl Logs {
         record.set_severity_text("INFO");
         record.set_body(AnyValue::String(String::from_utf8_lossy(line).into_owned().into()));
         record.add_attribute("audit.schema", i64::from(SCHEMA));
-        record.add_attribute("audit.type", kind(&event.kind));
+        record.add_attribute("audit.type", event.kind.name());
         let text = |value: &Arc<str>| AnyValue::String(StringValue::from(value.clone()));
         let mut add = |key: &'static str, value: AnyValue| record.add_attribute(key, value);
+        if let Some(who) = event.kind.who() {
+            add("audit.principal", text(&who.principal));
+        }
         match &event.kind {
-            Kind::Describe { who, .. } | Kind::Search { who, .. } | Kind::Concerns { who, .. } => {
-                add("audit.principal", text(&who.principal))
-            }
+            Kind::Describe { .. } | Kind::Search { .. } | Kind::Concerns { .. } => {}
             Kind::Call(call) | Kind::Refusal(call) => {
                 // As in the line: a refusal's outcome is `refused`.
                 let outcome = if matches!(event.kind, Kind::Refusal(_)) { "refused" } else { call.outcome };
-                add("audit.principal", text(&call.who.principal));
                 add("audit.tool", call.entry.exposed.clone().into());
                 add("audit.upstream", text(&call.upstream));
                 add("audit.outcome", outcome.into());
@@ -65,18 +65,6 @@ impl Logs {
             }
         }
         self.logger.emit(record);
-    }
-}
-
-/// The event's `type`, as in its line.
-fn kind(kind: &Kind) -> &'static str {
-    match kind {
-        Kind::Describe { .. } => "describe",
-        Kind::Call(_) => "call",
-        Kind::Refusal(_) => "refusal",
-        Kind::Search { .. } => "search",
-        Kind::Drift { .. } => "drift",
-        Kind::Concerns { .. } => "concerns",
     }
 }
 

@@ -155,14 +155,7 @@ impl Lines {
             buffer.clear();
             buffer.shrink_to(keep);
         }
-        let (kind, who) = match &event.kind {
-            Kind::Describe { who, .. } => ("describe", Some(who)),
-            Kind::Search { who, .. } => ("search", Some(who)),
-            Kind::Drift { .. } => ("drift", None),
-            Kind::Concerns { who, .. } => ("concerns", Some(who)),
-            Kind::Call(call) => ("call", Some(&call.who)),
-            Kind::Refusal(call) => ("refusal", Some(&call.who)),
-        };
+        let (kind, who) = (event.kind.name(), event.kind.who());
         out.extend_from_slice(b"{\"schema\":");
         json(out, &SCHEMA);
         out.extend_from_slice(b",\"time\":\"");
