@@ -40,9 +40,11 @@ pub(crate) fn for_call<'a>(
     session: &'a Arc<GwSession>,
     up: &'a Arc<UpstreamHandle>,
 ) -> CallConnections<'a> {
-    let shared = up.is_shared() && !Identity::is_personal(&up.config, &session.state.principal_ref());
-    if shared || session.is_sessionless() {
+    if session.is_sessionless() {
         return unowned(gateway, session, up.clone());
+    }
+    if up.is_shared() && !Identity::is_personal(&up.config, &session.state.principal_ref()) {
+        return CallConnections::Shared(up.clone());
     }
     CallConnections::PerSession { gateway, session, up }
 }
@@ -55,13 +57,14 @@ pub(crate) fn unowned(
     session: &GwSession,
     up: Arc<UpstreamHandle>,
 ) -> CallConnections<'static> {
-    let principal = session.state.principal();
+    let principal = session.state.principal_ref();
     if up.is_shared() && !Identity::is_personal(&up.config, &principal) {
         return CallConnections::Shared(up);
     }
     match principal.kind() {
         PrincipalKind::Anonymous => CallConnections::Shared(up),
         PrincipalKind::ApiKey | PrincipalKind::Jwt => {
+            let principal = principal.clone();
             CallConnections::PerClient(ClientConnection { gateway: gateway.clone(), up, principal })
         }
     }
