@@ -69,6 +69,7 @@ mod listeners;
 mod lists;
 mod mrtr;
 mod note;
+mod oauth;
 mod pages;
 mod policy;
 mod reload;
@@ -305,6 +306,7 @@ impl Gateway {
             arguments: crate::catalog::Arguments::default(),
         });
         gateway.metrics.attach(Arc::<Gateway>::downgrade(&gateway));
+        gateway.identity.oauth().observe(Arc::new(oauth::Observer(Arc::downgrade(&gateway))));
         if let Some(authenticator) = gateway.clients.authenticator().filter(|a| a.has_jwt()) {
             // Load the issuer's keys now rather than on the first request.
             crate::spawn(async move {
@@ -404,6 +406,20 @@ impl Gateway {
     /// credentials.
     pub fn metadata_routes(&self) -> Option<axum::Router> {
         self.clients.metadata_routes()
+    }
+
+    /// The public OAuth routes (consent links, the callback, the client
+    /// metadata document), for the main listener bound at `addr`.
+    pub fn oauth_routes(
+        self: &Arc<Self>,
+        guard: crate::server::http::Guard,
+        addr: std::net::SocketAddr,
+    ) -> axum::Router {
+        let oauth = self.identity.oauth().clone();
+        oauth.listening_on(addr);
+        let views = self.views.clone();
+        let upstreams: crate::oauth::pages::Upstreams = Arc::new(move || views.config().upstreams.clone().into());
+        crate::oauth::pages::routes(oauth, upstreams, guard)
     }
 
     /// The route of the JWK Set of toolgate's identity assertions (with

@@ -27,7 +27,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use toolgate_mcp::client::{Cause, Credentials, HttpTarget, StdioTarget, Target};
 
 use crate::auth::{Bearer, Principal, PrincipalId, PrincipalKind};
-use crate::config::{Config, IdentityMode, UpstreamConfig, UpstreamIdentity};
+use crate::config::{Config, IdentityMode, UpstreamAuth, UpstreamConfig, UpstreamIdentity};
 use crate::shared::Connection;
 
 pub use keys::{KeyFileError, SigningKey};
@@ -41,10 +41,12 @@ pub enum IdentityError {
     Sealing(#[from] sealed::KeyError),
 }
 
-/// The identity service of a gateway: signing keys, and the caches of
-/// assertions and exchanged tokens.
+/// The identity service of a gateway: signing keys, the caches of
+/// assertions and exchanged tokens, and the OAuth client of protected
+/// upstreams (users' own tokens).
 pub struct Identity {
     inner: Arc<Inner>,
+    oauth: crate::oauth::OAuth,
 }
 
 struct Inner {
@@ -85,16 +87,22 @@ impl Identity {
         let issuer = identity.issuer.clone().unwrap_or_default();
         let signer = (!keys.is_empty()).then(|| assertion::Signer::new(issuer, keys, identity));
         let ring = sealed::KeyRing::new(config.state.encryption_keys.iter().map(|k| k.expose()))?;
-        let shared = match (store, ring) {
+        let shared = match (store.clone(), ring) {
             (Some(connection), Some(ring)) => Some(exchange::Shared::new(connection, ring, &config.state.key_prefix)),
             _ => None,
         };
-        let exchanger = exchange::Exchanger::new(http, identity.cache_entries, shared);
+        let exchanger = exchange::Exchanger::new(http.clone(), identity.cache_entries, shared);
         let subjects = Subjects(
             moka::sync::Cache::builder().max_capacity(identity.cache_entries).expire_after(UntilExpiry).build(),
         );
         let exchanges = config.upstreams.iter().any(|u| u.identity.as_ref().is_some_and(UpstreamIdentity::exchanges));
-        Ok(Self { inner: Arc::new(Inner { signer, exchanger, subjects, exchanges }) })
+        let oauth = crate::oauth::OAuth::new(config, http, store, config.server.listen)?;
+        Ok(Self { inner: Arc::new(Inner { signer, exchanger, subjects, exchanges }), oauth })
+    }
+
+    /// The OAuth client of protected upstreams (`auth = "oauth"`).
+    pub fn oauth(&self) -> &crate::oauth::OAuth {
+        &self.oauth
     }
 
     /// The JWK Set of the signing keys (`None` without `[identity]` keys).
@@ -177,7 +185,7 @@ impl Identity {
     /// it needs upstream sessions no other client shares.
     pub fn is_personal(up: &UpstreamConfig, principal: &Principal) -> bool {
         principal.kind() != PrincipalKind::Anonymous
-            && (up.identity.is_some() || principal.policy().upstream.has(&up.name))
+            && (up.identity.is_some() || up.auth == UpstreamAuth::Oauth || principal.policy().upstream.has(&up.name))
     }
 
     /// `target` (upstream `up`'s) as a connection made for `principal`
@@ -210,7 +218,14 @@ impl Identity {
             }
             headers.extend(own.clone());
         }
-        let credentials = self.for_client(up, principal);
+        let credentials = match up.auth {
+            // The user's own token replaces the service credential.
+            UpstreamAuth::Oauth => {
+                headers.remove(http::header::AUTHORIZATION);
+                Some(self.oauth.source(up, principal))
+            }
+            UpstreamAuth::None => self.for_client(up, principal),
+        };
         Arc::new(HttpTarget { headers, credentials, ..(**http).clone() })
     }
 }

@@ -25,6 +25,9 @@
 //! - [`identity`]: what a connection made for one client presents to an
 //!   upstream: signed identity assertions (and their JWK Set), tokens
 //!   exchanged at the client's identity provider, sealed in Redis.
+//! - [`oauth`]: OAuth toward protected upstreams: consent per user and
+//!   upstream at first use, the public consent routes, users' tokens kept
+//!   (sealed in Redis) and refreshed.
 //! - [`grants`]: description grants, the tools a client may call, per
 //!   session or in a store (memory or Redis) for sessionless clients.
 //! - [`concerns`]: concern-based filtering (declarations, primitives'
@@ -59,6 +62,7 @@ pub mod import;
 pub mod lock;
 pub mod metrics;
 pub mod mrtr;
+pub mod oauth;
 pub mod shared;
 pub mod telemetry;
 pub mod tokens;

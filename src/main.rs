@@ -126,6 +126,13 @@ enum Command {
     /// beside the configuration). --diff shows drift from it, --check also
     /// exits 1 on drift (for CI), --approve takes drift into it.
     Lock(toolgate::lock::cli::LockArgs),
+    /// List or revoke users' authorizations of OAuth upstreams.
+    ///
+    /// Works on the tokens kept in `[state] redis_url` (sealed with
+    /// `encryption_keys`): `list` names who authorized which upstream,
+    /// `revoke` drops a client's tokens and revokes them at the
+    /// authorization server.
+    Oauth(toolgate::oauth::cli::OAuthArgs),
 }
 
 #[derive(clap::Args)]
@@ -232,6 +239,7 @@ fn run(runtime: &tokio::runtime::Runtime, command: Command, gateway_config: Opti
             std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()).context("writing the forms")
         }
         Command::Import(args) => Ok(toolgate::import::cli::run(&args)?),
+        Command::Oauth(args) => Ok(runtime.block_on(toolgate::oauth::cli::run(&args))?),
         Command::Lock(args) => {
             if !runtime.block_on(toolgate::lock::cli::run(&args))? {
                 std::process::exit(1);
@@ -311,13 +319,14 @@ async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
     if let Some(jwks) = gateway.jwks_routes(guard.clone()) {
         app = app.merge(jwks);
     }
+    let addr = listener.local_addr()?;
+    app = app.merge(gateway.oauth_routes(guard.clone(), addr));
     let metrics = gateway.config().metrics.clone();
     if metrics.enabled && metrics.listen.is_none() {
         // Behind the MCP endpoint's own checks (see `metrics::serve`).
         let access = toolgate::metrics::Access { guard, admit: gateway.admission() };
         app = app.merge(toolgate::metrics::guarded_routes(gateway.metrics().clone(), access));
     }
-    let addr = listener.local_addr()?;
     let _metrics_listener = match metrics.listen.filter(|_| metrics.enabled) {
         Some(listen) => Some(serve_metrics(listen, gateway.metrics().clone(), &server).await?),
         None => None,

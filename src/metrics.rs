@@ -103,6 +103,8 @@ pub struct Metrics {
     limit_fallbacks: Counter,
     /// Audit events dropped because the writer's queue was full.
     audit_dropped: Counter,
+    /// OAuth consent and token events, by upstream and event.
+    oauth_events: Family<Labels<2>, Counter>,
     described: Box<[Counter]>,
     fetches: [Counter; 2],
     /// Calls refused for invalid arguments, by upstream and tool.
@@ -219,6 +221,13 @@ impl Metrics {
             "Tool calls refused by a per-tool budget ([[limits]]), by client and limit",
             limit_refusals.clone(),
         );
+        let oauth_events = Family::<Labels<2>, Counter>::default();
+        registry.register(
+            "toolgate_oauth_events",
+            "OAuth toward protected upstreams (auth = \"oauth\"), by upstream and event: consent started, completed \
+             or failed; token refreshed, refresh failed, dropped (refused by the upstream) or revoked",
+            oauth_events.clone(),
+        );
         let limit_fallbacks = Counter::default();
         registry.register(
             "toolgate_limit_fallbacks",
@@ -272,6 +281,7 @@ impl Metrics {
             routed_calls,
             tool_drift,
             limit_refusals,
+            oauth_events,
             limit_fallbacks,
             audit_dropped,
             described,
@@ -423,6 +433,13 @@ impl Metrics {
     pub fn limit_refused(&self, client: &str, limit: &'static str) {
         let client = self.clients.label_of(client);
         self.limit_refusals.get_or_create(&[("client", client), ("limit", Label::Static(limit))]).inc();
+    }
+
+    /// An OAuth event (`started`, `completed`, `failed`, `refreshed`,
+    /// `refresh_failed`, `dropped`, `revoked`) for upstream `upstream`.
+    pub fn oauth_event(&self, upstream: &str, event: &'static str) {
+        let labels = [("upstream", Label::Name(Arc::from(upstream))), ("event", Label::Static(event))];
+        self.oauth_events.get_or_create(&labels).inc();
     }
 
     /// Counts calls and sessions counted here alone because the shared

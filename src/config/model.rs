@@ -62,6 +62,9 @@ pub struct Config {
     /// `[identity]`: toolgate as the issuer of the identity assertions upstreams are shown.
     #[serde(default)]
     pub identity: super::IdentityConfig,
+    /// `[oauth]`: toolgate as the OAuth client of protected upstreams (`auth = "oauth"`).
+    #[serde(default)]
+    pub oauth: super::OAuthConfig,
 }
 
 /// `[server]`: the downstream endpoint that MCP clients connect to (Streamable HTTP, and legacy
@@ -477,6 +480,19 @@ pub struct UpstreamConfig {
     /// `headers` (and the client's `upstream_headers`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<super::UpstreamIdentity>,
+    /// HTTP: `"oauth"` for an OAuth 2.1 protected upstream. Each authenticated client authorizes
+    /// toolgate at its first call (a consent link, by URL elicitation where the client supports
+    /// it), and its calls then carry its own access token. Lists come from `headers` (a service
+    /// credential). See `[upstream.oauth]` and `[oauth]`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub auth: super::UpstreamAuth,
+    /// `auth = "oauth"`: toolgate's client at the upstream's authorization server (all optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<super::UpstreamOAuth>,
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
 impl UpstreamConfig {

@@ -86,6 +86,7 @@ pub(crate) fn check(config: &Config, written: &dyn Fn(usize, &str) -> bool) -> V
     out.0.extend(super::limits::check(&config.limits, &TomlPath::root().key("limits"), true));
     out.0.extend(super::audit::check(&config.audit));
     out.0.extend(super::identity::check(config));
+    out.0.extend(super::oauth::check(config));
     for (i, client) in config.auth.clients.iter().enumerate() {
         let root = TomlPath::root().key("auth").key("clients").index(i).key("limits");
         out.0.extend(super::limits::check(&client.limits, &root, false));

@@ -27,7 +27,7 @@ use super::state::GwSession;
 use super::upstreams::UpstreamHandle;
 use super::{Gateway, connections, events, translate};
 use crate::catalog::ToolEntry;
-use crate::config::Mode;
+use crate::config::{Mode, UpstreamAuth};
 use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
 use crate::metrics::Method;
 use crate::protocol::{LOG_LEVELS, Version, method};
@@ -35,6 +35,7 @@ use crate::server::ServerOffer;
 use crate::upstream::modern::headers::{self, ParamCheck};
 use crate::upstream::{self, Call, UpstreamError};
 
+mod consent;
 mod subscriptions;
 mod tasks;
 
@@ -259,11 +260,25 @@ impl Forwarder {
         method: &str,
         params: Option<Value>,
     ) -> Outcome {
+        let task_augmented = params.as_ref().is_some_and(|p| p.get("task").is_some());
+        let result = self.forward_to_raw(cx, up, method, params).await;
+        self.finish(cx, up, method, task_augmented, result).await
+    }
+
+    /// [`Forwarder::forward_to`] up to the upstream's answer, before it is
+    /// made the client's.
+    async fn forward_to_raw(
+        &self,
+        cx: Forwarding<'_>,
+        up: &Arc<UpstreamHandle>,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Outcome, UpstreamError> {
         let index = up.index;
         // Every route above resolves only to upstreams the client may use;
         // this keeps it so whatever a future route gets wrong.
         if !cx.session.state.uses(index) {
-            return Outcome::error(ErrorObject::method_not_found(method));
+            return Ok(Outcome::error(ErrorObject::method_not_found(method)));
         }
         cx.ctx.span.record("upstream", &*up.label);
         cx.note.forwarded_to(index);
@@ -281,7 +296,6 @@ impl Forwarder {
         // upstream session, where a dual-era server refuses it.
         let sessionless = cx.session.is_sessionless();
         let modern_upstream = up.is_modern();
-        let task_augmented = params.as_ref().is_some_and(|p| p.get("task").is_some());
         let params = if sessionless && !modern_upstream { strip_envelope(params) } else { params };
         // A traced call carries its span's context to the upstream (`_meta`,
         // and the `traceparent` header over HTTP).
@@ -317,6 +331,19 @@ impl Forwarder {
             Box::pin(upstream::service::call(connections, up.config.timeout, call)).instrument(span).await
         };
         cx.gateway.metrics().upstream_request(index, Method::of(method), &result, started.elapsed());
+        result
+    }
+
+    /// The upstream's answer `result`, made the client's.
+    async fn finish(
+        &self,
+        cx: Forwarding<'_>,
+        up: &Arc<UpstreamHandle>,
+        method: &str,
+        task_augmented: bool,
+        result: Result<Outcome, UpstreamError>,
+    ) -> Outcome {
+        let index = up.index;
         match result {
             Ok(Outcome::Error(error)) => {
                 // URLElicitationRequiredError: remember who may hear the completions.
@@ -426,12 +453,46 @@ impl Forwarder {
             Some(name) => *name = Value::String(entry.original.clone()),
             None => params["name"] = json!(entry.original),
         }
+        let up = match &call.upstream {
+            Some(up) => up.clone(),
+            None => match cx.gateway.upstreams().get(entry.upstream) {
+                Some(up) => up.clone(),
+                None => return Outcome::error(ErrorObject::method_not_found(method::TOOLS_CALL)),
+            },
+        };
+        // An OAuth upstream: the user's consent first (its retry carries
+        // toolgate's own state, which the upstream never sees).
+        let oauth = up.config.auth == UpstreamAuth::Oauth;
+        if oauth {
+            consent::strip_retry(&mut params);
+            if let Err(ask) = consent::check(cx, &up).await {
+                return ask;
+            }
+        }
         // Tool calls may run long: stream the answer (resumable on HTTP)
         // unless it is ready within the transport's grace period.
         cx.ctx.downlink.prefer_stream();
-        match &call.upstream {
-            Some(up) => self.forward_to(cx, up, method::TOOLS_CALL, Some(params)).await,
-            None => self.forward(cx, entry.upstream, method::TOOLS_CALL, Some(params)).await,
+        if !oauth {
+            return self.forward_to(cx, &up, method::TOOLS_CALL, Some(params)).await;
+        }
+        // The upstream refusing the user's token (401) is told to the OAuth
+        // client, which refreshes it once: then the call is sent again (the
+        // upstream did not run it), else consent is asked anew.
+        let again = params.clone();
+        let task_augmented = params.get("task").is_some();
+        let outcome = self.forward_to_raw(cx, &up, method::TOOLS_CALL, Some(params)).await;
+        match outcome {
+            Err(e) if e.is_unauthorized() => {
+                let principal = cx.session.state.principal();
+                if cx.gateway.identity().oauth().refused(&up.config, &principal).await {
+                    return self.forward_to(cx, &up, method::TOOLS_CALL, Some(again)).await;
+                }
+                match consent::check(cx, &up).await {
+                    Ok(()) => Outcome::error(e.to_error_object()),
+                    Err(ask) => ask,
+                }
+            }
+            other => self.finish(cx, &up, method::TOOLS_CALL, task_augmented, other).await,
         }
     }
 

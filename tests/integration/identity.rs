@@ -26,13 +26,13 @@ const ALICE_KEY: &str = "alice-key-0123456789abcdef";
 const BOB_KEY: &str = "bob-key-0123456789abcdef00";
 
 /// A Node peer of tests/node that prints one JSON line when ready.
-struct NodePeer {
-    proc: Proc,
-    ready: Value,
+pub(crate) struct NodePeer {
+    pub(crate) proc: Proc,
+    pub(crate) ready: Value,
 }
 
 impl NodePeer {
-    async fn start(script: &str, args: &[&str]) -> Result<Self> {
+    pub(crate) async fn start(script: &str, args: &[&str]) -> Result<Self> {
         let script_path = repo_path(&format!("tests/node/{script}")).display().to_string();
         let (proc, mut lines) = start_reporting(node22(), &[&[script_path.as_str()][..], args].concat())?;
         let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
@@ -43,7 +43,7 @@ impl NodePeer {
         Ok(Self { proc, ready })
     }
 
-    fn at(&self, key: &str) -> String {
+    pub(crate) fn at(&self, key: &str) -> String {
         self.ready[key].as_str().unwrap_or_default().to_owned()
     }
 }
@@ -67,11 +67,11 @@ async fn upstream(jwks: &str, issuer: &str, audience: &str, header: &str) -> Res
     NodePeer::start("identity_server.mjs", &[&args[..], &["--service-token", SERVICE_TOKEN]].concat()).await
 }
 
-async fn get_json(url: &str) -> Result<Value> {
+pub(crate) async fn get_json(url: &str) -> Result<Value> {
     Ok(reqwest::get(url).await?.error_for_status()?.json().await?)
 }
 
-async fn post(url: &str) -> Result<()> {
+pub(crate) async fn post(url: &str) -> Result<()> {
     reqwest::Client::new().post(url).send().await?.error_for_status()?;
     Ok(())
 }
@@ -125,7 +125,7 @@ async fn sessionless_call(url: &str, token: &str, id: i64, tool: &str) -> Result
 }
 
 /// A sessionless read of `tool`'s description by the holder of `token` (its grant).
-async fn sessionless_describe(url: &str, token: &str, tool: &str) -> Result<()> {
+pub(crate) async fn sessionless_describe(url: &str, token: &str, tool: &str) -> Result<()> {
     let c = Client::with_bearer(url, token)?;
     let uri = format!("resource:///tool_descriptions?tools={tool}");
     let body = modern_body("identity", json!(0), "resources/read", json!({"uri": uri}));
@@ -147,7 +147,7 @@ async fn sessions_never_mix(upstream: &NodePeer) -> Result<Value> {
 
 /// Waits until toolgate's connection to upstream `name` is up (its
 /// `/readyz` says so).
-async fn wait_up(gw: &Toolgate, name: &str) -> Result<()> {
+pub(crate) async fn wait_up(gw: &Toolgate, name: &str) -> Result<()> {
     let url = format!("http://127.0.0.1:{}/readyz", gw.port());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
@@ -161,7 +161,7 @@ async fn wait_up(gw: &Toolgate, name: &str) -> Result<()> {
 }
 
 /// `needles` appear nowhere in toolgate's log.
-fn log_keeps_secrets(gw: &Toolgate, needles: &[&str]) -> Result<()> {
+pub(crate) fn log_keeps_secrets(gw: &Toolgate, needles: &[&str]) -> Result<()> {
     let logs = gw.logs();
     for needle in needles {
         ensure!(!logs.contains(needle), "a secret reached the log: {}…", &needle[..needle.len().min(12)]);

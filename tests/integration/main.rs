@@ -37,6 +37,7 @@ mod metrics;
 mod modern;
 mod modern_params;
 mod mrtr;
+mod oauth;
 mod outage;
 mod reload;
 mod replicas;

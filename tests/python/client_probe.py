@@ -6,7 +6,8 @@ Usage:
     python client_probe.py [--transport http|sse] --url URL [OPTIONS] SCRIPT_JSON
     python client_probe.py --transport stdio --command '["prog", "arg", ...]' [OPTIONS] SCRIPT_JSON
 
-    OPTIONS: [--mode auto|legacy|2026-07-28] [--no-sampling] [--elicit CONTENT_JSON] [--timeout SECONDS]
+    OPTIONS: [--mode auto|legacy|2026-07-28] [--no-sampling] [--elicit CONTENT_JSON]
+             [--url-elicitation] [--timeout SECONDS]
 
 Transports (the SDK's own client transports):
 - `http` (default): Streamable HTTP to URL, e.g. http://127.0.0.1:8080/mcp.
@@ -30,6 +31,8 @@ for stdin). Steps run in order on one connection:
     {"op": "set_logging_level", "level": "debug"}        (handshake-era servers only)
     {"op": "sync", "signal": "/tmp/a", "wait": "/tmp/b"} (creates the file `signal`, then waits
                                                           for `wait` to exist: the test acts meanwhile)
+    {"op": "call_tool_url", "name": "whoami", "arguments": {}, "signal": "/tmp/a", "wait": "/tmp/b"}
+                                                         (URL-mode elicitation, see below)
 
 `call_tool` accepts `"progress": true` to pass a progress callback (so the
 request carries a progress token); the progress updates received for that
@@ -43,6 +46,44 @@ callback is always installed (unless `--no-sampling`): it answers
 message>"` (model "probe-model", stopReason "endTurn").
 With `--elicit CONTENT_JSON` an elicitation callback is installed too: it
 accepts every `elicitation/create` with that content.
+
+`--url-elicitation` (MCP 2025-11-25 URL mode) installs the elicitation
+callback even without `--elicit`. Note that the SDK declares
+`elicitation: {form: {}, url: {}}` whenever an elicitation callback is
+installed, so `--elicit` alone declares URL mode as well; with neither option
+there is no elicitation capability at all. The callback records every
+`elicitation/create` in `elicitation_requests` and answers a URL-mode one with
+`{"action": "accept"}` (the user agreed to open the URL; nothing is fetched),
+a form-mode one with `--elicit`'s content, or `{"action": "decline"}` without it.
+
+`call_tool_url` (`within`: seconds to wait for `wait`, default 60;
+`complete_within`: seconds to wait for the completion notification, default 10):
+1. calls the tool;
+2. if that fails with -32042 (URLElicitationRequiredError), writes the `url`
+   of the first entry of the error's `data.elicitations` into the file `signal`
+   (atomically: `signal`.tmp, then rename), waits for the file `wait` to exist
+   (the test runs the user agent meanwhile), waits up to `complete_within`
+   seconds for a `notifications/elicitation/complete` naming that
+   `elicitationId` (one that arrived earlier counts), then calls the tool again;
+   if the first call did anything else, `signal` gets an empty file at once
+   (so the test need not wait) and nothing else is done.
+Its step output:
+
+    {"op": "call_tool_url",
+     "ok": <the retry's ok; the first call's when no URL elicitation was required>,
+     "result" | "error": <the retry's (else the first call's), as in call_tool>,
+     "first": {"ok": ..., "result" | "error": ...},
+     "elicitation_required": true | false,
+     "elicitations": [{"mode": "url", "elicitationId", "url", "message"}...],
+     "signalled_url": <the URL written to `signal`> | null,
+     "complete": {"received": true | false, "params": {"elicitationId": ...} | null,
+                  "before_wait": <it had arrived before `wait` existed>,
+                  "waited_ms": <after `wait` existed>},
+     "retry": {"ok": ..., "result" | "error": ...}}
+
+(`elicitations`, `signalled_url`, `complete` and `retry` only when a URL
+elicitation was required.) The completion notification also appears in
+`notifications`.
 
 Output: exactly one JSON object on stdout:
 
@@ -85,6 +126,7 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import (
+    URL_ELICITATION_REQUIRED,
     CreateMessageRequestParams,
     CreateMessageResult,
     ElicitRequestParams,
@@ -116,7 +158,19 @@ class Probe:
 
     async def elicitation(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
         self.elicitation_requests.append(dump(params))
+        if getattr(params, "mode", None) == "url":
+            return ElicitResult(action="accept")
+        if self.elicit_content is None:  # only --url-elicitation: no form content to give
+            return ElicitResult(action="decline")
         return ElicitResult(action="accept", content=self.elicit_content)
+
+    def elicitation_complete(self, elicitation_id: str) -> dict[str, Any] | None:
+        """The params of a received `notifications/elicitation/complete` for that id, if any."""
+        for n in self.notifications:
+            params = n.get("params") or {}
+            if n.get("method") == "notifications/elicitation/complete" and params.get("elicitationId") == elicitation_id:
+                return params
+        return None
 
     async def sampling(self, context: ClientRequestContext, params: CreateMessageRequestParams) -> CreateMessageResult:
         self.sampling_requests.append(dump(params))
@@ -156,16 +210,95 @@ async def sync(step: dict[str, Any]) -> dict[str, Any]:
         with open(signal, "w", encoding="utf-8"):
             pass
     if wait := step.get("wait"):
-        deadline = asyncio.get_running_loop().time() + float(step.get("within", 60))
-        while not os.path.exists(wait):
-            if asyncio.get_running_loop().time() > deadline:
-                raise TimeoutError(f"{wait} did not appear")
-            await asyncio.sleep(0.02)
+        await wait_for_file(wait, float(step.get("within", 60)))
     return {}
 
 
-async def run_step(client: Client, step: dict[str, Any]) -> dict[str, Any]:
+def write_atomically(path: str, text: str) -> None:
+    """Writes `text` to path+".tmp", then renames it to `path` (the reader never sees half a file)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+async def wait_for_file(path: str, within: float) -> None:
+    deadline = asyncio.get_running_loop().time() + within
+    while not os.path.exists(path):
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"{path} did not appear")
+        await asyncio.sleep(0.02)
+
+
+async def attempt(call: Any) -> dict[str, Any]:
+    """Awaits `call`: {"ok": true, "result"} or {"ok": false, "error": {"code", "message", "data"?}}."""
+    try:
+        result = await call
+    except MCPError as e:
+        error: dict[str, Any] = {"code": e.error.code, "message": e.error.message}
+        if e.error.data is not None:
+            error["data"] = e.error.data
+        return {"ok": False, "error": error}
+    except Exception as e:  # the test judges; report instead of dying
+        return {"ok": False, "error": {"code": None, "message": f"{type(e).__name__}: {e}"}}
+    return {"ok": True, "result": dump(result)}
+
+
+async def call_tool_url(client: Client, probe: Probe, step: dict[str, Any]) -> dict[str, Any]:
+    """The `call_tool_url` step: a tool call that may need a URL-mode elicitation first."""
+    out: dict[str, Any] = {"op": "call_tool_url"}
+    first = await attempt(client.call_tool(step["name"], step.get("arguments")))
+    out["first"] = first
+    error = first.get("error") or {}
+    data = error.get("data")
+    elicitations = data.get("elicitations") if isinstance(data, dict) else None
+    required = error.get("code") == URL_ELICITATION_REQUIRED and isinstance(elicitations, list) and bool(elicitations)
+    out["elicitation_required"] = required
+    signal = step.get("signal")
+    if not required:
+        if signal:
+            write_atomically(signal, "")
+        out.update({k: v for k, v in first.items()})
+        return out
+
+    out["elicitations"] = elicitations
+    target = elicitations[0] if isinstance(elicitations[0], dict) else {}
+    url = target.get("url")
+    elicitation_id = target.get("elicitationId")
+    out["signalled_url"] = url
+    if signal:
+        write_atomically(signal, url or "")
+    complete: dict[str, Any] = {"received": False, "params": None, "before_wait": False, "waited_ms": 0}
+    try:
+        if wait := step.get("wait"):
+            await wait_for_file(wait, float(step.get("within", 60)))
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        params = probe.elicitation_complete(elicitation_id)
+        complete["before_wait"] = params is not None
+        deadline = started + float(step.get("complete_within", 10))
+        while params is None and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+            params = probe.elicitation_complete(elicitation_id)
+        complete.update(received=params is not None, params=params, waited_ms=round((loop.time() - started) * 1000))
+    except TimeoutError as e:
+        out["complete"] = complete
+        out.update(ok=False, error={"code": None, "message": f"TimeoutError: {e}"})
+        return out
+    out["complete"] = complete
+    retry = await attempt(client.call_tool(step["name"], step.get("arguments")))
+    out["retry"] = retry
+    out.update({k: v for k, v in retry.items()})
+    return out
+
+
+async def run_step(client: Client, step: dict[str, Any], probe: Probe | None = None) -> dict[str, Any]:
     op = step.get("op")
+    if op == "call_tool_url" and probe is not None:
+        try:
+            return await call_tool_url(client, probe, step)
+        except Exception as e:  # a malformed step (no name, unwritable signal...): report it
+            return {"op": op, "ok": False, "error": {"code": None, "message": f"{type(e).__name__}: {e}"}}
     out: dict[str, Any] = {"op": op}
     progress: list[dict[str, Any]] = []
 
@@ -235,7 +368,7 @@ async def run(args: argparse.Namespace, steps: list[dict[str, Any]]) -> int:
         mode=args.mode,
         read_timeout_seconds=args.timeout,
         sampling_callback=None if args.no_sampling else probe.sampling,
-        elicitation_callback=None if args.elicit is None else probe.elicitation,
+        elicitation_callback=probe.elicitation if args.elicit is not None or args.url_elicitation else None,
         message_handler=probe.on_message,
         log_level="debug",
         cache=None,  # every step must reach the server (through the gateway)
@@ -254,7 +387,7 @@ async def run(args: argparse.Namespace, steps: list[dict[str, Any]]) -> int:
             "negotiated_version": client.protocol_version,
             "server_info": dump(client.server_info),
             "mode_used": "modern" if session.discover_result is not None else "legacy",
-            "steps": [await run_step(client, step) for step in steps],
+            "steps": [await run_step(client, step, probe) for step in steps],
             "sampling_requests": probe.sampling_requests,
             "elicitation_requests": probe.elicitation_requests,
             "notifications": probe.notifications,
@@ -300,6 +433,11 @@ def main() -> int:
     parser.add_argument("--no-sampling", action="store_true", help="do not declare the sampling capability")
     parser.add_argument(
         "--elicit", type=json.loads, help="accept every elicitation with this JSON object as its content"
+    )
+    parser.add_argument(
+        "--url-elicitation",
+        action="store_true",
+        help="declare elicitation {form, url} (MCP 2025-11-25 URL mode) and accept URL-mode elicitations",
     )
     parser.add_argument("--timeout", type=float, default=30.0, help="read timeout per request, seconds")
     parser.add_argument("script", help="JSON list of steps, @file, or - for stdin")

@@ -66,9 +66,22 @@ impl fmt::Display for Changes {
 /// `[disclosure]` (the shape of every served catalog and the answer cache),
 /// `[state]`, `[mrtr]` (the held-call table's limits) and `[[concerns]]`
 /// (what sessions were told at `initialize`; the upstreams' and clients'
-/// concern values reload with them).
-pub const RESTART_ONLY: [&str; 11] =
-    ["server", "auth", "metrics", "tracing", "disclosure", "state", "mrtr", "concerns", "limits", "audit", "identity"];
+/// concern values reload with them), and `[oauth]` (the public URL registered at authorization
+/// servers).
+pub const RESTART_ONLY: [&str; 12] = [
+    "server",
+    "auth",
+    "metrics",
+    "tracing",
+    "disclosure",
+    "state",
+    "mrtr",
+    "concerns",
+    "limits",
+    "audit",
+    "identity",
+    "oauth",
+];
 
 /// What changes from `old` to `new`.
 pub fn diff(old: &Config, new: &Config) -> Changes {
@@ -97,6 +110,7 @@ pub fn diff(old: &Config, new: &Config) -> Changes {
         old.limits != new.limits,
         old.audit != new.audit,
         old.identity != new.identity,
+        old.oauth != new.oauth,
     ];
     changes.needs_restart =
         RESTART_ONLY.iter().zip(sections).filter(|(_, changed)| *changed).map(|(s, _)| *s).collect();
@@ -122,5 +136,6 @@ pub fn effective(old: &Config, new: Config) -> Config {
         limits: old.limits.clone(),
         audit: old.audit.clone(),
         identity: old.identity.clone(),
+        oauth: old.oauth.clone(),
     }
 }

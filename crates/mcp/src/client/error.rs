@@ -195,6 +195,33 @@ impl UpstreamError {
             _ => None,
         }
     }
+
+    /// Whether the upstream refused the credential (HTTP 401), on this
+    /// request or on the handshake of the connection it needed.
+    pub fn is_unauthorized(&self) -> bool {
+        let source = match self {
+            UpstreamError::Http { source, .. }
+            | UpstreamError::Start { source, .. }
+            | UpstreamError::Unavailable { source, .. }
+            | UpstreamError::Closed { source, .. } => source,
+            _ => return false,
+        };
+        let mut e: Option<&(dyn std::error::Error + 'static)> = Some(&*source.0);
+        while let Some(inner) = e {
+            if let Some(status) = inner.downcast_ref::<HttpStatus>() {
+                return status.status == http::StatusCode::UNAUTHORIZED;
+            }
+            if let Some(upstream) = inner.downcast_ref::<UpstreamError>() {
+                return upstream.is_unauthorized();
+            }
+            if let Some(cause) = inner.downcast_ref::<Cause>() {
+                e = Some(&*cause.0);
+                continue;
+            }
+            e = inner.source();
+        }
+        false
+    }
 }
 
 /// A cause told in words.

@@ -1,0 +1,32 @@
+//! What the gateway does when the OAuth client reports: a completed consent
+//! is told to the session whose call asked for it
+//! (`notifications/elicitation/complete`), and every event is counted.
+
+use std::sync::Weak;
+
+use serde_json::json;
+
+use super::Gateway;
+use crate::jsonrpc::Notification;
+use crate::oauth::Completed;
+
+/// The gateway as the OAuth client's observer.
+pub(super) struct Observer(pub(super) Weak<Gateway>);
+
+impl crate::oauth::Observer for Observer {
+    fn completed(&self, completed: &Completed) {
+        let Some(gateway) = self.0.upgrade() else { return };
+        let Some(session) = completed.session.as_deref().and_then(|id| gateway.sessions().get(id)) else { return };
+        let notification = Notification {
+            method: "notifications/elicitation/complete".into(),
+            params: Some(json!({"elicitationId": completed.elicitation_id})),
+        };
+        gateway.notify_session(&session, notification);
+    }
+
+    fn event(&self, upstream: &str, event: &'static str) {
+        if let Some(gateway) = self.0.upgrade() {
+            gateway.metrics().oauth_event(upstream, event);
+        }
+    }
+}
