@@ -61,6 +61,10 @@
 #                                   (default: haproxy on the PATH)
 #   TOOLGATE_REDIS_SERVER           the redis-server executable the tests start
 #                                   (default: redis-server on the PATH)
+#   TOOLGATE_CHROMIUM               the browser of the OAuth consent check
+#                                   (default /usr/bin/chromium, Debian's; .ci/run
+#                                   installs it)
+#   TOOLGATE_SKIP_BROWSER=1         skip that check when there is no chromium
 #   TOOLGATE_SKIP_CONFORMANCE=1     skip steps 3 and 4's conformance run, for
 #                                   local iteration (CI always runs them)
 set -euo pipefail

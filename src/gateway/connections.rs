@@ -43,7 +43,7 @@ pub(crate) fn for_call<'a>(
     if session.is_sessionless() {
         return unowned(gateway, session, up.clone());
     }
-    if up.is_shared() && !Identity::is_personal(&up.config, &session.state.principal_ref()) {
+    if up.is_shared() && !is_personal(up, &session.state.principal_ref()) {
         return CallConnections::Shared(up.clone());
     }
     CallConnections::PerSession { gateway, session, up }
@@ -58,7 +58,7 @@ pub(crate) fn unowned(
     up: Arc<UpstreamHandle>,
 ) -> CallConnections<'static> {
     let principal = session.state.principal_ref();
-    if up.is_shared() && !Identity::is_personal(&up.config, &principal) {
+    if up.is_shared() && !is_personal(&up, &principal) {
         return CallConnections::Shared(up);
     }
     match principal.kind() {
@@ -262,10 +262,18 @@ async fn open_own(
 /// Where a connection of `up` made for `principal` goes: the upstream's
 /// target, with the client's own credentials when it has some.
 fn target_for(gateway: &Gateway, up: &UpstreamHandle, principal: &Principal) -> Target {
-    match Identity::is_personal(&up.config, principal) {
-        true => gateway.identity().personal_target(&up.config, &up.target, principal),
-        false => up.target.clone(),
+    match (is_personal(up, principal), up.oauth()) {
+        (true, Some(oauth)) => gateway.identity().personal_target(&oauth, &up.target, principal),
+        (true, None) => gateway.identity().personal_target(&up.config, &up.target, principal),
+        (false, _) => up.target.clone(),
     }
+}
+
+/// Whether `principal` reaches `up` with credentials of its own (see
+/// [`Identity::is_personal`]), counting an upstream a call found protected.
+fn is_personal(up: &UpstreamHandle, principal: &Principal) -> bool {
+    Identity::is_personal(&up.config, principal)
+        || (up.is_found_protected() && principal.kind() != crate::auth::PrincipalKind::Anonymous)
 }
 
 /// What a call to a modern upstream says of the client it is for (when the

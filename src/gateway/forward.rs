@@ -27,7 +27,7 @@ use super::state::GwSession;
 use super::upstreams::UpstreamHandle;
 use super::{Gateway, connections, events, translate};
 use crate::catalog::ToolEntry;
-use crate::config::{Mode, UpstreamAuth};
+use crate::config::Mode;
 use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
 use crate::metrics::Method;
 use crate::protocol::{LOG_LEVELS, Version, method};
@@ -462,37 +462,58 @@ impl Forwarder {
         };
         // An OAuth upstream: the user's consent first (its retry carries
         // toolgate's own state, which the upstream never sees).
-        let oauth = up.config.auth == UpstreamAuth::Oauth;
-        if oauth {
+        let oauth = up.oauth();
+        if let Some(config) = &oauth {
             consent::strip_retry(&mut params);
-            if let Err(ask) = consent::check(cx, &up).await {
+            if let Err(ask) = consent::check(cx, &up, config).await {
                 return ask;
             }
         }
         // Tool calls may run long: stream the answer (resumable on HTTP)
         // unless it is ready within the transport's grace period.
         cx.ctx.downlink.prefer_stream();
-        if !oauth {
-            return self.forward_to(cx, &up, method::TOOLS_CALL, Some(params)).await;
-        }
-        // The upstream refusing the user's token (401) is told to the OAuth
-        // client, which refreshes it once: then the call is sent again (the
-        // upstream did not run it), else consent is asked anew.
-        let again = params.clone();
         let task_augmented = params.get("task").is_some();
+        // Kept only where a refused credential may send the call again.
+        let again = oauth.is_some().then(|| params.clone());
         let outcome = self.forward_to_raw(cx, &up, method::TOOLS_CALL, Some(params)).await;
-        match outcome {
-            Err(e) if e.is_unauthorized() => {
-                let principal = cx.session.state.principal();
-                if cx.gateway.identity().oauth().refused(&up.config, &principal).await {
+        let refused = match &outcome {
+            Err(e) if e.is_unauthorized() => e,
+            _ => return self.finish(cx, &up, method::TOOLS_CALL, task_augmented, outcome).await,
+        };
+        let principal = cx.session.state.principal();
+        match (&oauth, again) {
+            // The upstream refused the user's token: the OAuth client
+            // refreshes it once, and the call is sent again (the upstream
+            // did not run it); else consent is asked anew.
+            (Some(config), Some(again)) => {
+                if cx.gateway.identity().oauth().refused(config, &principal).await {
                     return self.forward_to(cx, &up, method::TOOLS_CALL, Some(again)).await;
                 }
-                match consent::check(cx, &up).await {
-                    Ok(()) => Outcome::error(e.to_error_object()),
+                match consent::check(cx, &up, config).await {
+                    Ok(()) => self.finish(cx, &up, method::TOOLS_CALL, task_augmented, outcome).await,
                     Err(ask) => ask,
                 }
             }
-            other => self.finish(cx, &up, method::TOOLS_CALL, task_augmented, other).await,
+            // Not configured OAuth, but the upstream says it is a protected
+            // resource: an authenticated client is asked for consent.
+            _ if refused.resource_metadata().is_some()
+                && principal.kind() != crate::auth::PrincipalKind::Anonymous
+                && up.found_protected() =>
+            {
+                // This client's connections went without its token: closed,
+                // so its next call opens its own with it.
+                let mut stale = up.take_connections_of(|id| id == principal.id());
+                stale.extend(cx.session.state.take_connection(up.index).await);
+                for peer in stale {
+                    crate::spawn(async move { peer.shutdown().await });
+                }
+                let config = up.oauth().unwrap_or_else(|| up.config.clone());
+                match consent::check(cx, &up, &config).await {
+                    Ok(()) => self.finish(cx, &up, method::TOOLS_CALL, task_augmented, outcome).await,
+                    Err(ask) => ask,
+                }
+            }
+            _ => self.finish(cx, &up, method::TOOLS_CALL, task_augmented, outcome).await,
         }
     }
 

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::instances::Instances;
 use crate::auth::PrincipalId;
 use crate::catalog::{Extras, load_extras_dir};
-use crate::config::{Sharing, Target, UpstreamConfig};
+use crate::config::{Sharing, Target, UpstreamAuth, UpstreamConfig};
 use crate::upstream::modern::UpstreamEra;
 use crate::upstream::{Cause, ClientHello, Peer, ServerHello, UpstreamError, toolgate_info};
 
@@ -69,6 +69,10 @@ pub struct UpstreamHandle {
     /// (2026-07-28) calls, when the upstream is `per_session` (see
     /// `connections::for_call`); forgotten when it closes.
     client_connections: Mutex<HashMap<PrincipalId, ConnectionSlot>>,
+    /// Its configuration as an OAuth upstream, once it refused a client's
+    /// call with a `Bearer` challenge naming protected-resource metadata
+    /// while not configured `auth = "oauth"` (see [`UpstreamHandle::oauth`]).
+    protected: ArcSwapOption<UpstreamConfig>,
 }
 
 impl UpstreamHandle {
@@ -93,7 +97,43 @@ impl UpstreamHandle {
             retired: CancellationToken::new(),
             era: UpstreamEra::shared(),
             client_connections: Mutex::new(HashMap::new()),
+            protected: ArcSwapOption::empty(),
         }
+    }
+
+    /// Its configuration as an OAuth upstream: configured `auth = "oauth"`,
+    /// or found protected by a call ([`UpstreamHandle::found_protected`]).
+    pub fn oauth(&self) -> Option<Arc<UpstreamConfig>> {
+        match self.config.auth {
+            UpstreamAuth::Oauth => Some(self.config.clone()),
+            UpstreamAuth::None => self.protected.load_full(),
+        }
+    }
+
+    /// Whether a call found it protected (not configured so).
+    pub fn is_found_protected(&self) -> bool {
+        self.protected.load().is_some()
+    }
+
+    /// Notes that it answered an authenticated client's call with a 401
+    /// naming protected-resource metadata: from now on its clients
+    /// authorize toolgate for it, each with consent, as if it were
+    /// configured `auth = "oauth"` (with its `headers` left to the catalog).
+    /// Only for an HTTP upstream that has no `[upstream.identity]`.
+    pub fn found_protected(&self) -> bool {
+        if self.config.url.is_none() || self.config.identity.is_some() || self.config.auth == UpstreamAuth::Oauth {
+            return false;
+        }
+        if self.protected.load().is_none() {
+            let config = UpstreamConfig { auth: UpstreamAuth::Oauth, ..(*self.config).clone() };
+            self.protected.store(Some(Arc::new(config)));
+            tracing::warn!(
+                upstream = %self.label,
+                "the upstream answered a client's call with 401 and protected-resource metadata: its clients now \
+                 authorize toolgate for it (set auth = \"oauth\" to make it so from the start)"
+            );
+        }
+        true
     }
 
     /// The handle of configured upstream `config` at slot `index`, with

@@ -306,3 +306,177 @@ async fn redis_values(redis: &RedisServer) -> Result<Vec<String>> {
     }
     Ok(out)
 }
+
+#[tokio::test]
+async fn the_python_sdk_with_url_mode_hears_the_completion_and_its_retry_succeeds() -> Result<()> {
+    let auth_server = NodePeer::start("oauth_as.mjs", &[]).await?;
+    let up = protected(&auth_server.at("issuer")).await?;
+    let gw = Toolgate::start_raw(&config(free_port(), "", "", &up)).await?;
+    wait_up(&gw, "prot").await?;
+    let dir = tempfile::tempdir()?;
+    let (signal, wait) = (dir.path().join("signal"), dir.path().join("wait"));
+    let steps = json!([
+        {"op": "read_resource", "uri": "resource:///tool_descriptions?tools=whoami"},
+        {"op": "call_tool_url", "name": "whoami", "arguments": {},
+         "signal": signal.display().to_string(), "wait": wait.display().to_string()},
+    ]);
+    let args = ["--mode", "legacy", "--url-elicitation", "--bearer", ALICE_KEY];
+    let browser = async {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while !signal.exists() {
+            ensure!(tokio::time::Instant::now() < deadline, "the client never signalled a link");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let link = std::fs::read_to_string(&signal)?;
+        let page = browse(link.trim(), "alice", &[]).await?;
+        std::fs::write(&wait, "")?;
+        anyhow::Ok(page)
+    };
+    let (report, page) = tokio::join!(client_probe(&gw.url, &args, &steps), browser);
+    let (report, page) = (report?, page?);
+    ensure!(page["status"] == 200, "{page}");
+    let step = &report["steps"][1];
+    ensure!(step["elicitation_required"] == true, "the SDK saw -32042: {step}");
+    ensure!(step["elicitations"][0]["mode"] == "url", "{step}");
+    ensure!(step["complete"]["received"] == true, "the SDK heard elicitation/complete: {step}");
+    ensure!(step["complete"]["params"]["elicitationId"] == step["elicitations"][0]["elicitationId"], "{step}");
+    ensure!(step["ok"] == true && subject(&step["result"]) == "alice", "the retry succeeded as alice: {step}");
+    log_keeps_secrets(&gw, &[SERVICE_TOKEN, ALICE_KEY])
+}
+
+#[tokio::test]
+async fn an_upstream_that_refuses_a_call_with_resource_metadata_is_authorized_per_user() -> Result<()> {
+    let auth_server = NodePeer::start("oauth_as.mjs", &[]).await?;
+    let issuer = auth_server.at("issuer");
+    // Its tools are listed to anyone; a call needs a user's token.
+    let up = NodePeer::start(
+        "identity_server.mjs",
+        &["--authorization-server", &issuer, "--audience", "self", "--open-catalog"],
+    )
+    .await?;
+    let config = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n{}{}{}",
+        client_entry("alice", ALICE_KEY, ""),
+        client_entry("bob", BOB_KEY, ""),
+        http_upstream("open", &up.at("url"), ""),
+    );
+    let gw = Toolgate::start_raw(&config).await?;
+    wait_up(&gw, "open").await?;
+    let mut alice = Client::with_bearer(&gw.url, ALICE_KEY)?;
+    alice.initialize(json!({})).await?;
+    alice.read_descriptions("whoami").await?;
+    let asked = alice.call_tool("whoami", json!({})).await?;
+    let link = link_in(text_of(&asked)).ok_or_else(|| anyhow!("consent asked after the 401: {asked}"))?;
+    gw.wait_log("its clients now authorize toolgate for it", Duration::from_secs(5)).await?;
+    ensure!(browse(&link, "alice", &[]).await?["status"] == 200);
+    ensure!(subject(&alice.call_tool("whoami", json!({})).await?) == "alice", "alice's own token");
+
+    // Bob refuses at the authorization server: the page says so, and he is asked again.
+    let mut bob = Client::with_bearer(&gw.url, BOB_KEY)?;
+    bob.initialize(json!({})).await?;
+    bob.read_descriptions("whoami").await?;
+    let asked = bob.call_tool("whoami", json!({})).await?;
+    let link = link_in(text_of(&asked)).ok_or_else(|| anyhow!("{asked}"))?;
+    let page = browse(&link, "bob", &["--deny"]).await?;
+    ensure!(page["status"] == 400, "{page}");
+    ensure!(page["body"].as_str().is_some_and(|b| b.contains("access_denied")), "the page names the refusal: {page}");
+    let again = bob.call_tool("whoami", json!({})).await?;
+    ensure!(again["isError"] == true && text_of(&again).contains("/oauth/start/"), "asked again: {again}");
+    let stats = get_json(&format!("{issuer}/test/stats")).await?;
+    ensure!(stats["denied"] == 1 && stats["token_code"] == 1, "{stats}");
+    log_keeps_secrets(&gw, &[ALICE_KEY, BOB_KEY])
+}
+
+#[tokio::test]
+async fn a_typescript_sdk_v2_client_retries_the_input_required_result_until_consent() -> Result<()> {
+    let auth_server = NodePeer::start("oauth_as.mjs", &[]).await?;
+    let up = protected(&auth_server.at("issuer")).await?;
+    let gw = Toolgate::start_raw(&config(free_port(), "", "", &up)).await?;
+    wait_up(&gw, "prot").await?;
+    let dir = tempfile::tempdir()?;
+    let (signal, wait) = (dir.path().join("signal"), dir.path().join("wait"));
+    let script = repo_path("tests/node/consent_v2.mjs").display().to_string();
+    let (signal_arg, wait_arg) = (signal.display().to_string(), wait.display().to_string());
+    let client = tokio::process::Command::new(node22())
+        .args([script.as_str(), "--url", &gw.url, "--key", CAROL_KEY, "--tool", "whoami"])
+        .args(["--signal", &signal_arg, "--wait", &wait_arg, "--timeout", "60"])
+        .kill_on_drop(true)
+        .output();
+    let browser = async {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while !signal.exists() {
+            ensure!(tokio::time::Instant::now() < deadline, "the client never signalled a link");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let link = std::fs::read_to_string(&signal)?;
+        let page = browse(link.trim(), "carol", &[]).await?;
+        std::fs::write(&wait, "")?;
+        anyhow::Ok(page)
+    };
+    let (out, page) = tokio::join!(client, browser);
+    let (out, page) = (out?, page?);
+    ensure!(page["status"] == 200, "{page}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let report: Value = serde_json::from_str(text.trim())
+        .map_err(|e| anyhow!("consent_v2.mjs printed {text:?} ({e}); {}", String::from_utf8_lossy(&out.stderr)))?;
+    ensure!(out.status.success(), "{report}");
+    let first = &report["wire"][0]["answer"];
+    ensure!(first["resultType"] == "input_required", "an InputRequiredResult first: {report}");
+    let id = first["inputRequests"]["consent"]["params"]["elicitationId"].as_str().unwrap_or_default();
+    let retry_state = report["wire"][1]["requestState"].as_str().unwrap_or_default();
+    ensure!(
+        !id.is_empty() && retry_state == format!("toolgate-consent:{id}"),
+        "the SDK sent toolgate's state back: {report}"
+    );
+    ensure!(
+        report["result"]["structuredContent"]["sub"] == "carol",
+        "the retry reached the upstream as carol: {report}"
+    );
+    log_keeps_secrets(&gw, &[CAROL_KEY])
+}
+
+#[tokio::test]
+async fn the_consent_pages_work_in_a_real_headless_browser() -> Result<()> {
+    let chromium = std::env::var("TOOLGATE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    if !std::path::Path::new(&chromium).exists() {
+        ensure!(
+            std::env::var_os("TOOLGATE_SKIP_BROWSER").is_some(),
+            "no {chromium}: install Debian's chromium (`apt-get install --no-install-recommends chromium`), or set \
+             TOOLGATE_SKIP_BROWSER=1"
+        );
+        return Ok(());
+    }
+    let auth_server = NodePeer::start("oauth_as.mjs", &[]).await?;
+    let up = protected(&auth_server.at("issuer")).await?;
+    let gw = Toolgate::start_raw(&config(free_port(), "", "", &up)).await?;
+    wait_up(&gw, "prot").await?;
+    let script = repo_path("tests/python/browser_consent.py").display().to_string();
+    for (key, login, deny) in [(ALICE_KEY, "alice", false), (BOB_KEY, "bob", true)] {
+        let mut c = Client::with_bearer(&gw.url, key)?;
+        c.initialize(json!({})).await?;
+        c.read_descriptions("whoami").await?;
+        let asked = c.call_tool("whoami", json!({})).await?;
+        let link = link_in(text_of(&asked)).ok_or_else(|| anyhow!("{asked}"))?;
+        let mut run = tokio::process::Command::new(python());
+        run.args([script.as_str(), link.as_str(), "--login", login]).kill_on_drop(true);
+        if deny {
+            run.arg("--deny");
+        }
+        let out = tokio::time::timeout(Duration::from_secs(60), run.output()).await??;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let page: Value = serde_json::from_str(text.trim()).map_err(|e| {
+            anyhow!("browser_consent.py printed {text:?} ({e}); {}", String::from_utf8_lossy(&out.stderr))
+        })?;
+        let result = c.call_tool("whoami", json!({})).await?;
+        if deny {
+            ensure!(page["status"] == 400 && page["h1"] == "Authorization not completed", "{page}");
+            ensure!(page["text"].as_str().is_some_and(|t| t.contains("access_denied")), "{page}");
+            ensure!(result["isError"] == true, "no token after a refusal: {result}");
+        } else {
+            ensure!(page["status"] == 200 && page["h1"] == "Authorization complete", "{page}");
+            ensure!(page["text"].as_str().is_some_and(|t| t.contains("close this window")), "{page}");
+            ensure!(subject(&result) == "alice", "{result}");
+        }
+    }
+    log_keeps_secrets(&gw, &[ALICE_KEY, BOB_KEY])
+}

@@ -8,6 +8,7 @@
 // Usage: node identity_server.mjs --jwks URL --issuer I --audience A
 //                                 [--header NAME] [--service-token T] [--port N]
 //                                 [--authorization-server ISSUER] [--scopes "mcp ..."]
+//                                 [--open-catalog]
 //   --audience       the aud every JWT must carry; `self` means this server's own
 //                    MCP URL, http://127.0.0.1:P/mcp (known once it listens)
 //   --header         header carrying the JWT; default `authorization` (as
@@ -21,6 +22,10 @@
 //                    default to the jwks_uri and issuer of its
 //                    ${ISSUER}/.well-known/openid-configuration (fetched at start)
 //   --scopes         scopes_supported in that metadata, default "mcp"
+//   --open-catalog   a request with no credential at all is served as subject
+//                    "anonymous" unless it holds a tools/call (then 401, with
+//                    the challenge below): the tools are listed openly, calls
+//                    need a user's token
 // Ready line on stdout: {"url":"http://127.0.0.1:P/mcp"}, plus
 //   "resource_metadata":"http://127.0.0.1:P/.well-known/oauth-protected-resource/mcp"
 //   with --authorization-server
@@ -73,6 +78,9 @@ const { values: opts } = parseArgs({
     port: { type: "string", default: "0" },
     "authorization-server": { type: "string" },
     scopes: { type: "string", default: "mcp" },
+    // Requests without any credential are served as "anonymous", except
+    // tools/call: the catalog is open, calls need a user's token.
+    "open-catalog": { type: "boolean", default: false },
   },
 });
 const AS = opts["authorization-server"];
@@ -205,11 +213,27 @@ async function readJson(req) {
 
 async function handleMcp(req, res) {
   const sid = req.headers["mcp-session-id"] ?? null;
+  let body;
+  if (req.method === "POST") {
+    try {
+      body = await readJson(req);
+    } catch {
+      return send(res, 400, { jsonrpc: "2.0", error: { code: -32700, message: "Parse error" }, id: null });
+    }
+  }
+  const calls = (Array.isArray(body) ? body : [body]).some((m) => m?.method === "tools/call");
   let who;
+  let e;
   try {
     who = await authenticate(req);
-  } catch (e) {
-    if (!(e instanceof Unauthorized)) throw e;
+  } catch (err) {
+    if (!(err instanceof Unauthorized)) throw err;
+    if (opts["open-catalog"] && err.noCredential && !calls) {
+      who = { sub: "anonymous", claims: {}, kid: null };
+    }
+    e = err;
+  }
+  if (!who) {
     refused.push({ reason: e.message, session: sid, http: req.method });
     const desc = e.message.replace(/["\\]/g, "'");
     const rm = RESOURCE_METADATA ? `resource_metadata="${RESOURCE_METADATA}"` : null;
@@ -221,14 +245,6 @@ async function handleMcp(req, res) {
     });
   }
 
-  let body;
-  if (req.method === "POST") {
-    try {
-      body = await readJson(req);
-    } catch {
-      return send(res, 400, { jsonrpc: "2.0", error: { code: -32700, message: "Parse error" }, id: null });
-    }
-  }
   const method = Array.isArray(body) ? body.map((m) => m?.method ?? null) : body?.method ?? null;
   const entry = { session: sid, sub: who.sub, method, kid: who.kid, http: req.method };
   seen.push(entry);

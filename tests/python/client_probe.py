@@ -7,7 +7,7 @@ Usage:
     python client_probe.py --transport stdio --command '["prog", "arg", ...]' [OPTIONS] SCRIPT_JSON
 
     OPTIONS: [--mode auto|legacy|2026-07-28] [--no-sampling] [--elicit CONTENT_JSON]
-             [--url-elicitation] [--timeout SECONDS]
+             [--url-elicitation] [--timeout SECONDS] [--bearer API_KEY]
 
 Transports (the SDK's own client transports):
 - `http` (default): Streamable HTTP to URL, e.g. http://127.0.0.1:8080/mcp.
@@ -123,6 +123,7 @@ from typing import Any
 
 from mcp.client import Client, ClientRequestContext
 from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import (
@@ -357,6 +358,14 @@ def server_of(args: argparse.Namespace) -> Any:
         return StdioServerParameters(command=program, args=rest, env=env or None)
     if args.transport == "sse":
         return sse_client(args.url, sse_read_timeout=args.timeout)
+    if args.bearer:
+        # The SDK's own transport, with the credential on every request.
+        import httpx2  # the SDK's HTTP client
+
+        http = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {args.bearer}"}, timeout=httpx2.Timeout(args.timeout)
+        )
+        return streamable_http_client(args.url, http_client=http)
     return args.url
 
 
@@ -440,6 +449,7 @@ def main() -> int:
         help="declare elicitation {form, url} (MCP 2025-11-25 URL mode) and accept URL-mode elicitations",
     )
     parser.add_argument("--timeout", type=float, default=30.0, help="read timeout per request, seconds")
+    parser.add_argument("--bearer", help="http: send `Authorization: Bearer BEARER` on every request (an API key)")
     parser.add_argument("script", help="JSON list of steps, @file, or - for stdin")
     args = parser.parse_args()
     if args.transport == "stdio":

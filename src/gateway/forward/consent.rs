@@ -38,10 +38,14 @@ pub fn strip_retry(params: &mut Value) {
 
 /// Whether the call may go on to upstream `up`, or the answer asking for
 /// consent (or saying why none can be asked).
-pub async fn check(cx: Forwarding<'_>, up: &crate::gateway::upstreams::UpstreamHandle) -> Result<(), Outcome> {
+pub async fn check(
+    cx: Forwarding<'_>,
+    up: &crate::gateway::upstreams::UpstreamHandle,
+    config: &crate::config::UpstreamConfig,
+) -> Result<(), Outcome> {
     let principal = cx.session.state.principal();
     let session = (!cx.session.is_sessionless()).then(|| cx.session.id());
-    match cx.gateway.identity().oauth().access(&up.config, &principal, session).await {
+    match cx.gateway.identity().oauth().access(config, &principal, session).await {
         Ok(Access::Ready) => Ok(()),
         Ok(Access::Consent(consent)) => Err(ask(cx, &consent)),
         Err(e) => {

@@ -182,6 +182,9 @@ pub struct HttpStatus {
     pub status: http::StatusCode,
     /// The start of the body.
     pub body: String,
+    /// The `WWW-Authenticate` challenge of a 401 (its start), which may name
+    /// the upstream's protected-resource metadata.
+    pub challenge: Option<String>,
 }
 
 impl UpstreamError {
@@ -199,20 +202,33 @@ impl UpstreamError {
     /// Whether the upstream refused the credential (HTTP 401), on this
     /// request or on the handshake of the connection it needed.
     pub fn is_unauthorized(&self) -> bool {
+        self.refusal().is_some_and(|s| s.status == http::StatusCode::UNAUTHORIZED)
+    }
+
+    /// The `resource_metadata` URL of a 401's `Bearer` challenge (RFC 9728
+    /// §5.1): the upstream is an OAuth protected resource.
+    pub fn resource_metadata(&self) -> Option<String> {
+        let refusal = self.refusal().filter(|s| s.status == http::StatusCode::UNAUTHORIZED)?;
+        resource_metadata_of(refusal.challenge.as_deref()?)
+    }
+
+    /// The HTTP answer without a JSON-RPC answer this error comes from, on
+    /// this request or on the handshake of the connection it needed.
+    fn refusal(&self) -> Option<&HttpStatus> {
         let source = match self {
             UpstreamError::Http { source, .. }
             | UpstreamError::Start { source, .. }
             | UpstreamError::Unavailable { source, .. }
             | UpstreamError::Closed { source, .. } => source,
-            _ => return false,
+            _ => return None,
         };
         let mut e: Option<&(dyn std::error::Error + 'static)> = Some(&*source.0);
         while let Some(inner) = e {
             if let Some(status) = inner.downcast_ref::<HttpStatus>() {
-                return status.status == http::StatusCode::UNAUTHORIZED;
+                return Some(status);
             }
             if let Some(upstream) = inner.downcast_ref::<UpstreamError>() {
-                return upstream.is_unauthorized();
+                return upstream.refusal();
             }
             if let Some(cause) = inner.downcast_ref::<Cause>() {
                 e = Some(&*cause.0);
@@ -220,8 +236,23 @@ impl UpstreamError {
             }
             e = inner.source();
         }
-        false
+        None
     }
+}
+
+/// The `resource_metadata` parameter of a `Bearer` challenge.
+pub fn resource_metadata_of(challenge: &str) -> Option<String> {
+    let (scheme, params) = challenge.trim().split_once(char::is_whitespace)?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let at = params.to_ascii_lowercase().find("resource_metadata=")?;
+    let value = params[at + "resource_metadata=".len()..].trim_start();
+    let value = match value.strip_prefix('"') {
+        Some(quoted) => quoted.split('"').next()?,
+        None => value.split([',', ' ']).next()?,
+    };
+    (!value.is_empty()).then(|| value.to_owned())
 }
 
 /// A cause told in words.

@@ -248,6 +248,11 @@ impl HttpTransport {
             }
             return Ok(None);
         }
+        let challenge = (status == StatusCode::UNAUTHORIZED)
+            .then(|| response.headers().get(header::WWW_AUTHENTICATE))
+            .flatten()
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.chars().take(SHOWN).collect::<String>());
         let bytes = response.bytes(self).await?;
         let mut answer = None;
         for message in decode_body(&bytes) {
@@ -265,7 +270,7 @@ impl HttpTransport {
             Some(answer) if status.is_success() || matches!(answer.outcome, Outcome::Error(_)) => Ok(Some(answer)),
             _ if !status.is_success() => {
                 let shown: String = String::from_utf8_lossy(&bytes).chars().take(SHOWN).collect();
-                Err(self.error(http, Cause::new(HttpStatus { status, body: shown })))
+                Err(self.error(http, Cause::new(HttpStatus { status, body: shown, challenge })))
             }
             _ => Err(self.error(protocol_error, Cause::msg("the response body did not answer the request"))),
         }

@@ -14,7 +14,10 @@ fn error(code: i64, data: Option<Value>) -> Result<Outcome, UpstreamError> {
 
 fn http(status: u16) -> Result<Outcome, UpstreamError> {
     let status = http::StatusCode::from_u16(status).expect("status");
-    Err(UpstreamError::Http { upstream: "u".into(), source: Cause::new(HttpStatus { status, body: String::new() }) })
+    Err(UpstreamError::Http {
+        upstream: "u".into(),
+        source: Cause::new(HttpStatus { status, body: String::new(), challenge: None }),
+    })
 }
 
 #[test]
