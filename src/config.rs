@@ -28,7 +28,7 @@ pub use load::{ConfigError, load, load_str, load_str_in};
 pub(crate) use load::{in_jail, load_str_jailed};
 pub use model::*;
 pub use mrtr::MrtrConfig;
-pub use oauth::{OAuthConfig, UpstreamAuth, UpstreamOAuth};
+pub use oauth::{OAuthCatalog, OAuthConfig, UpstreamAuth, UpstreamOAuth};
 pub use observability::{MetricsConfig, OTEL_BUILT, TracingConfig};
 pub use schema::{schema, schema_json};
 pub use state::{DEFAULT_KEY_PREFIX, DEFAULT_SESSION_PREFIX, SessionSharing, StateConfig};

@@ -167,9 +167,14 @@ impl Identity {
 
 impl Identity {
     /// `target` (upstream `up`'s) as toolgate's own connection reaches it:
-    /// with the service's assertion under `mode = "assertion"`.
+    /// with the service's assertion under `mode = "assertion"`, and an OAuth
+    /// upstream's catalog credential (`[upstream.oauth] catalog`).
     pub fn service_target(&self, up: &UpstreamConfig, target: Target, service_subject: &str) -> Target {
-        match (&target, self.for_service(up, service_subject)) {
+        let credentials = match up.auth {
+            UpstreamAuth::Oauth => self.oauth.catalog_source(up),
+            UpstreamAuth::None => self.for_service(up, service_subject),
+        };
+        match (&target, credentials) {
             (Target::StreamableHttp(http), Some(credentials)) => {
                 Target::StreamableHttp(Arc::new(HttpTarget { credentials: Some(credentials), ..(**http).clone() }))
             }

@@ -231,6 +231,9 @@ struct Inner {
     /// Open flows by principal, upstream and session: a call asked again
     /// before consent gets the same link.
     open: moka::sync::Cache<String, Consent>,
+    /// Who holds a token for which upstream, as this process knows it (with
+    /// Redis the shared index is the whole list).
+    holders: moka::sync::Cache<String, Kept>,
     /// One refresh at a time per token in this process.
     refreshing: moka::sync::Cache<String, Arc<tokio::sync::Mutex<()>>>,
     observer: OnceLock<Arc<dyn Observer>>,
@@ -278,6 +281,7 @@ impl OAuth {
             clients: cached(),
             tokens: tokens.build(),
             open: moka::sync::Cache::builder().max_capacity(10_000).time_to_live(oauth.flow_lifetime).build(),
+            holders: moka::sync::Cache::builder().max_capacity(oauth.cache_entries).build(),
             refreshing: moka::sync::Cache::builder().max_capacity(10_000).build(),
             observer: OnceLock::new(),
         };
@@ -387,6 +391,68 @@ impl OAuth {
         }))
     }
 
+    /// What toolgate's own connection to `up` (its catalog) presents, per
+    /// `[upstream.oauth] catalog`: nothing beyond `headers`, a token of its
+    /// own (client credentials), or an authorized client's token.
+    pub fn catalog_source(&self, up: &UpstreamConfig) -> Option<Credentials> {
+        let how = up.oauth.as_ref().map(|o| o.catalog).unwrap_or_default();
+        let kind = match how {
+            crate::config::OAuthCatalog::Headers => return None,
+            crate::config::OAuthCatalog::ClientCredentials => CatalogKind::Client(Default::default()),
+            crate::config::OAuthCatalog::AuthorizedUser => CatalogKind::User,
+        };
+        Some(Credentials::new(Arc::new(Catalog { oauth: self.clone(), up: Arc::new(up.clone()), kind })))
+    }
+
+    /// A consent link for `principal` (as logs name it: `alice`,
+    /// `jwt:<claim>`) to authorize toolgate for `up` ahead of any call
+    /// (`toolgate oauth login`).
+    pub async fn login(&self, up: &UpstreamConfig, principal: &str) -> Result<Consent, OAuthError> {
+        let id = match principal.strip_prefix("jwt:") {
+            Some(name) => crate::auth::PrincipalId::new(PrincipalKind::Jwt, name),
+            None => crate::auth::PrincipalId::new(PrincipalKind::ApiKey, principal),
+        };
+        let who = Principal::new(id, Arc::new(crate::auth::ClientPolicy::unrestricted()));
+        match self.access(up, &who, None).await? {
+            Access::Consent(consent) => Ok(consent),
+            Access::Ready => Err(OAuthError::Token(format!("`{principal}` has authorized `{}` already", up.name))),
+        }
+    }
+
+    /// A token for toolgate itself at `up`'s server (client credentials).
+    async fn client_token(&self, up: &UpstreamConfig) -> Result<TokenSet, OAuthError> {
+        let server = self.server_of(up).await?;
+        let client = self.client_at(up, &server).await?;
+        let oauth = oauth_client(&client, &server, &self.redirect_uri())?;
+        let (_, named) = &*self.resource_of(up).await?;
+        let mut request = oauth.exchange_client_credentials();
+        for scope in scopes_for(up, named) {
+            request = request.add_scope(Scope::new(scope));
+        }
+        if let Some(resource) = resource_of(up) {
+            request = request.add_extra_param("resource", resource);
+        }
+        let http = self.http_fn();
+        let answer = request.request_async(&http).await.map_err(|e| match token_refusal(e) {
+            Refusal::Invalid(why) => OAuthError::Token(why),
+            Refusal::Failed(e) => e,
+        })?;
+        Ok(token_set(&answer, &server.issuer))
+    }
+
+    /// A usable token of any client that authorized toolgate for `up`.
+    async fn any_holder(&self, up: &UpstreamConfig) -> Result<Option<Arc<TokenSet>>, OAuthError> {
+        let mut holders: Vec<Kept> = self.list().await?.into_iter().filter(|k| k.upstream == up.name).collect();
+        // The newest first: the likeliest to work.
+        holders.sort_by_key(|k| std::cmp::Reverse(k.obtained_at));
+        for kept in holders {
+            if let Some(token) = self.usable(up, &kept.principal).await? {
+                return Ok(Some(token));
+            }
+        }
+        Ok(None)
+    }
+
     /// After `up` refused `principal`'s token (401): refreshes it once.
     /// `true` when a new token is kept (the call may be sent again); else
     /// the token is dropped, and the next call asks for consent.
@@ -456,6 +522,7 @@ impl OAuth {
     }
 
     async fn drop_token(&self, key: &str, principal: &str, upstream: &str) {
+        self.inner.holders.invalidate(&index_field(principal, upstream));
         self.inner.tokens.invalidate(key).await;
         let _ = self.inner.vault.delete(key).await;
         self.inner.vault.set_index(INDEX, &index_field(principal, upstream), None).await;
@@ -767,11 +834,16 @@ impl OAuth {
         Ok(completed)
     }
 
-    /// Every kept authorization (with Redis; in memory, none can be listed
-    /// from outside the process).
+    /// Every kept authorization (in memory, this process's; with Redis,
+    /// every replica's).
     pub async fn list(&self) -> Result<Vec<Kept>, OAuthError> {
-        let entries = self.inner.vault.index(INDEX).await?;
-        let mut out: Vec<Kept> = entries.iter().filter_map(|(_, v)| serde_json::from_str(v).ok()).collect();
+        let mut out: Vec<Kept> = match self.inner.vault.is_shared() {
+            true => {
+                let entries = self.inner.vault.index(INDEX).await?;
+                entries.iter().filter_map(|(_, v)| serde_json::from_str(v).ok()).collect()
+            }
+            false => self.inner.holders.iter().map(|(_, kept)| kept).collect(),
+        };
         out.sort_by(|a, b| (&a.principal, &a.upstream).cmp(&(&b.principal, &b.upstream)));
         Ok(out)
     }
@@ -999,6 +1071,66 @@ fn now_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
+/// How an OAuth upstream's catalog connection gets its token.
+enum CatalogKind {
+    /// Client credentials, kept until due.
+    Client(tokio::sync::Mutex<Option<TokenSet>>),
+    /// An authorized client's.
+    User,
+}
+
+/// The per-request credential of an OAuth upstream's catalog connection.
+struct Catalog {
+    oauth: OAuth,
+    up: Arc<UpstreamConfig>,
+    kind: CatalogKind,
+}
+
+impl Catalog {
+    async fn current(&self) -> Result<HeaderMap, Cause> {
+        let token = match &self.kind {
+            CatalogKind::Client(kept) => {
+                let mut kept = kept.lock().await;
+                match kept.as_ref().filter(|t| !t.is_due()) {
+                    Some(token) => token.access_token.clone(),
+                    None => {
+                        let fresh = self.oauth.client_token(&self.up).await.map_err(|e| Cause::msg(e.to_string()))?;
+                        let token = fresh.access_token.clone();
+                        *kept = Some(fresh);
+                        token
+                    }
+                }
+            }
+            CatalogKind::User => match self.oauth.any_holder(&self.up).await.map_err(|e| Cause::msg(e.to_string()))? {
+                Some(token) => token.access_token.clone(),
+                None => {
+                    return Err(Cause::msg(format!(
+                        "no client has authorized toolgate for `{}` yet (`toolgate oauth login` makes a consent link)",
+                        self.up.name
+                    )));
+                }
+            },
+        };
+        bearer(&token)
+    }
+}
+
+impl CredentialSource for Catalog {
+    fn headers(&self) -> BoxFuture<'_, Result<HeaderMap, Cause>> {
+        Box::pin(self.current())
+    }
+}
+
+/// `Authorization: Bearer <token>`, marked sensitive.
+fn bearer(token: &str) -> Result<HeaderMap, Cause> {
+    let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
+        .map_err(|_| Cause::msg("the access token is not a valid header value"))?;
+    value.set_sensitive(true);
+    let mut headers = HeaderMap::with_capacity(1);
+    headers.insert(http::header::AUTHORIZATION, value);
+    Ok(headers)
+}
+
 /// The per-request credential of one principal's connection to an OAuth
 /// upstream: its access token, refreshed when due.
 struct Source {
@@ -1016,12 +1148,7 @@ impl Source {
                 self.up.name
             )));
         };
-        let mut value = HeaderValue::from_str(&format!("Bearer {}", token.access_token))
-            .map_err(|_| Cause::msg("the access token is not a valid header value"))?;
-        value.set_sensitive(true);
-        let mut headers = HeaderMap::with_capacity(1);
-        headers.insert(http::header::AUTHORIZATION, value);
-        Ok(headers)
+        bearer(&token.access_token)
     }
 }
 

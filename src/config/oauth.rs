@@ -91,6 +91,31 @@ pub struct UpstreamOAuth {
     /// metadata. Unset: discovered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub authorization_server: Option<String>,
+    /// What toolgate's own connection (the tool list, descriptions, search: no user's call)
+    /// presents: `"headers"`, the upstream's `headers` (a static service token, or none for an
+    /// upstream that lists its tools openly); `"client_credentials"`, a token toolgate gets for
+    /// itself with the client credentials grant (needs `client_id`); `"authorized_user"`, the token
+    /// of a client that authorized toolgate (until one has, the upstream lists nothing: `toolgate
+    /// oauth login` makes a consent link ahead of any call).
+    #[serde(default, skip_serializing_if = "is_headers")]
+    pub catalog: OAuthCatalog,
+}
+
+/// What an OAuth upstream's catalog connection presents (`[upstream.oauth] catalog`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuthCatalog {
+    /// The upstream's `headers`.
+    #[default]
+    Headers,
+    /// A token from the client credentials grant, for toolgate itself.
+    ClientCredentials,
+    /// A token of a client that authorized toolgate.
+    AuthorizedUser,
+}
+
+fn is_headers(catalog: &OAuthCatalog) -> bool {
+    *catalog == OAuthCatalog::Headers
 }
 
 fn yes() -> bool {
@@ -149,6 +174,12 @@ pub(super) fn check(config: &Config) -> Vec<Problem> {
         let Some(settings) = &upstream.oauth else { continue };
         if settings.client_secret.is_some() && settings.client_id.is_none() {
             push(path.key("oauth").key("client_secret"), "needs `client_id`".into());
+        }
+        if settings.catalog == OAuthCatalog::ClientCredentials && settings.client_secret.is_none() {
+            push(
+                path.key("oauth").key("catalog"),
+                "`client_credentials` needs a confidential client: set `client_id` and `client_secret`".into(),
+            );
         }
         if let Some(server) = &settings.authorization_server
             && let Err(e) = super::auth::check_public_url(server, false)

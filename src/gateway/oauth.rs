@@ -16,6 +16,12 @@ pub(super) struct Observer(pub(super) Weak<Gateway>);
 impl crate::oauth::Observer for Observer {
     fn completed(&self, completed: &Completed) {
         let Some(gateway) = self.0.upgrade() else { return };
+        // A catalog that waits for an authorized client may come up now.
+        for up in gateway.upstreams().iter().filter(|u| *u.label == *completed.upstream && !u.is_retired()) {
+            if !up.is_up() {
+                up.reconnect.notify_one();
+            }
+        }
         let Some(session) = completed.session.as_deref().and_then(|id| gateway.sessions().get(id)) else { return };
         let notification = Notification {
             method: "notifications/elicitation/complete".into(),

@@ -256,6 +256,11 @@ impl UpstreamHandle {
         self.config.sharing == Sharing::Shared
     }
 
+    /// Whether its control connection is up.
+    pub fn is_up(&self) -> bool {
+        self.down.lock().is_none()
+    }
+
     /// The error for requests while the upstream is down.
     pub fn unavailable(&self) -> UpstreamError {
         let cause = self.down.lock().clone().unwrap_or_else(|| Cause::msg("not connected"));

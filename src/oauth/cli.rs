@@ -1,8 +1,9 @@
 //! `toolgate oauth`: the users' authorizations kept in the shared store
 //! (`[state] redis_url`): `list` shows who authorized which upstream (never
-//! a token); `revoke` drops a user's tokens, for one upstream or all, and
-//! revokes them at the authorization server when it has a revocation
-//! endpoint. Without Redis the tokens live only in the running process,
+//! a token); `login` prints a consent link for a client ahead of any call
+//! (the running toolgate serves it from the store); `revoke` drops a user's
+//! tokens, for one upstream or all, and revokes them at the authorization
+//! server when it has a revocation endpoint. Without Redis the tokens live only in the running process,
 //! which a restart clears.
 
 use std::path::PathBuf;
@@ -25,6 +26,19 @@ pub enum OAuthCommand {
     List {
         #[arg(short, long)]
         config: PathBuf,
+    },
+    /// Print a consent link for a client, ahead of any call (the running
+    /// toolgate serves it from the shared store).
+    Login {
+        #[arg(short, long)]
+        config: PathBuf,
+        /// The client, as toolgate names it in logs: the API-key client's
+        /// name, or `jwt:<claim value>`.
+        #[arg(long)]
+        client: String,
+        /// The upstream.
+        #[arg(long)]
+        upstream: String,
     },
     /// Drop a client's tokens (for one upstream, or every OAuth upstream)
     /// and revoke them at the authorization server.
@@ -63,7 +77,9 @@ pub enum CliError {
 /// Runs it, printing to stdout.
 pub async fn run(args: &OAuthArgs) -> Result<(), CliError> {
     let path = match &args.command {
-        OAuthCommand::List { config } | OAuthCommand::Revoke { config, .. } => config,
+        OAuthCommand::List { config } | OAuthCommand::Revoke { config, .. } | OAuthCommand::Login { config, .. } => {
+            config
+        }
     };
     let config = crate::config::load(path)?;
     let Some(url) = &config.state.redis_url else { return Err(CliError::NoStore) };
@@ -84,6 +100,15 @@ pub async fn run(args: &OAuthArgs) -> Result<(), CliError> {
                 );
                 println!("{}\t{}\t{}\t{when}", k.principal, k.upstream, k.issuer);
             }
+        }
+        OAuthCommand::Login { client, upstream, .. } => {
+            let up = config
+                .upstreams
+                .iter()
+                .find(|u| &u.name == upstream && u.auth == UpstreamAuth::Oauth)
+                .ok_or_else(|| CliError::NotOAuth(upstream.clone()))?;
+            let consent = oauth.login(up, client).await?;
+            println!("{}", consent.url);
         }
         OAuthCommand::Revoke { client, upstream, .. } => {
             let targets: Vec<_> = config

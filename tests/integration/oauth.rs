@@ -480,3 +480,63 @@ async fn the_consent_pages_work_in_a_real_headless_browser() -> Result<()> {
     }
     log_keeps_secrets(&gw, &[ALICE_KEY, BOB_KEY])
 }
+
+#[tokio::test]
+async fn the_catalog_comes_from_client_credentials_or_from_an_authorized_client() -> Result<()> {
+    // Client credentials: toolgate lists the tools with a token of its own.
+    let port = free_port();
+    let client = format!("toolgate:{CLIENT_SECRET}:http://127.0.0.1:{port}/oauth/callback");
+    let auth_server = NodePeer::start("oauth_as.mjs", &["--client", &client]).await?;
+    let issuer = auth_server.at("issuer");
+    let up = NodePeer::start("identity_server.mjs", &["--authorization-server", &issuer, "--audience", "self"]).await?;
+    let settings = format!(
+        "[upstream.oauth]\nclient_id = \"toolgate\"\nclient_secret = \"{CLIENT_SECRET}\"\ncatalog = \"client_credentials\""
+    );
+    let config = format!(
+        "[server]\nlisten = \"127.0.0.1:{port}\"\n{}{}",
+        client_entry("alice", ALICE_KEY, ""),
+        http_upstream("prot", &up.at("url"), &format!("auth = \"oauth\"\n{settings}")),
+    );
+    let gw = Toolgate::start_raw(&config).await?;
+    wait_up(&gw, "prot").await?;
+    let stats = get_json(&format!("{issuer}/test/stats")).await?;
+    ensure!(stats["client_credentials"].as_u64() >= Some(1), "{stats}");
+    let seen = get_json(&up.at("url").replace("/mcp", "/test/seen")).await?;
+    ensure!(seen.as_array().into_iter().flatten().all(|s| s["sub"] == "toolgate"), "the catalog as toolgate: {seen}");
+    let mut alice = Client::with_bearer(&gw.url, ALICE_KEY)?;
+    alice.initialize(json!({})).await?;
+    alice.read_descriptions("whoami").await?;
+    let link = link_in(text_of(&alice.call_tool("whoami", json!({})).await?)).ok_or_else(|| anyhow!("no link"))?;
+    ensure!(browse(&link, "alice", &[]).await?["status"] == 200);
+    ensure!(subject(&alice.call_tool("whoami", json!({})).await?) == "alice", "calls carry alice's own token");
+    log_keeps_secrets(&gw, &[CLIENT_SECRET, ALICE_KEY])?;
+    drop(gw);
+
+    // An authorized client's token: nothing is listed until one consents,
+    // which `toolgate oauth login` starts ahead of any call.
+    let Some(redis) = RedisServer::start() else { return Ok(()) };
+    let key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+    let port = free_port();
+    let auth_server = NodePeer::start("oauth_as.mjs", &[]).await?;
+    let issuer = auth_server.at("issuer");
+    let up = NodePeer::start("identity_server.mjs", &["--authorization-server", &issuer, "--audience", "self"]).await?;
+    let config = format!(
+        "[server]\nlisten = \"127.0.0.1:{port}\"\n[state]\nredis_url = {:?}\nsessions = \"local\"\n\
+         encryption_keys = [{key:?}]\n{}{}",
+        redis.url(),
+        client_entry("alice", ALICE_KEY, ""),
+        http_upstream("prot", &up.at("url"), "auth = \"oauth\"\n[upstream.oauth]\ncatalog = \"authorized_user\""),
+    );
+    let gw = Toolgate::start_raw(&config).await?;
+    let ready: Value = reqwest::get(format!("http://127.0.0.1:{port}/readyz")).await?.json().await.unwrap_or_default();
+    ensure!(ready["upstreams"]["prot"] != "up", "nothing to list with before anyone consents: {ready}");
+    let link = cli(&gw, &["login", "--client", "alice", "--upstream", "prot"]).await?;
+    ensure!(link.trim().starts_with(&format!("http://127.0.0.1:{port}/oauth/start/")), "{link}");
+    ensure!(browse(link.trim(), "alice", &[]).await?["status"] == 200, "the running toolgate serves the CLI's link");
+    wait_up(&gw, "prot").await?;
+    let mut alice = Client::with_bearer(&gw.url, ALICE_KEY)?;
+    alice.initialize(json!({})).await?;
+    alice.read_descriptions("whoami").await?;
+    ensure!(subject(&alice.call_tool("whoami", json!({})).await?) == "alice");
+    log_keeps_secrets(&gw, &[ALICE_KEY])
+}

@@ -10,7 +10,9 @@
 //                          [--default-resource URL] [--resource-scopes "mcp ..."]
 //   --client            a pre-registered confidential client (repeatable; the
 //                       same ID:SECRET again adds a redirect URI). Grant types
-//                       authorization_code + refresh_token, response type code,
+//                       authorization_code + refresh_token + client_credentials
+//                       (a token for the client itself, sub = its id, for the
+//                       `resource` asked), response type code,
 //                       client_secret_basic or client_secret_post (both work)
 //   --access-ttl        access token lifetime in seconds, default 300
 //   --refresh-ttl       refresh token lifetime in seconds, default 86400
@@ -127,7 +129,8 @@ for (const spec of opts.client) {
       client_id: id,
       client_secret: secret,
       redirect_uris: [uri],
-      grant_types: ["authorization_code", "refresh_token"],
+      // Pre-registered clients may also get tokens for themselves.
+      grant_types: ["authorization_code", "refresh_token", "client_credentials"],
       response_types: ["code"],
       token_endpoint_auth_method: "client_secret_basic",
     });
@@ -145,7 +148,9 @@ const KID = `as-${randomUUID().slice(0, 8)}`;
 const { privateKey } = await generateKeyPair("ES256", { extractable: true });
 const privateJwk = { ...(await exportJWK(privateKey)), kid: KID, alg: "ES256", use: "sig" };
 
-const stats = { authorizations: 0, token_code: 0, refreshes: 0, revocations: 0, registrations: 0, denied: 0 };
+const stats = {
+  authorizations: 0, token_code: 0, refreshes: 0, revocations: 0, registrations: 0, denied: 0, client_credentials: 0,
+};
 const grantsOf = new Map(); // account id -> Set of grant ids
 
 // The port is known only after listen: bind first, then build the provider.
@@ -183,6 +188,7 @@ const provider = new Provider(ISSUER, {
   },
   features: {
     devInteractions: { enabled: false },
+    clientCredentials: { enabled: true },
     registration: { enabled: !opts["no-dcr"], initialAccessToken: false },
     revocation: {
       enabled: true,
@@ -225,6 +231,7 @@ provider.on("grant.success", (ctx) => {
   const gty = ctx.oidc.params?.grant_type;
   if (gty === "authorization_code") stats.token_code += 1;
   else if (gty === "refresh_token") stats.refreshes += 1;
+  else if (gty === "client_credentials") stats.client_credentials += 1;
 });
 provider.on("registration_create.success", () => { stats.registrations += 1; });
 provider.on("grant.saved", (grant) => {
