@@ -1,6 +1,8 @@
 //! What the gateway does when the OAuth client reports: a completed consent
 //! is told to the session whose call asked for it
-//! (`notifications/elicitation/complete`), and every event is counted.
+//! (`notifications/elicitation/complete`, through the other replicas when
+//! sessions are shared), a catalog waiting for an authorized client is
+//! connected again, and every event is counted.
 
 use std::sync::Weak;
 
@@ -22,12 +24,13 @@ impl crate::oauth::Observer for Observer {
                 up.reconnect.notify_one();
             }
         }
-        let Some(session) = completed.session.as_deref().and_then(|id| gateway.sessions().get(id)) else { return };
+        let Some(session) = completed.session.as_deref() else { return };
         let notification = Notification {
             method: "notifications/elicitation/complete".into(),
             params: Some(json!({"elicitationId": completed.elicitation_id})),
         };
-        gateway.notify_session(&session, notification);
+        // The callback may reach another replica than the session's.
+        gateway.notify_session_id(session, notification);
     }
 
     fn event(&self, upstream: &str, event: &'static str) {

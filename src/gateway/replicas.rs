@@ -146,6 +146,25 @@ impl Gateway {
         session.notify(notification);
     }
 
+    /// Sends `notification` to session `id`: here if it lives here, else
+    /// (sessions shared) to the replica that holds its standalone stream.
+    pub(crate) fn notify_session_id(&self, id: &str, notification: Notification) {
+        if let Some(session) = self.sessions.get(id) {
+            return self.notify_session(&session, notification);
+        }
+        let Some(shared) = self.shared.clone() else { return };
+        let message = BusMessage::Notify {
+            session: id.to_owned(),
+            message: Message::Notification(notification).encode(),
+            from: shared.replica().to_string(),
+        };
+        crate::spawn(async move {
+            if let Err(e) = shared.broadcast(&message).await {
+                tracing::debug!(error = %e, "a session notification could not be passed to the other replicas");
+            }
+        });
+    }
+
     /// A notification another replica produced for a session's standalone
     /// stream: delivered if that stream is held here, else ignored (the
     /// replica holding it delivers it; the one that produced it kept it).

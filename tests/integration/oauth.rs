@@ -540,3 +540,37 @@ async fn the_catalog_comes_from_client_credentials_or_from_an_authorized_client(
     ensure!(subject(&alice.call_tool("whoami", json!({})).await?) == "alice");
     log_keeps_secrets(&gw, &[ALICE_KEY])
 }
+
+#[tokio::test]
+async fn a_consent_completed_on_another_replica_reaches_the_session_that_asked() -> Result<()> {
+    let Some(redis) = RedisServer::start() else { return Ok(()) };
+    let key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+    let auth_server = NodePeer::start("oauth_as.mjs", &[]).await?;
+    let up = protected(&auth_server.at("issuer")).await?;
+    let state = format!("[state]\nredis_url = {:?}\nsessions = \"shared\"\nencryption_keys = [{key:?}]", redis.url());
+    let port = free_port();
+    let public = format!("[oauth]\npublic_url = \"http://127.0.0.1:{port}\"\n{state}");
+    let a = Toolgate::start_raw(&config(port, "", &public, &up)).await?;
+    let b = Toolgate::start_raw(&config(free_port(), "", &public, &up)).await?;
+    wait_up(&a, "prot").await?;
+    wait_up(&b, "prot").await?;
+    // Alice's session and its standalone stream are on B; the browser comes back to A.
+    let mut alice = Client::with_bearer(&b.url, ALICE_KEY)?;
+    alice.initialize(json!({"elicitation": {"url": {}}})).await?;
+    alice.read_descriptions("whoami").await?;
+    let mut events = alice.listen().await?;
+    let asked = alice.request("tools/call", json!({"name": "whoami", "arguments": {}})).await?;
+    let elicitation = &asked["error"]["data"]["elicitations"][0];
+    let link = elicitation["url"].as_str().ok_or_else(|| anyhow!("{asked}"))?;
+    ensure!(link.starts_with(&format!("http://127.0.0.1:{port}/")), "the public URL is replica A's: {link}");
+    ensure!(browse(link, "alice", &[]).await?["status"] == 200);
+    let complete = loop {
+        let message = events.next_within(Duration::from_secs(10)).await.ok_or_else(|| anyhow!("no completion"))?;
+        if message["method"] == "notifications/elicitation/complete" {
+            break message;
+        }
+    };
+    ensure!(complete["params"]["elicitationId"] == elicitation["elicitationId"], "{complete}");
+    ensure!(subject(&alice.call_tool("whoami", json!({})).await?) == "alice");
+    Ok(())
+}
