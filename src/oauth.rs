@@ -1184,6 +1184,48 @@ mod tests {
         assert!(!set.is_due(), "a token without an expiry is used until the upstream refuses it");
     }
 
+    fn flow(expires_at: u64, started: bool) -> Flow {
+        Flow {
+            principal: "alice".into(),
+            upstream: "up".into(),
+            session: None,
+            elicitation: "e".into(),
+            expires_at,
+            started: started.then(|| Started {
+                nonce: "n".into(),
+                browser: "b".into(),
+                verifier: "v".into(),
+                issuer: "http://127.0.0.1:1".into(),
+            }),
+        }
+    }
+
+    #[tokio::test]
+    async fn expired_tampered_foreign_and_used_flows_are_refused_before_any_request() {
+        let oauth =
+            OAuth::new(&Config::default(), reqwest::Client::new(), None, "127.0.0.1:1".parse().unwrap()).unwrap();
+        let vault = &oauth.inner.vault;
+        let ttl = Duration::from_secs(60);
+        let past = now_secs() - 1;
+        vault.put(&flow_key("old"), &flow(past, false), ttl).await.unwrap();
+        assert!(matches!(oauth.start("old", &[]).await, Err(PageError::Unknown)), "an expired link");
+        assert!(matches!(oauth.start("nope", &[]).await, Err(PageError::Unknown)), "a made-up link");
+        let back =
+            |state: &str| CallbackQuery { state: Some(state.into()), code: Some("c".into()), ..Default::default() };
+        vault.put(&flow_key("late"), &flow(past, true), ttl).await.unwrap();
+        assert!(matches!(oauth.callback(&back("late.n"), Some("b"), &[]).await, Err(PageError::Unknown)), "expired");
+        assert!(vault.get::<Flow>(&flow_key("late")).await.unwrap().is_none(), "an expired flow is used up");
+        let soon = now_secs() + 60;
+        vault.put(&flow_key("f"), &flow(soon, true), ttl).await.unwrap();
+        let tampered = oauth.callback(&back("f.x"), Some("b"), &[]).await;
+        assert!(matches!(tampered, Err(PageError::Tampered(_))), "another nonce");
+        let foreign = oauth.callback(&back("f.n"), Some("other"), &[]).await;
+        assert!(matches!(foreign, Err(PageError::Tampered(_))), "another browser");
+        assert!(matches!(oauth.callback(&back("f.n"), None, &[]).await, Err(PageError::Tampered(_))), "no cookie");
+        assert!(vault.get::<Flow>(&flow_key("f")).await.unwrap().is_some(), "refusals leave the flow to its browser");
+        assert!(matches!(oauth.callback(&back("no-dot"), Some("b"), &[]).await, Err(PageError::Tampered(_))));
+    }
+
     #[test]
     fn random_texts_differ_and_compare_in_constant_time() {
         let (a, b) = (random_text(24), random_text(24));
