@@ -32,6 +32,8 @@ const CLIENT_SECRET: &str = "toolgate-client-secret-7f3a";
 const ALICE_KEY: &str = "alice-key-0123456789abcdef";
 const BOB_KEY: &str = "bob-key-0123456789abcdef00";
 const CAROL_KEY: &str = "carol-key-0123456789abcdef0";
+/// `[state] encryption_keys` of the Redis tests (32 bytes, base64).
+const ENCRYPTION_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
 
 /// The protected upstream, trusting `issuer` (its metadata names it).
 async fn protected(issuer: &str) -> Result<NodePeer> {
@@ -50,6 +52,36 @@ async fn browse(link: &str, login: &str, more: &[&str]) -> Result<Value> {
     let text = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(text.trim())
         .map_err(|e| anyhow!("user agent printed {text:?} ({e}); stderr: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+/// Once a client wrote a consent link to `signal`, follows it as `login`,
+/// then creates `wait` (the client's cue to retry); the browser's report.
+async fn browse_when_signalled(signal: &std::path::Path, wait: &std::path::Path, login: &str) -> Result<Value> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !signal.exists() {
+        ensure!(tokio::time::Instant::now() < deadline, "the client never signalled a link");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let link = std::fs::read_to_string(signal)?;
+    let page = browse(link.trim(), login, &[]).await?;
+    std::fs::write(wait, "")?;
+    Ok(page)
+}
+
+/// Two replicas sharing `redis` (`sessions` local or shared), both serving
+/// the first one's public URL, as behind a balancer; both up.
+async fn two_replicas(redis: &RedisServer, sessions: &str, up: &NodePeer) -> Result<(Toolgate, Toolgate, u16)> {
+    let state = format!(
+        "[state]\nredis_url = {:?}\nsessions = {sessions:?}\nencryption_keys = [{ENCRYPTION_KEY:?}]",
+        redis.url()
+    );
+    let port = free_port();
+    let public = format!("[oauth]\npublic_url = \"http://127.0.0.1:{port}\"\n{state}");
+    let a = Toolgate::start_raw(&config(port, "", &public, up)).await?;
+    let b = Toolgate::start_raw(&config(free_port(), "", &public, up)).await?;
+    wait_up(&a, "prot").await?;
+    wait_up(&b, "prot").await?;
+    Ok((a, b, port))
 }
 
 /// The subject the upstream saw on the call answered by `result`.
@@ -217,19 +249,11 @@ async fn each_user_consents_at_first_use_and_then_calls_as_themselves() -> Resul
 #[tokio::test]
 async fn replicas_share_sealed_tokens_register_once_refresh_once_and_revoke() -> Result<()> {
     let Some(redis) = RedisServer::start() else { return Ok(()) };
-    let key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
     // Tokens live 62 s: due for refresh (a minute before expiry) 2 s after they are issued.
     let auth_server = NodePeer::start("oauth_as.mjs", &["--access-ttl", "62"]).await?;
     let issuer = auth_server.at("issuer");
     let up = protected(&issuer).await?;
-    let state = format!("[state]\nredis_url = {:?}\nsessions = \"local\"\nencryption_keys = [{key:?}]", redis.url());
-    // Both replicas serve one public URL (as behind a balancer): the first one's.
-    let port = free_port();
-    let public = format!("[oauth]\npublic_url = \"http://127.0.0.1:{port}\"\n{state}");
-    let a = Toolgate::start_raw(&config(port, "", &public, &up)).await?;
-    let b = Toolgate::start_raw(&config(free_port(), "", &public, &up)).await?;
-    wait_up(&a, "prot").await?;
-    wait_up(&b, "prot").await?;
+    let (a, b, _) = two_replicas(&redis, "local", &up).await?;
 
     // Alice asks on replica B; the link (the public URL: replica A) completes there.
     let mut on_b = Client::with_bearer(&b.url, ALICE_KEY)?;
@@ -321,17 +345,7 @@ async fn the_python_sdk_with_url_mode_hears_the_completion_and_its_retry_succeed
          "signal": signal.display().to_string(), "wait": wait.display().to_string()},
     ]);
     let args = ["--mode", "legacy", "--url-elicitation", "--bearer", ALICE_KEY];
-    let browser = async {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while !signal.exists() {
-            ensure!(tokio::time::Instant::now() < deadline, "the client never signalled a link");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let link = std::fs::read_to_string(&signal)?;
-        let page = browse(link.trim(), "alice", &[]).await?;
-        std::fs::write(&wait, "")?;
-        anyhow::Ok(page)
-    };
+    let browser = browse_when_signalled(&signal, &wait, "alice");
     let (report, page) = tokio::join!(client_probe(&gw.url, &args, &steps), browser);
     let (report, page) = (report?, page?);
     ensure!(page["status"] == 200, "{page}");
@@ -402,17 +416,7 @@ async fn a_typescript_sdk_v2_client_retries_the_input_required_result_until_cons
         .args(["--signal", &signal_arg, "--wait", &wait_arg, "--timeout", "60"])
         .kill_on_drop(true)
         .output();
-    let browser = async {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while !signal.exists() {
-            ensure!(tokio::time::Instant::now() < deadline, "the client never signalled a link");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let link = std::fs::read_to_string(&signal)?;
-        let page = browse(link.trim(), "carol", &[]).await?;
-        std::fs::write(&wait, "")?;
-        anyhow::Ok(page)
-    };
+    let browser = browse_when_signalled(&signal, &wait, "carol");
     let (out, page) = tokio::join!(client, browser);
     let (out, page) = (out?, page?);
     ensure!(page["status"] == 200, "{page}");
@@ -515,14 +519,13 @@ async fn the_catalog_comes_from_client_credentials_or_from_an_authorized_client(
     // An authorized client's token: nothing is listed until one consents,
     // which `toolgate oauth login` starts ahead of any call.
     let Some(redis) = RedisServer::start() else { return Ok(()) };
-    let key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
     let port = free_port();
     let auth_server = NodePeer::start("oauth_as.mjs", &[]).await?;
     let issuer = auth_server.at("issuer");
     let up = NodePeer::start("identity_server.mjs", &["--authorization-server", &issuer, "--audience", "self"]).await?;
     let config = format!(
         "[server]\nlisten = \"127.0.0.1:{port}\"\n[state]\nredis_url = {:?}\nsessions = \"local\"\n\
-         encryption_keys = [{key:?}]\n{}{}",
+         encryption_keys = [{ENCRYPTION_KEY:?}]\n{}{}",
         redis.url(),
         client_entry("alice", ALICE_KEY, ""),
         http_upstream("prot", &up.at("url"), "auth = \"oauth\"\n[upstream.oauth]\ncatalog = \"authorized_user\""),
@@ -544,16 +547,9 @@ async fn the_catalog_comes_from_client_credentials_or_from_an_authorized_client(
 #[tokio::test]
 async fn a_consent_completed_on_another_replica_reaches_the_session_that_asked() -> Result<()> {
     let Some(redis) = RedisServer::start() else { return Ok(()) };
-    let key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
     let auth_server = NodePeer::start("oauth_as.mjs", &[]).await?;
     let up = protected(&auth_server.at("issuer")).await?;
-    let state = format!("[state]\nredis_url = {:?}\nsessions = \"shared\"\nencryption_keys = [{key:?}]", redis.url());
-    let port = free_port();
-    let public = format!("[oauth]\npublic_url = \"http://127.0.0.1:{port}\"\n{state}");
-    let a = Toolgate::start_raw(&config(port, "", &public, &up)).await?;
-    let b = Toolgate::start_raw(&config(free_port(), "", &public, &up)).await?;
-    wait_up(&a, "prot").await?;
-    wait_up(&b, "prot").await?;
+    let (_a, b, port) = two_replicas(&redis, "shared", &up).await?;
     // Alice's session and its standalone stream are on B; the browser comes back to A.
     let mut alice = Client::with_bearer(&b.url, ALICE_KEY)?;
     alice.initialize(json!({"elicitation": {"url": {}}})).await?;
