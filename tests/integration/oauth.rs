@@ -68,6 +68,16 @@ async fn browse_when_signalled(signal: &std::path::Path, wait: &std::path::Path,
     Ok(page)
 }
 
+/// An authorization server (with dynamic registration), the protected
+/// upstream, and a toolgate in front of it with the upstream up.
+async fn one_gateway() -> Result<(NodePeer, NodePeer, Toolgate)> {
+    let auth_server = NodePeer::start("oauth_as.mjs", &[]).await?;
+    let up = protected(&auth_server.at("issuer")).await?;
+    let gw = Toolgate::start_raw(&config(free_port(), "", "", &up)).await?;
+    wait_up(&gw, "prot").await?;
+    Ok((auth_server, up, gw))
+}
+
 /// Two replicas sharing `redis` (`sessions` local or shared), both serving
 /// the first one's public URL, as behind a balancer; both up.
 async fn two_replicas(redis: &RedisServer, sessions: &str, up: &NodePeer) -> Result<(Toolgate, Toolgate, u16)> {
@@ -333,10 +343,7 @@ async fn redis_values(redis: &RedisServer) -> Result<Vec<String>> {
 
 #[tokio::test]
 async fn the_python_sdk_with_url_mode_hears_the_completion_and_its_retry_succeeds() -> Result<()> {
-    let auth_server = NodePeer::start("oauth_as.mjs", &[]).await?;
-    let up = protected(&auth_server.at("issuer")).await?;
-    let gw = Toolgate::start_raw(&config(free_port(), "", "", &up)).await?;
-    wait_up(&gw, "prot").await?;
+    let (_auth_server, _up, gw) = one_gateway().await?;
     let dir = tempfile::tempdir()?;
     let (signal, wait) = (dir.path().join("signal"), dir.path().join("wait"));
     let steps = json!([
@@ -403,10 +410,7 @@ async fn an_upstream_that_refuses_a_call_with_resource_metadata_is_authorized_pe
 
 #[tokio::test]
 async fn a_typescript_sdk_v2_client_retries_the_input_required_result_until_consent() -> Result<()> {
-    let auth_server = NodePeer::start("oauth_as.mjs", &[]).await?;
-    let up = protected(&auth_server.at("issuer")).await?;
-    let gw = Toolgate::start_raw(&config(free_port(), "", "", &up)).await?;
-    wait_up(&gw, "prot").await?;
+    let (_auth_server, _up, gw) = one_gateway().await?;
     let dir = tempfile::tempdir()?;
     let (signal, wait) = (dir.path().join("signal"), dir.path().join("wait"));
     let script = repo_path("tests/node/consent_v2.mjs").display().to_string();
@@ -450,10 +454,7 @@ async fn the_consent_pages_work_in_a_real_headless_browser() -> Result<()> {
         );
         return Ok(());
     }
-    let auth_server = NodePeer::start("oauth_as.mjs", &[]).await?;
-    let up = protected(&auth_server.at("issuer")).await?;
-    let gw = Toolgate::start_raw(&config(free_port(), "", "", &up)).await?;
-    wait_up(&gw, "prot").await?;
+    let (_auth_server, _up, gw) = one_gateway().await?;
     let script = repo_path("tests/python/browser_consent.py").display().to_string();
     for (key, login, deny) in [(ALICE_KEY, "alice", false), (BOB_KEY, "bob", true)] {
         let mut c = Client::with_bearer(&gw.url, key)?;
