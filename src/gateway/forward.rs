@@ -465,7 +465,9 @@ impl Forwarder {
         let oauth = up.oauth();
         if let Some(config) = &oauth {
             consent::strip_retry(&mut params);
-            if let Err(ask) = consent::check(cx, &up, config).await {
+            // Boxed, as every OAuth-only step below: inline, their state
+            // would size (and be copied with) every tool call's future.
+            if let Err(ask) = Box::pin(consent::check(cx, &up, config)).await {
                 return ask;
             }
         }
@@ -486,10 +488,10 @@ impl Forwarder {
             // refreshes it once, and the call is sent again (the upstream
             // did not run it); else consent is asked anew.
             (Some(config), Some(again)) => {
-                if cx.gateway.identity().oauth().refused(config, &principal).await {
-                    return self.forward_to(cx, &up, method::TOOLS_CALL, Some(again)).await;
+                if Box::pin(cx.gateway.identity().oauth().refused(config, &principal)).await {
+                    return Box::pin(self.forward_to(cx, &up, method::TOOLS_CALL, Some(again))).await;
                 }
-                match consent::check(cx, &up, config).await {
+                match Box::pin(consent::check(cx, &up, config)).await {
                     Ok(()) => self.finish(cx, &up, method::TOOLS_CALL, task_augmented, outcome).await,
                     Err(ask) => ask,
                 }
@@ -503,12 +505,12 @@ impl Forwarder {
                 // This client's connections went without its token: closed,
                 // so its next call opens its own with it.
                 let mut stale = up.take_connections_of(|id| id == principal.id());
-                stale.extend(cx.session.state.take_connection(up.index).await);
+                stale.extend(Box::pin(cx.session.state.take_connection(up.index)).await);
                 for peer in stale {
                     crate::spawn(async move { peer.shutdown().await });
                 }
                 let config = up.oauth().unwrap_or_else(|| up.config.clone());
-                match consent::check(cx, &up, &config).await {
+                match Box::pin(consent::check(cx, &up, &config)).await {
                     Ok(()) => self.finish(cx, &up, method::TOOLS_CALL, task_augmented, outcome).await,
                     Err(ask) => ask,
                 }
