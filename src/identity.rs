@@ -247,17 +247,32 @@ impl Carrier {
 
     /// The headers that present `token` (marked sensitive).
     fn headers(&self, token: &str) -> Result<HeaderMap, Cause> {
-        let (name, text) = match &self.0 {
-            None => (http::header::AUTHORIZATION, format!("Bearer {token}")),
-            Some(name) => (name.clone(), token.to_owned()),
-        };
-        let mut value =
-            HeaderValue::from_str(&text).map_err(|_| Cause::msg("the token is not a valid header value"))?;
-        value.set_sensitive(true);
-        let mut headers = HeaderMap::with_capacity(1);
-        headers.insert(name, value);
-        Ok(headers)
+        match &self.0 {
+            None => bearer(token),
+            Some(name) => sensitive(name.clone(), token),
+        }
     }
+}
+
+/// `Authorization: Bearer <token>`, marked sensitive.
+pub(crate) fn bearer(token: &str) -> Result<HeaderMap, Cause> {
+    sensitive(http::header::AUTHORIZATION, &format!("Bearer {token}"))
+}
+
+/// The header `name: text`, marked sensitive (it holds a credential).
+fn sensitive(name: HeaderName, text: &str) -> Result<HeaderMap, Cause> {
+    let mut value = HeaderValue::from_str(text).map_err(|_| Cause::msg("the token is not a valid header value"))?;
+    value.set_sensitive(true);
+    let mut headers = HeaderMap::with_capacity(1);
+    headers.insert(name, value);
+    Ok(headers)
+}
+
+/// `request` with HTTP Basic client authentication: id and secret are
+/// form-encoded first (RFC 6749 §2.3.1).
+pub(crate) fn basic_auth(request: reqwest::RequestBuilder, id: &str, secret: &str) -> reqwest::RequestBuilder {
+    let encode = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    request.basic_auth(encode(id), Some(encode(secret)))
 }
 
 /// A kept access token expires with the token itself.
@@ -284,6 +299,6 @@ fn fingerprint(upstream: &str, config: &UpstreamIdentity) -> String {
 }
 
 /// Seconds since the Unix epoch.
-fn now_secs() -> u64 {
+pub(crate) fn now_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }

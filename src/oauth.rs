@@ -35,7 +35,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use futures::future::BoxFuture;
-use http::{HeaderMap, HeaderValue};
+use http::HeaderMap;
 use oauth2::basic::{BasicClient, BasicErrorResponseType};
 use oauth2::{
     AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge, PkceCodeVerifier,
@@ -48,6 +48,7 @@ use url::Url;
 use crate::auth::{Principal, PrincipalKind};
 use crate::config::{Config, UpstreamConfig};
 use crate::identity::sealed::KeyRing;
+use crate::identity::{basic_auth, bearer, now_secs};
 use crate::shared::Connection;
 
 pub use discovery::Server;
@@ -79,7 +80,7 @@ const DISCOVERY_TTL: Duration = Duration::from_secs(3600);
 
 /// Why toolgate cannot get or use a token for an upstream. Never holds a
 /// token or a secret.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum OAuthError {
     #[error("OAuth discovery failed: {0}")]
     Discovery(String),
@@ -644,7 +645,7 @@ impl OAuth {
                 Ok(Arc::new((issuer, scopes)))
             })
             .await
-            .map_err(|e: Arc<OAuthError>| OAuthError::Discovery(strip(&e)))
+            .map_err(|e: Arc<OAuthError>| (*e).clone())
     }
 
     async fn server(&self, issuer: &str) -> Result<Arc<Server>, OAuthError> {
@@ -654,7 +655,7 @@ impl OAuth {
             .servers
             .try_get_with(issuer.to_owned(), async move { discovery::server(&http, &issuer_owned).await.map(Arc::new) })
             .await
-            .map_err(|e: Arc<OAuthError>| OAuthError::Discovery(strip(&e)))
+            .map_err(|e: Arc<OAuthError>| (*e).clone())
     }
 
     /// toolgate's client at `server` for `up`: configured, a metadata
@@ -704,7 +705,7 @@ impl OAuth {
                 Ok(Arc::new(registered))
             })
             .await
-            .map_err(|e: Arc<OAuthError>| OAuthError::Registration(strip(&e)))
+            .map_err(|e: Arc<OAuthError>| (*e).clone())
     }
 
     /// The start of flow `opaque`: the authorization URL to redirect to and
@@ -872,10 +873,7 @@ impl OAuth {
             let mut form = vec![("token", token), ("token_type_hint", hint)];
             let mut request = self.inner.http.post(endpoint).timeout(TOKEN_TIMEOUT);
             match (client.auth, &client.client_secret) {
-                (ClientAuth::Basic, Some(secret)) => {
-                    let encode = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-                    request = request.basic_auth(encode(&client.client_id), Some(encode(secret)));
-                }
+                (ClientAuth::Basic, Some(secret)) => request = basic_auth(request, &client.client_id, secret),
                 (ClientAuth::Post, Some(secret)) => {
                     form.push(("client_id", &client.client_id));
                     form.push(("client_secret", secret));
@@ -1062,15 +1060,6 @@ fn constant_eq(a: &str, b: &str) -> bool {
     a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }
 
-/// An error's text, for an error made again from a shared one.
-fn strip(e: &dyn std::fmt::Display) -> String {
-    e.to_string()
-}
-
-fn now_secs() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
 /// How an OAuth upstream's catalog connection gets its token.
 enum CatalogKind {
     /// Client credentials, kept until due.
@@ -1119,16 +1108,6 @@ impl CredentialSource for Catalog {
     fn headers(&self) -> BoxFuture<'_, Result<HeaderMap, Cause>> {
         Box::pin(self.current())
     }
-}
-
-/// `Authorization: Bearer <token>`, marked sensitive.
-fn bearer(token: &str) -> Result<HeaderMap, Cause> {
-    let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
-        .map_err(|_| Cause::msg("the access token is not a valid header value"))?;
-    value.set_sensitive(true);
-    let mut headers = HeaderMap::with_capacity(1);
-    headers.insert(http::header::AUTHORIZATION, value);
-    Ok(headers)
 }
 
 /// The per-request credential of one principal's connection to an OAuth

@@ -159,11 +159,7 @@ impl Exchanger {
                 form.push(("client_assertion_type", CLIENT_ASSERTION_TYPE));
                 form.push(("client_assertion", &client_assertion));
             }
-            ClientAuth::ClientSecretBasic => {
-                // RFC 6749 §2.3.1: both are form-encoded before Basic.
-                let encode = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-                request = request.basic_auth(encode(client_id), Some(encode(secret)));
-            }
+            ClientAuth::ClientSecretBasic => request = super::basic_auth(request, client_id, secret),
             ClientAuth::ClientSecretPost => {
                 form.push(("client_id", client_id));
                 form.push(("client_secret", secret));

@@ -14,7 +14,7 @@ use crate::identity::sealed::KeyRing;
 use crate::shared::Connection;
 
 /// Why a value could not be kept or read (Redis down).
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("the shared state store (Redis) is unavailable")]
 pub struct Unavailable;
 
