@@ -72,6 +72,7 @@ mod note;
 mod oauth;
 mod pages;
 mod policy;
+mod reach;
 mod reload;
 mod replicas;
 mod resolve;
@@ -102,7 +103,7 @@ use crate::auth::{Principal, SessionGuard};
 use crate::config::{Config, Target};
 use crate::grants::{GrantStore, Grants, Scope};
 use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request};
-use crate::metrics::{self, Metrics};
+use crate::metrics::{self, Live, LiveState, LiveUpstream, Metrics};
 use crate::protocol::method;
 use crate::server::http::Admit;
 use crate::server::http::health::{Readiness, Ready};
@@ -182,6 +183,8 @@ pub struct Gateway {
     shared: Option<Arc<SharedSessions>>,
     /// The Redis of `[state]`, if it names one.
     connection: Option<Arc<crate::shared::Connection>>,
+    /// The forwarder, with its own dependencies (shared with the gateway:
+    /// the supervisors and reloads use them too).
     forwarder: Forwarder,
     /// Held upstream calls of sessionless clients (multi-round-trip
     /// translation in front of handshake-era upstreams).
@@ -189,14 +192,11 @@ pub struct Gateway {
     http: reqwest::Client,
     /// What connections made for a client present upstream
     /// (`[upstream.identity]`, signed with `[identity]`'s keys).
-    identity: crate::identity::Identity,
+    identity: Arc<crate::identity::Identity>,
     shutdown: CancellationToken,
     metrics: Arc<Metrics>,
     /// The open `subscriptions/listen` streams.
     listeners: listeners::Listeners,
-    /// Tool call arguments checked against the tools' schemas
-    /// (`validate_arguments`), with the compiled schemas.
-    arguments: crate::catalog::Arguments,
 }
 
 impl Gateway {
@@ -242,7 +242,7 @@ impl Gateway {
         if let Some(connection) = &connection {
             connection.count_errors(metrics.state_store_errors());
         }
-        let identity = crate::identity::Identity::new(&config, http.clone(), connection.clone())?;
+        let identity = Arc::new(crate::identity::Identity::new(&config, http.clone(), connection.clone())?);
         let service = &config.identity.service_subject;
         let upstreams = config
             .upstreams
@@ -278,7 +278,7 @@ impl Gateway {
         let routes = Arc::new(lists::RouteMaps::default());
         let concerns =
             concerns::Concerns::new(&declared, concerns::Lists { views: views.clone(), routes: routes.clone() });
-        let gateway = Arc::new(Self {
+        let gateway = Arc::new_cyclic(|gateway| Self {
             concerns,
             search: search::Search::new(disclosure_config, &pager, &views),
             disclosure: disclosure::Disclosure::new(
@@ -288,7 +288,18 @@ impl Gateway {
                 metrics.clone(),
             ),
             budgets,
-            forwarder: Forwarder::new(pager, routes),
+            forwarder: Forwarder::new(
+                reach::Reach {
+                    views: views.clone(),
+                    http: http.clone(),
+                    identity: identity.clone(),
+                    metrics: metrics.clone(),
+                    upward: Arc::new(events::ToGateway(gateway.clone())),
+                },
+                mrtr.clone(),
+                pager,
+                routes,
+            ),
             mrtr,
             views,
             reload: reload::ReloadState::default(),
@@ -303,7 +314,6 @@ impl Gateway {
             shutdown: CancellationToken::new(),
             metrics,
             listeners: listeners::Listeners::default(),
-            arguments: crate::catalog::Arguments::default(),
         });
         gateway.metrics.attach(Arc::<Gateway>::downgrade(&gateway));
         gateway.identity.oauth().observe(Arc::new(oauth::Observer(Arc::downgrade(&gateway))));
@@ -330,7 +340,7 @@ impl Gateway {
             });
         }
         replicas::start(&gateway, gateway.connection.clone());
-        gateway.catalogs().rebuild(&gateway);
+        gateway.rebuild_catalog();
         supervise::supervise_all(&gateway);
         Ok(gateway)
     }
@@ -362,19 +372,21 @@ impl Gateway {
         self.views.catalog_for(session)
     }
 
-    /// The gateway-wide catalog changed to `view`: what is made from it in
-    /// the background (the search index) starts.
-    pub(crate) fn catalog_changed(&self, view: &Arc<CatalogView>) {
+    /// Merges every upstream's tools into a new catalog: what is made from
+    /// it (the search index, the token counts) starts, and sessions hear
+    /// `tools/list_changed` when the served list actually changed.
+    pub(crate) fn rebuild_catalog(&self) {
+        let upstreams = self.upstreams();
+        let rebuilt = self.catalogs().rebuild(&upstreams, self.views.audit().map(|a| &**a));
+        self.metrics.tool_drift(&rebuilt.drift);
         if let Some(search) = &self.search {
-            search.catalog_changed(view);
+            search.catalog_changed(&rebuilt.view);
         }
-    }
-
-    /// What `session`'s `tools/list` shows: its catalog, without the tools
-    /// its concern configuration filters out (they stay callable: see
-    /// [`crate::concerns`]).
-    pub(crate) fn listing_for(&self, session: &GwSession) -> Arc<CatalogView> {
-        self.views.listing_for(session)
+        gauges::count_catalog(&self.metrics, &rebuilt.view);
+        if rebuilt.changed && !(self.sessions.is_empty() && self.listeners.is_empty()) {
+            tracing::info!(tools = rebuilt.view.catalog.len(), "tool catalog changed; notifying sessions");
+            self.catalogs().notify_changed(&upstreams, self.audience(), &rebuilt.old);
+        }
     }
 
     /// The grants of `principal`'s sessionless requests: its scope in the
@@ -433,35 +445,8 @@ impl Gateway {
         &self.identity
     }
 
-    /// Checks the `arguments` of a call to catalog tool `entry` (missing:
-    /// `{}`) against the tool's full `inputSchema`, when its upstream or
-    /// tool has `validate_arguments` (as the catalog entry says: a reload
-    /// rebuilds it). Every `tools/call` of a catalog tool passes here once
-    /// past the disclosure gate (the forwarder calls it before routing); an
-    /// invalid call is counted and answered with the error's
-    /// [`tool_result`](crate::catalog::InvalidArguments::tool_result), and
-    /// never reaches the upstream.
-    pub(crate) fn check_arguments(
-        &self,
-        entry: &crate::catalog::ToolEntry,
-        arguments: Option<&serde_json::Value>,
-    ) -> Result<(), crate::catalog::InvalidArguments> {
-        let checked = self.arguments.check(entry, arguments);
-        if let Err(e) = &checked {
-            tracing::debug!(tool = %entry.exposed, errors = e.errors, "call refused: invalid arguments");
-            if let Some(up) = self.upstreams().get(entry.upstream) {
-                self.metrics.argument_errors(&up.label, &entry.original);
-            }
-        }
-        checked
-    }
-
     pub(crate) fn forwarder(&self) -> &Forwarder {
         &self.forwarder
-    }
-
-    pub(crate) fn mrtr(&self) -> &mrtr::Translator {
-        &self.mrtr
     }
 
     pub(crate) fn http(&self) -> &reqwest::Client {
@@ -474,14 +459,6 @@ impl Gateway {
 
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutdown.is_cancelled()
-    }
-
-    /// Waits for upstreams still starting, within the session's one
-    /// start-up wait: `initialize` waits up to `server.startup_timeout`,
-    /// and whatever the session asks later waits no longer than that
-    /// wait's end (see [`startup`]).
-    pub(crate) async fn wait_ready(&self, session: &GwSession) {
-        self.views.wait_ready(session).await;
     }
 
     /// Stops the supervisors and every upstream connection.
@@ -558,7 +535,7 @@ impl Gateway {
     /// What toolgate offers a client that may use the upstreams `uses`
     /// allows: the forwarder's, as the layers add to it.
     fn offer_for(&self, version: crate::protocol::Version, uses: impl Fn(usize) -> bool) -> ServerOffer {
-        let mut offer = self.forwarder.offer(self, version, uses);
+        let mut offer = self.forwarder.offer(version, uses);
         self.policy.offer(&mut offer);
         self.concerns.offer(&mut offer);
         self.disclosure.offer(&mut offer);
@@ -686,7 +663,7 @@ impl Handler for Gateway {
                 }
             },
         };
-        let resolved = Resolved::of(self, session, &request, &ctx, routed).await;
+        let resolved = Resolved::of(&self.views, &*self.mrtr, session, &request, &ctx, routed).await;
         // A call of a catalog tool is audited with the arguments it was sent.
         let audited = self
             .views
@@ -694,7 +671,7 @@ impl Handler for Gateway {
             .filter(|_| resolved.call().and_then(|c| c.entry()).is_some())
             .map(|audit| (audit.clone(), request.params.as_ref().and_then(|p| p.get("arguments")).cloned()));
         let cx = Exchange { session, ctx: &ctx, resolved: &resolved, note: &note };
-        let end = Terminal { forwarder: &self.forwarder, gateway: self };
+        let end = Terminal(&self.forwarder);
         let chain = Then { layer: &self.budgets, next: end };
         let chain = Then { layer: &self.disclosure, next: chain };
         let chain = Then { layer: &self.search, next: chain };
@@ -753,7 +730,62 @@ impl Handler for Gateway {
         self.metrics.session_ended();
         let peers = session.state.take_connections().await;
         futures::future::join_all(peers.iter().map(|p| p.shutdown())).await;
-        self.forwarder.release_subscriptions(self, &session).await;
+        self.forwarder.release_subscriptions(&session).await;
+    }
+}
+
+/// What the metrics' gauges read at scrape time.
+impl LiveState for Gateway {
+    fn live(&self) -> Live {
+        let sessions = self.sessions().sessions();
+        let upstreams = self.upstreams();
+        let mut connections: Vec<i64> = upstreams.iter().map(|u| i64::from(u.control().is_some())).collect();
+        for s in &sessions {
+            for (index, _) in s.state.live_connections() {
+                if let Some(n) = connections.get_mut(index) {
+                    *n += 1;
+                }
+            }
+        }
+        Live {
+            sessions: sessions.iter().map(|s| Arc::from(s.state.client_name())).collect(),
+            listening: self.listeners().len(),
+            upstreams: upstreams
+                .iter()
+                .zip(connections)
+                // Slots a reload retired are no upstream any more.
+                .filter(|(u, _)| !u.is_retired())
+                .map(|(u, connections)| LiveUpstream { name: u.label.clone(), up: u.control().is_some(), connections })
+                .collect(),
+        }
+    }
+}
+
+impl Gateway {
+    /// The configuration a new session of `principal` starts with: what it
+    /// sent (`initialize` params), else its client's stored one, else none.
+    pub(crate) fn initial_concerns(
+        &self,
+        principal: &Principal,
+        sent: Option<&serde_json::Value>,
+    ) -> Result<Option<crate::concerns::Configured>, ErrorObject> {
+        let declared = self.catalogs().concerns();
+        if declared.is_empty() {
+            return Ok(None);
+        }
+        if let Some(sent) = sent {
+            return declared.configure(sent).map(|c| Some(Arc::new(c))).map_err(|e| e.to_error_object());
+        }
+        Ok(concerns::stored(declared, principal))
+    }
+
+    /// A configuration a session sent where no error can answer it
+    /// (`notifications/initialized`): applied if valid, else logged. The
+    /// concerns layer is present exactly when concerns are declared.
+    pub(crate) fn concerns_notified(&self, session: &GwSession, params: Option<&serde_json::Value>) {
+        if let Some(layer) = &self.concerns {
+            layer.notified(session, params);
+        }
     }
 }
 

@@ -14,10 +14,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use serde_json::Value;
 
-use super::Gateway;
 use super::approved::Approved;
 use super::state::GwSession;
 use super::upstreams::UpstreamHandle;
@@ -35,6 +34,20 @@ pub struct CatalogView {
     pub catalog: Catalog,
     /// Bumped on every rebuild; keys cached description bodies.
     pub epoch: u64,
+}
+
+/// A catalog [`Catalogs::rebuild`] made current; other rebuilds wait
+/// while it is held.
+pub(crate) struct Rebuilt<'a> {
+    _guard: MutexGuard<'a, ()>,
+    /// The new catalog.
+    pub view: Arc<CatalogView>,
+    /// The catalog it replaced.
+    pub old: Arc<CatalogView>,
+    /// Whether the served list changed.
+    pub changed: bool,
+    /// How the upstreams' tools differ from the lock's.
+    pub drift: Vec<super::approved::Reported>,
 }
 
 /// The gateway-wide catalog and how to rebuild it.
@@ -132,42 +145,45 @@ impl Catalogs {
         self.current.load_full()
     }
 
-    /// Merges every upstream's tools into a new catalog. Sessions hear
-    /// `tools/list_changed` when the served list actually changed.
-    pub(crate) fn rebuild(&self, gateway: &Gateway) {
-        let _guard = self.rebuilding.lock();
-        let (view, served) = self.build(&gateway.upstreams(), |_| None);
-        let drift = self.approved.built(served, gateway.views.audit().map(|a| &**a));
-        gateway.metrics().tool_drift(&drift);
-        let old = self.current.load();
+    /// Merges the tools of `upstreams` into a new catalog, now current
+    /// (the lock's drift recorded in `audit`). What it returns holds off
+    /// other rebuilds until dropped, so what the gateway does with the new
+    /// catalog (indexing it, telling sessions) happens in rebuild order.
+    pub(crate) fn rebuild(
+        &self,
+        upstreams: &[Arc<UpstreamHandle>],
+        audit: Option<&crate::audit::Audit>,
+    ) -> Rebuilt<'_> {
+        let guard = self.rebuilding.lock();
+        let (view, served) = self.build(upstreams, |_| None);
+        let drift = self.approved.built(served, audit);
+        let old = self.current.load_full();
         for p in view.catalog.problems() {
             if !old.catalog.problems().contains(p) {
                 tracing::warn!("{p}");
             }
         }
         let changed = view.catalog.list_result_raw().get() != old.catalog.list_result_raw().get();
-        let tools = view.catalog.len();
         let view = Arc::new(view);
         self.current.store(view.clone());
-        gateway.catalog_changed(&view);
-        super::gauges::count_catalog(gateway, &view);
-        if changed && !(gateway.sessions().is_empty() && gateway.listeners().is_empty()) {
-            tracing::info!(tools, "tool catalog changed; notifying sessions");
-            self.notify_changed(gateway, &old);
-        }
+        Rebuilt { _guard: guard, view, old, changed, drift }
     }
 
-    /// Tells each session whose list differs from what it saw in `old` that
-    /// its tools changed: a client that cannot see the tools that changed
-    /// (its policy hides them, or its concerns filter them out) hears
-    /// nothing. Sessions with a toolset of their own compare their own
-    /// catalog as it was with what it is now.
-    fn notify_changed(&self, gateway: &Gateway, old: &Arc<CatalogView>) {
+    /// Tells each session of `audience` whose list differs from what it saw
+    /// in `old` that its tools changed: a client that cannot see the tools
+    /// that changed (its policy hides them, or its concerns filter them
+    /// out) hears nothing. Sessions with a toolset of their own compare
+    /// their own catalog as it was with what it is now.
+    pub(crate) fn notify_changed(
+        &self,
+        upstreams: &[Arc<UpstreamHandle>],
+        audience: Vec<Arc<GwSession>>,
+        old: &Arc<CatalogView>,
+    ) {
         let new = self.current();
         // Whether what a client sees changed, by policy and concern filter.
         let mut changed_for: HashMap<(PolicyKey, Option<Filter>), bool> = HashMap::new();
-        let upstreams = gateway.upstreams();
-        for session in gateway.audience() {
+        for session in audience {
             let principal = session.state.principal();
             let filter = session.state.concerns().map(|c| c.filter().clone());
             let own = {
@@ -176,7 +192,7 @@ impl Catalogs {
             };
             let sees = match own {
                 Some(before) => {
-                    let after = self.for_session(&upstreams, &session);
+                    let after = self.for_session(upstreams, &session);
                     // Never listed on the old catalog: nothing to compare with.
                     before.is_none_or(|(_, before)| {
                         self.shown(&before, filter.as_ref()) != self.shown(&after, filter.as_ref())
@@ -187,10 +203,10 @@ impl Catalogs {
                         true => (old.clone(), new.clone()),
                         false => {
                             let epoch = self.epochs.fetch_add(1, Ordering::Relaxed);
-                            let before = visible_to(&old.catalog, &upstreams, &principal);
+                            let before = visible_to(&old.catalog, upstreams, &principal);
                             (
                                 Arc::new(CatalogView { catalog: before, epoch }),
-                                self.visible_view(&new, &upstreams, &principal),
+                                self.visible_view(&new, upstreams, &principal),
                             )
                         }
                     };
@@ -298,13 +314,12 @@ impl Catalogs {
     /// if what it sees changed.
     pub(crate) async fn session_tools_changed(
         &self,
-        gateway: &Gateway,
+        upstreams: &[Arc<UpstreamHandle>],
         session: &Arc<GwSession>,
         index: usize,
         peer: Option<&Arc<Peer>>,
     ) {
-        let upstreams = gateway.upstreams();
-        let before = self.for_session(&upstreams, session);
+        let before = self.for_session(upstreams, session);
         let tools = match peer {
             Some(peer) => match crawl(peer, upstreams[index].config.timeout, method::TOOLS_LIST, "tools").await {
                 Ok(tools) => Some(tools),
@@ -324,7 +339,7 @@ impl Catalogs {
             };
             state.view = None;
         }
-        let after = self.for_session(&upstreams, session);
+        let after = self.for_session(upstreams, session);
         if before.catalog.list_result_raw().get() != after.catalog.list_result_raw().get() {
             session.notify(Message::Notification(Notification::new(method::TOOLS_LIST_CHANGED, None)));
         }

@@ -14,7 +14,6 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::Gateway;
 use super::layer::{Exchange, Layer, Next};
 use super::lists::RouteMaps;
 use super::state::GwSession;
@@ -103,7 +102,7 @@ impl Concerns {
 
     /// A configuration sent in `notifications/initialized`, where no error
     /// can answer it: applied if valid, else logged.
-    fn notified(&self, session: &GwSession, params: Option<&Value>) {
+    pub(super) fn notified(&self, session: &GwSession, params: Option<&Value>) {
         let Some(sent) = crate::concerns::sent_in(params) else { return };
         match self.declared.configure(sent) {
             Ok(c) => self.lists.reconfigure(session, Some(Arc::new(c))),
@@ -114,34 +113,6 @@ impl Concerns {
                     "concerns in notifications/initialized ignored"
                 )
             }
-        }
-    }
-}
-
-impl Gateway {
-    /// The configuration a new session of `principal` starts with: what it
-    /// sent (`initialize` params), else its client's stored one, else none.
-    pub(crate) fn initial_concerns(
-        &self,
-        principal: &Principal,
-        sent: Option<&Value>,
-    ) -> Result<Option<Configured>, ErrorObject> {
-        let declared = self.catalogs().concerns();
-        if declared.is_empty() {
-            return Ok(None);
-        }
-        if let Some(sent) = sent {
-            return declared.configure(sent).map(|c| Some(Arc::new(c))).map_err(|e| e.to_error_object());
-        }
-        Ok(stored(declared, principal))
-    }
-
-    /// A configuration a session sent where no error can answer it
-    /// (`notifications/initialized`): applied if valid, else logged. The
-    /// concerns layer is present exactly when concerns are declared.
-    pub(crate) fn concerns_notified(&self, session: &GwSession, params: Option<&Value>) {
-        if let Some(layer) = &self.concerns {
-            layer.notified(session, params);
         }
     }
 }

@@ -7,9 +7,8 @@ use std::sync::{Arc, Weak};
 use serde_json::{Value, json};
 use tracing::Instrument as _;
 
-use super::Gateway;
-use super::events::SessionEvents;
 use super::instances::stop_when_idle;
+use super::reach::Reach;
 use super::state::GwSession;
 use super::upstreams::UpstreamHandle;
 use crate::auth::{Principal, PrincipalKind};
@@ -18,7 +17,7 @@ use crate::identity::Identity;
 use crate::protocol::method;
 use crate::upstream::modern::ClientContext;
 use crate::upstream::toolgate_info;
-use crate::upstream::{self, Call, ClientHello, ConnectOptions, Connections, Peer, UpstreamError};
+use crate::upstream::{self, Call, ClientHello, ConnectOptions, Connections, Peer, PeerEvents, UpstreamError};
 
 /// The connections a call of `session` to upstream `up` uses.
 ///
@@ -36,27 +35,23 @@ use crate::upstream::{self, Call, ClientHello, ConnectOptions, Connections, Peer
 /// shares an upstream session with another client: its sessions get their
 /// own, whatever `sharing` says, and so do its sessionless calls.
 pub(crate) fn for_call<'a>(
-    gateway: &'a Arc<Gateway>,
+    reach: &'a Arc<Reach>,
     session: &'a Arc<GwSession>,
     up: &'a Arc<UpstreamHandle>,
 ) -> CallConnections<'a> {
     if session.is_sessionless() {
-        return unowned(gateway, session, up.clone());
+        return unowned(reach, session, up.clone());
     }
     if up.is_shared() && !is_personal(up, &session.state.principal_ref()) {
         return CallConnections::Shared(up.clone());
     }
-    CallConnections::PerSession { gateway, session, up }
+    CallConnections::PerSession { reach, session, up }
 }
 
 /// The connections of a call that no session's own upstream session
 /// carries: a shared upstream's, or a sessionless client's (see
 /// [`for_call`]). Owned, so a held call's task can take them along.
-pub(crate) fn unowned(
-    gateway: &Arc<Gateway>,
-    session: &GwSession,
-    up: Arc<UpstreamHandle>,
-) -> CallConnections<'static> {
+pub(crate) fn unowned(reach: &Arc<Reach>, session: &GwSession, up: Arc<UpstreamHandle>) -> CallConnections<'static> {
     let principal = session.state.principal_ref();
     if up.is_shared() && !is_personal(&up, &principal) {
         return CallConnections::Shared(up);
@@ -65,7 +60,7 @@ pub(crate) fn unowned(
         PrincipalKind::Anonymous => CallConnections::Shared(up),
         PrincipalKind::ApiKey | PrincipalKind::Jwt => {
             let principal = principal.clone();
-            CallConnections::PerClient(ClientConnection { gateway: gateway.clone(), up, principal })
+            CallConnections::PerClient(ClientConnection { reach: reach.clone(), up, principal })
         }
     }
 }
@@ -75,7 +70,7 @@ pub(crate) enum CallConnections<'a> {
     /// The upstream's one connection, shared by every session.
     Shared(Arc<UpstreamHandle>),
     /// A downstream session's own upstream session.
-    PerSession { gateway: &'a Arc<Gateway>, session: &'a Arc<GwSession>, up: &'a Arc<UpstreamHandle> },
+    PerSession { reach: &'a Arc<Reach>, session: &'a Arc<GwSession>, up: &'a Arc<UpstreamHandle> },
     /// A client's own upstream session for its sessionless calls.
     PerClient(ClientConnection),
 }
@@ -83,7 +78,7 @@ pub(crate) enum CallConnections<'a> {
 /// One authenticated client's upstream session for its sessionless calls
 /// (owned, so a held multi-round-trip call can take it along).
 pub(crate) struct ClientConnection {
-    gateway: Arc<Gateway>,
+    reach: Arc<Reach>,
     up: Arc<UpstreamHandle>,
     principal: Principal,
 }
@@ -97,7 +92,7 @@ impl Connections for CallConnections<'_> {
                 None if fresh => Box::pin(up.fresh_control(up.config.timeout)).await,
                 None => Err(up.unavailable()),
             },
-            CallConnections::PerSession { gateway, session, up } => session_connection(gateway, session, up).await,
+            CallConnections::PerSession { reach, session, up } => session_connection(reach, session, up).await,
             CallConnections::PerClient(client) => client.connection().await,
         }
     }
@@ -143,11 +138,11 @@ impl ClientConnection {
         // sessionless client states its capabilities per request). No
         // session owns it: what the upstream sends outside a call reaches
         // no one (requests are refused).
-        let events = SessionEvents::new(Arc::downgrade(&self.gateway), Weak::new(), up.index);
+        let events = self.reach.upward.session_events(Weak::new(), up.index);
         let client = self.principal.id();
         let span = tracing::info_span!(parent: None, "upstream", upstream = %up.label, %client);
-        let target = target_for(&self.gateway, up, &self.principal);
-        let peer = open_own(&self.gateway, up, target, up.control_hello(), events, span).await?;
+        let target = target_for(&self.reach, up, &self.principal);
+        let peer = open_own(&self.reach, up, target, up.control_hello(), events, span).await?;
         tracing::debug!(upstream = %up.label, %client, "opened a client's upstream session for its sessionless calls");
         if up.instances.is_none() {
             // Nothing else ends it (no session does): stopped when idle.
@@ -165,7 +160,7 @@ impl ClientConnection {
 /// The session's own connection to upstream `up`, opened (or reopened,
 /// after it closed) on use.
 async fn session_connection(
-    gateway: &Arc<Gateway>,
+    reach: &Reach,
     session: &Arc<GwSession>,
     up: &Arc<UpstreamHandle>,
 ) -> Result<Arc<Peer>, UpstreamError> {
@@ -182,7 +177,7 @@ async fn session_connection(
     }
     // Boxed: opening is rare, and inline its state (the handshake's) would
     // size the future of every call that goes through here.
-    let peer = Box::pin(open_session_connection(gateway, session, index, up, slot.is_some())).await?;
+    let peer = Box::pin(open_session_connection(reach, session, index, up, slot.is_some())).await?;
     *slot = Some(peer.clone());
     Ok(peer)
 }
@@ -190,7 +185,7 @@ async fn session_connection(
 /// Opens the session's own connection to upstream `up` (`restart`: its
 /// last one closed under it).
 async fn open_session_connection(
-    gateway: &Arc<Gateway>,
+    reach: &Reach,
     session: &Arc<GwSession>,
     index: usize,
     up: &Arc<UpstreamHandle>,
@@ -198,16 +193,16 @@ async fn open_session_connection(
 ) -> Result<Arc<Peer>, UpstreamError> {
     // The session's own connection closed under it (a crashed child): this is a restart.
     if restart {
-        gateway.metrics().upstream_restarted(index);
+        reach.metrics.upstream_restarted(index);
     }
     if session.closed().is_cancelled() {
         return Err(UpstreamError::Cancelled);
     }
-    let events = SessionEvents::new(Arc::downgrade(gateway), Arc::downgrade(session), index);
+    let events = reach.upward.session_events(Arc::downgrade(session), index);
     // The connection's tasks outlive this request: they get a span of their own.
     let span = tracing::info_span!(parent: None, "upstream", upstream = %up.label, session = session.id());
-    let target = target_for(gateway, up, &session.state.principal());
-    let peer = open_own(gateway, up, target, session_hello(session, up.config.forward_roots), events, span).await?;
+    let target = target_for(reach, up, &session.state.principal());
+    let peer = open_own(reach, up, target, session_hello(session, up.config.forward_roots), events, span).await?;
     tracing::debug!(upstream = %up.label, "opened a per-session upstream session");
     // A modern upstream takes the level on each request instead.
     let takes_level = peer.hello().is_some_and(|h| h.has("logging") && h.modern.is_none());
@@ -223,11 +218,11 @@ async fn open_session_connection(
 /// (taken or refused before anything starts), held while it runs; the
 /// upstream's traffic outside calls goes to `events`.
 async fn open_own(
-    gateway: &Gateway,
+    reach: &Reach,
     up: &Arc<UpstreamHandle>,
     target: Target,
     hello: ClientHello,
-    events: SessionEvents,
+    events: Arc<dyn PeerEvents>,
     span: tracing::Span,
 ) -> Result<Arc<Peer>, UpstreamError> {
     let place = match &up.instances {
@@ -237,7 +232,7 @@ async fn open_own(
     let options = ConnectOptions {
         label: up.label.clone(),
         hello,
-        events: Arc::new(events),
+        events,
         // Without per-call streams, whatever the upstream sends belongs to
         // the newest call on the connection.
         attribute_to_latest_call: !up.target.attributes_calls(),
@@ -247,7 +242,7 @@ async fn open_own(
         era: Some(up.era.clone()),
         control: false,
     };
-    let peer = upstream::connect(&target, gateway.http(), options).instrument(span).await?;
+    let peer = upstream::connect(&target, &reach.http, options).instrument(span).await?;
     if up.is_retired() {
         // A reload removed or replaced the upstream while this connected.
         peer.shutdown().await;
@@ -261,10 +256,10 @@ async fn open_own(
 
 /// Where a connection of `up` made for `principal` goes: the upstream's
 /// target, with the client's own credentials when it has some.
-fn target_for(gateway: &Gateway, up: &UpstreamHandle, principal: &Principal) -> Target {
+fn target_for(reach: &Reach, up: &UpstreamHandle, principal: &Principal) -> Target {
     match (is_personal(up, principal), up.oauth()) {
-        (true, Some(oauth)) => gateway.identity().personal_target(&oauth, &up.target, principal),
-        (true, None) => gateway.identity().personal_target(&up.config, &up.target, principal),
+        (true, Some(oauth)) => reach.identity.personal_target(&oauth, &up.target, principal),
+        (true, None) => reach.identity.personal_target(&up.config, &up.target, principal),
         (false, _) => up.target.clone(),
     }
 }

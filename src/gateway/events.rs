@@ -8,12 +8,30 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::Gateway;
+use super::reach::Upward;
 use super::state::GwSession;
 use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request, codes};
 use crate::protocol::method;
 use crate::protocol::modern::{listen, method as modern_method};
 use crate::server::{ClientRequestError, Downlink, RequestCtx};
 use crate::upstream::{Peer, PeerEvents, Route};
+
+/// The gateway as the forwarder sees it above itself (see [`Upward`]).
+pub(crate) struct ToGateway(pub Weak<Gateway>);
+
+impl Upward for ToGateway {
+    fn route(&self, session: &Arc<GwSession>, ctx: &RequestCtx, index: usize) -> Arc<dyn Route> {
+        Arc::new(SessionRoute::new(self.0.clone(), session, ctx, index))
+    }
+
+    fn session_events(&self, session: Weak<GwSession>, index: usize) -> Arc<dyn PeerEvents> {
+        Arc::new(SessionEvents::new(self.0.clone(), session, index))
+    }
+
+    fn audience(&self) -> Vec<Arc<GwSession>> {
+        self.0.upgrade().map(|gw| gw.audience()).unwrap_or_default()
+    }
+}
 
 /// Traffic about one forwarded call: onto that request's stream.
 pub struct SessionRoute {
@@ -29,9 +47,9 @@ pub struct SessionRoute {
 
 impl SessionRoute {
     /// The route of a call made while serving a client request.
-    pub fn new(gateway: &Arc<Gateway>, session: &Arc<GwSession>, ctx: &RequestCtx, index: usize) -> Self {
+    pub fn new(gateway: Weak<Gateway>, session: &Arc<GwSession>, ctx: &RequestCtx, index: usize) -> Self {
         let (downlink, span) = (ctx.downlink.clone(), ctx.span.clone());
-        Self { gateway: Arc::downgrade(gateway), session: session.clone(), index, downlink, span }
+        Self { gateway, session: session.clone(), index, downlink, span }
     }
 }
 
@@ -157,9 +175,9 @@ impl PeerEvents for SessionEvents {
             // Gateway-wide changes arrive on the control connection too.
             if let (Some(gw), Some(session)) = (self.gateway.upgrade(), self.session.upgrade()) {
                 let (peer, index) = (peer.clone(), self.index);
-                crate::spawn(
-                    async move { gw.catalogs().session_tools_changed(&gw, &session, index, Some(&peer)).await },
-                );
+                crate::spawn(async move {
+                    gw.catalogs().session_tools_changed(&gw.upstreams(), &session, index, Some(&peer)).await
+                });
             }
             return;
         }
@@ -191,7 +209,9 @@ impl PeerEvents for SessionEvents {
             && session.state.tools.lock().overrides.contains_key(&self.index)
         {
             let index = self.index;
-            crate::spawn(async move { gw.catalogs().session_tools_changed(&gw, &session, index, None).await });
+            crate::spawn(
+                async move { gw.catalogs().session_tools_changed(&gw.upstreams(), &session, index, None).await },
+            );
         }
     }
 }

@@ -22,10 +22,12 @@ use tracing::Instrument as _;
 
 use super::layer::{Exchange, Next};
 use super::lists::{ListKind, RouteMaps, crawl_all};
+use super::mrtr::Translator;
 use super::pages::Pager;
+use super::reach::Reach;
 use super::state::GwSession;
 use super::upstreams::UpstreamHandle;
-use super::{Gateway, connections, events, translate};
+use super::{connections, translate};
 use crate::catalog::ToolEntry;
 use crate::config::Mode;
 use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
@@ -50,11 +52,11 @@ type Asked = parking_lot::Mutex<VecDeque<Arc<str>>>;
 const SESSIONS_PER_ELICITATION: usize = 8;
 
 /// One client request as the forwarder sees it: the layers' [`Exchange`],
-/// and the gateway whose upstreams, sessions and held calls it forwards
-/// through.
+/// and the forwarder serving it (its routes, its dependencies), for the
+/// routes that live beside it.
 #[derive(Clone, Copy)]
 pub struct Forwarding<'a> {
-    pub gateway: &'a Arc<Gateway>,
+    pub forwarder: &'a Forwarder,
     pub exchange: Exchange<'a>,
 }
 
@@ -66,22 +68,27 @@ impl<'a> Deref for Forwarding<'a> {
     }
 }
 
-/// The end of the chain: the forwarder, with the gateway it forwards through.
-pub struct Terminal<'a> {
-    pub forwarder: &'a Forwarder,
-    pub gateway: &'a Arc<Gateway>,
-}
+/// The end of the chain: the forwarder.
+pub struct Terminal<'a>(pub &'a Forwarder);
 
 impl<'a> Next<'a> for Terminal<'a> {
     fn run(self, cx: Exchange<'a>, request: Request) -> impl Future<Output = Outcome> + Send + 'a {
-        self.forwarder.serve(Forwarding { gateway: self.gateway, exchange: cx }, request)
+        self.0.serve(Forwarding { forwarder: self.0, exchange: cx }, request)
     }
 }
 
-/// The forwarder's own state: what the merged lists taught about ownership,
-/// the pager it shares with the layers, and who started which URL-mode
-/// elicitation.
+/// The forwarder: its dependencies (what it reaches upstreams with, the
+/// translator of sessionless clients' held calls, the argument checks), what
+/// the merged lists taught about ownership, the pager it shares with the
+/// layers, and who started which URL-mode elicitation.
 pub struct Forwarder {
+    reach: Arc<Reach>,
+    /// Held upstream calls of sessionless clients (multi-round-trip
+    /// translation in front of handshake-era upstreams).
+    mrtr: Arc<Translator>,
+    /// Tool call arguments checked against the tools' schemas
+    /// (`validate_arguments`), with the compiled schemas.
+    arguments: crate::catalog::Arguments,
     /// Shared with the concerns layer, which asks which upstreams map
     /// their lists to concerns.
     routes: Arc<RouteMaps>,
@@ -129,8 +136,7 @@ pub fn server_info(version: Version) -> Value {
 
 /// The index of the one upstream, when exactly one is configured (slots a
 /// reload retired do not count).
-fn only_upstream(gateway: &Gateway) -> Option<usize> {
-    let upstreams = gateway.upstreams();
+fn only_upstream(upstreams: &[Arc<UpstreamHandle>]) -> Option<usize> {
     let mut live = upstreams.iter().filter(|u| !u.is_retired());
     match (live.next(), live.next()) {
         (Some(up), None) => Some(up.index),
@@ -147,10 +153,14 @@ fn str_param<'a>(params: Option<&'a Value>, key: &str) -> Option<&'a str> {
 }
 
 impl Forwarder {
-    /// A forwarder that pages lists with `pager` and keeps what they
-    /// teach about ownership in `routes`.
-    pub fn new(pager: Arc<Pager>, routes: Arc<RouteMaps>) -> Self {
+    /// A forwarder that reaches upstreams with `reach`, holds sessionless
+    /// clients' calls with `mrtr`, pages lists with `pager` and keeps what
+    /// they teach about ownership in `routes`.
+    pub(super) fn new(reach: Reach, mrtr: Arc<Translator>, pager: Arc<Pager>, routes: Arc<RouteMaps>) -> Self {
         Self {
+            reach: Arc::new(reach),
+            mrtr,
+            arguments: crate::catalog::Arguments::default(),
             routes,
             pager,
             elicitations: moka::sync::Cache::builder().max_capacity(10_000).time_to_live(ELICITATION_TTL).build(),
@@ -162,8 +172,8 @@ impl Forwarder {
         let Request { method, params, .. } = request;
         match method.as_str() {
             method::TOOLS_LIST => {
-                cx.gateway.wait_ready(cx.session).await;
-                let view = cx.gateway.listing_for(cx.session);
+                self.reach.views.wait_ready(cx.session).await;
+                let view = self.reach.views.listing_for(cx.session);
                 self.pager.tools_page(view.catalog.forwarded_list_raw(), params.as_ref())
             }
             method::TOOLS_CALL => self.call_tool(cx, params).await,
@@ -175,7 +185,7 @@ impl Forwarder {
                 let Some(uri) = str_param(params.as_ref(), "uri").map(str::to_owned) else {
                     return invalid("resources/read needs a string \"uri\"");
                 };
-                let candidates = self.resource_candidates(cx.gateway, cx.session, &uri);
+                let candidates = self.resource_candidates(cx.session, &uri);
                 if candidates.is_empty() {
                     return Outcome::error(
                         ErrorObject::new(codes::RESOURCE_NOT_FOUND, "Resource not found")
@@ -191,7 +201,7 @@ impl Forwarder {
             task if tasks::routes(task) => tasks::serve(cx, task, params).await,
             // Anything else (vendor methods) belongs to the upstream when
             // there is only one; with several there is no owner to pick.
-            other => match only_upstream(cx.gateway) {
+            other => match only_upstream(&self.upstreams()) {
                 Some(index) if cx.session.state.uses(index) => self.forward(cx, index, other, params).await,
                 _ => Outcome::error(ErrorObject::method_not_found(other)),
             },
@@ -201,8 +211,8 @@ impl Forwarder {
     /// What the forwarder offers a client: toolgate's identity, the
     /// capabilities of the upstreams it may use (`uses`), and their
     /// instructions.
-    pub fn offer(&self, gateway: &Gateway, version: Version, uses: impl Fn(usize) -> bool) -> ServerOffer {
-        let all = gateway.upstreams();
+    pub fn offer(&self, version: Version, uses: impl Fn(usize) -> bool) -> ServerOffer {
+        let all = self.upstreams();
         let upstreams: Vec<_> = all.iter().filter(|u| uses(u.index)).collect();
         let any = |cap: &str| upstreams.iter().any(|u| u.has(cap));
         let any_flag = |cap: &str, flag: &str| upstreams.iter().any(|u| u.hello().is_some_and(|h| h.flag(cap, flag)));
@@ -234,7 +244,7 @@ impl Forwarder {
             .iter()
             .filter_map(|up| {
                 let text = up.hello().and_then(|h| h.instructions.clone()).filter(|t| !t.trim().is_empty())?;
-                Some(if only_upstream(gateway).is_some() { text } else { format!("## {}\n{text}", up.label) })
+                Some(if only_upstream(&all).is_some() { text } else { format!("## {}\n{text}", up.label) })
             })
             .collect();
         let instructions = (!sections.is_empty()).then(|| sections.join("\n\n"));
@@ -245,7 +255,7 @@ impl Forwarder {
     /// with the upstream's timeout, the client's cancellation and the retry
     /// of a forgotten session (see [`upstream::service`]).
     pub async fn forward(&self, cx: Forwarding<'_>, index: usize, method: &str, params: Option<Value>) -> Outcome {
-        match cx.gateway.upstreams().get(index) {
+        match self.upstreams().get(index) {
             Some(up) => self.forward_to(cx, up, method, params).await,
             None => Outcome::error(ErrorObject::method_not_found(method)),
         }
@@ -307,30 +317,30 @@ impl Forwarder {
         // (A tool call's state was checked as the request was resolved.)
         let own_state = |params: Option<&Value>| match cx.resolved.retry() {
             Some(state) => state.own,
-            None => cx.gateway.mrtr().is_own_state(params),
+            None => self.mrtr.is_own_state(params),
         };
         let translated = sessionless && (!modern_upstream || own_state(params.as_ref()));
         let result = if translated {
             // Boxed, as below: a held call's state would otherwise size every
             // forwarded call's future.
-            Box::pin(cx.gateway.mrtr().call(cx, index, method, params)).instrument(span).await
+            Box::pin(self.mrtr.call(cx.exchange, &self.reach, up, method, params)).instrument(span).await
         } else {
-            let route = events::SessionRoute::new(cx.gateway, cx.session, cx.ctx, index);
-            let mut call = Call::new(method, params).routed(Arc::new(route)).cancelled_by(cx.ctx.cancel.clone());
+            let route = self.reach.upward.route(cx.session, cx.ctx, index);
+            let mut call = Call::new(method, params).routed(route).cancelled_by(cx.ctx.cancel.clone());
             if modern_upstream {
                 call = call.for_client(connections::client_context(cx.session, up.config.forward_roots));
             }
             // A 2026 client takes a modern upstream's answers (input-required
             // results included) as they are, and retries by itself.
             call.downstream_modern |= sessionless;
-            let connections = connections::for_call(cx.gateway, cx.session, up);
+            let connections = connections::for_call(&self.reach, cx.session, up);
             // Boxed: the exchange's state machine is several kilobytes, and
             // inline it would be copied into every future that awaits this
             // one on the way up to the transport (measured with callgrind:
             // ~10k instructions per call fewer boxed).
             Box::pin(upstream::service::call(connections, up.config.timeout, call)).instrument(span).await
         };
-        cx.gateway.metrics().upstream_request(index, Method::of(method), &result, started.elapsed());
+        self.reach.metrics.upstream_request(index, Method::of(method), &result, started.elapsed());
         result
     }
 
@@ -420,7 +430,7 @@ impl Forwarder {
         };
         let Some(entry) = call.entry() else {
             let name = call.name();
-            let why = match cx.gateway.removed_tool(name, cx.resolved.caller()) {
+            let why = match self.reach.views.removed_tool(name, cx.resolved.caller()) {
                 Some(upstream) => {
                     format!(
                         "Unknown tool: {name} (its upstream `{upstream}` was removed from toolgate's configuration)"
@@ -432,7 +442,7 @@ impl Forwarder {
             // model's to correct: a tool error, which hosts show it, rather
             // than a protocol error on the call tool the host listed.
             if cx.resolved.is_routed() {
-                let search = &cx.gateway.config().disclosure.search_tool_name;
+                let search = &self.reach.views.config().disclosure.search_tool_name;
                 let text = format!("{why}. Use the exact name {search} returned, or search again.");
                 return Outcome::Result(json!({"content": [{"type": "text", "text": text}], "isError": true}));
             }
@@ -442,7 +452,7 @@ impl Forwarder {
             return Outcome::error(e);
         }
         // Past the disclosure gate: the arguments against the tool's schema.
-        if let Err(invalid) = cx.gateway.check_arguments(entry, params.get("arguments")) {
+        if let Err(invalid) = self.check_arguments(entry, params.get("arguments")) {
             cx.note.refused_with_error(super::note::Refusal::Arguments);
             return Outcome::Result(invalid.tool_result());
         }
@@ -455,7 +465,7 @@ impl Forwarder {
         }
         let up = match &call.upstream {
             Some(up) => up.clone(),
-            None => match cx.gateway.upstreams().get(entry.upstream) {
+            None => match self.upstreams().get(entry.upstream) {
                 Some(up) => up.clone(),
                 None => return Outcome::error(ErrorObject::method_not_found(method::TOOLS_CALL)),
             },
@@ -488,7 +498,7 @@ impl Forwarder {
             // refreshes it once, and the call is sent again (the upstream
             // did not run it); else consent is asked anew.
             (Some(config), Some(again)) => {
-                if Box::pin(cx.gateway.identity().oauth().refused(config, &principal)).await {
+                if Box::pin(self.reach.identity.oauth().refused(config, &principal)).await {
                     return Box::pin(self.forward_to(cx, &up, method::TOOLS_CALL, Some(again))).await;
                 }
                 match Box::pin(consent::check(cx, &up, config)).await {
@@ -524,11 +534,11 @@ impl Forwarder {
         if let Err(e) = self.pager.offset(kind.key(), params) {
             return Outcome::error(e);
         }
-        let upstreams = cx.gateway.upstreams();
+        let upstreams = self.upstreams();
         let pages = crawl_all(&upstreams, cx.session, kind).await;
         // What the session's concern configuration filters out is not listed
         // (its route is still learned: filtering is not access control).
-        let declared = cx.gateway.catalogs().concerns();
+        let declared = self.reach.views.catalogs().concerns();
         let configured = cx.session.state.concerns();
         let shown = |i: usize, item: &Value| match &configured {
             None => true,
@@ -546,8 +556,41 @@ impl Forwarder {
     }
 
     /// The upstreams `session` may use that may own resource `uri`.
-    pub(crate) fn resource_candidates(&self, gateway: &Gateway, session: &GwSession, uri: &str) -> Vec<usize> {
-        self.routes.resource_candidates(&gateway.upstreams(), uri, |i| session.state.uses(i))
+    pub(crate) fn resource_candidates(&self, session: &GwSession, uri: &str) -> Vec<usize> {
+        self.routes.resource_candidates(&self.upstreams(), uri, |i| session.state.uses(i))
+    }
+
+    /// The upstream slots (see [`Views::upstreams`](super::views::Views::upstreams)).
+    pub(crate) fn upstreams(&self) -> Arc<Vec<Arc<UpstreamHandle>>> {
+        self.reach.views.upstreams()
+    }
+
+    /// Everyone who hears about list changes and resource updates.
+    fn audience(&self) -> Vec<Arc<GwSession>> {
+        self.reach.upward.audience()
+    }
+
+    /// Checks the `arguments` of a call to catalog tool `entry` (missing:
+    /// `{}`) against the tool's full `inputSchema`, when its upstream or
+    /// tool has `validate_arguments` (as the catalog entry says: a reload
+    /// rebuilds it). Every `tools/call` of a catalog tool passes here once
+    /// past the disclosure gate; an invalid call is counted and answered
+    /// with the error's
+    /// [`tool_result`](crate::catalog::InvalidArguments::tool_result), and
+    /// never reaches the upstream.
+    fn check_arguments(
+        &self,
+        entry: &ToolEntry,
+        arguments: Option<&Value>,
+    ) -> Result<(), crate::catalog::InvalidArguments> {
+        let checked = self.arguments.check(entry, arguments);
+        if let Err(e) = &checked {
+            tracing::debug!(tool = %entry.exposed, errors = e.errors, "call refused: invalid arguments");
+            if let Some(up) = self.upstreams().get(entry.upstream) {
+                self.reach.metrics.argument_errors(&up.label, &entry.original);
+            }
+        }
+        checked
     }
 
     /// Forwards to each candidate in turn until one knows the resource.
@@ -578,23 +621,24 @@ impl Forwarder {
             return invalid(format!("{method} needs a string \"uri\""));
         };
         let subscribe = method == method::RESOURCES_SUBSCRIBE;
-        let max = cx.gateway.config().server.max_subscriptions_per_session;
+        let max = self.reach.views.config().server.max_subscriptions_per_session;
         if subscribe && let Err(e) = cx.session.state.admit_subscriptions([uri.as_str()], max) {
             return Outcome::error(e);
         }
-        let candidates = self.resource_candidates(cx.gateway, cx.session, &uri);
+        let candidates = self.resource_candidates(cx.session, &uri);
+        let upstreams = self.upstreams();
         if let Some(&index) = candidates.first()
-            && cx.gateway.upstreams()[index].is_modern()
+            && upstreams[index].is_modern()
         {
             // Boxed: rare, and its state would size every forwarded request's future.
             return Box::pin(subscriptions::modern_subscription(cx, index, &uri, subscribe)).await;
         }
-        let shared = candidates.first().is_some_and(|&i| cx.gateway.upstreams()[i].is_shared());
+        let shared = candidates.first().is_some_and(|&i| upstreams[i].is_shared());
         if !subscribe && shared {
             cx.session.state.unsubscribe(&uri);
             // A shared upstream keeps the subscription while another session
             // (or a listen stream) holds it.
-            if cx.gateway.audience().iter().any(|s| s.state.is_subscribed(&uri)) {
+            if self.audience().iter().any(|s| s.state.is_subscribed(&uri)) {
                 return Outcome::Result(json!({}));
             }
         }
@@ -611,20 +655,21 @@ impl Forwarder {
 
     /// When a session ends, shared upstreams drop the subscriptions only it
     /// held, and it lets go of those it held at 2026-07-28 upstreams.
-    pub async fn release_subscriptions(&self, gateway: &Gateway, session: &GwSession) {
+    pub async fn release_subscriptions(&self, session: &GwSession) {
+        let upstreams = self.upstreams();
         for uri in session.state.subscriptions() {
-            let first = self.resource_candidates(gateway, session, &uri).first().copied();
+            let first = self.resource_candidates(session, &uri).first().copied();
             if let Some(i) = first
-                && gateway.upstreams()[i].is_modern()
+                && upstreams[i].is_modern()
             {
-                let_go(gateway, i, &uri).await;
+                let_go(self, i, &uri).await;
                 continue;
             }
-            if gateway.audience().iter().any(|s| s.state.is_subscribed(&uri)) {
+            if self.audience().iter().any(|s| s.state.is_subscribed(&uri)) {
                 continue;
             }
             let Some(i) = first else { continue };
-            let up = &gateway.upstreams()[i];
+            let up = &upstreams[i];
             if up.is_shared()
                 && let Some(peer) = up.control()
             {
@@ -656,8 +701,7 @@ impl Forwarder {
         match kind.as_str() {
             "ref/resource" => {
                 let uri = params.pointer("/ref/uri").and_then(Value::as_str).unwrap_or("");
-                let candidates =
-                    self.routes.template_candidates(&cx.gateway.upstreams(), uri, |i| cx.session.state.uses(i));
+                let candidates = self.routes.template_candidates(&self.upstreams(), uri, |i| cx.session.state.uses(i));
                 if candidates.is_empty() {
                     return invalid(format!("Unknown resource template: {uri}"));
                 }
@@ -678,7 +722,7 @@ impl Forwarder {
     /// The upstream and upstream name of an exposed prompt name, among the
     /// upstreams the client may use.
     fn resolve_prompt(&self, cx: Forwarding<'_>, name: &str) -> Option<(usize, String)> {
-        self.routes.resolve_prompt(&cx.gateway.upstreams(), name).filter(|(i, _)| cx.session.state.uses(*i))
+        self.routes.resolve_prompt(&self.upstreams(), name).filter(|(i, _)| cx.session.state.uses(*i))
     }
 
     /// `logging/setLevel`: remembered for the session and applied to every
@@ -696,7 +740,7 @@ impl Forwarder {
         // each request (`_meta` logLevel, from the session's).
         let modern = |u: &UpstreamHandle| u.hello().is_some_and(|h| h.modern.is_some());
         let uses = |u: &UpstreamHandle| u.has("logging") && !modern(u) && cx.session.state.uses(u.index);
-        for up in cx.gateway.upstreams().iter().filter(|u| uses(u)) {
+        for up in self.upstreams().iter().filter(|u| uses(u)) {
             let peer = match up.is_shared() {
                 true => up.control(),
                 false => live.iter().find(|(i, _)| *i == up.index).map(|(_, p)| p.clone()),

@@ -1,45 +1,19 @@
-//! What the gateway shows on its metrics' gauges: its live state, read at
-//! scrape time ([`LiveState`]), and the token counts of each catalog it
-//! builds ([`count_catalog`]).
+//! The token counts the gateway's metrics show of each catalog it builds
+//! ([`count_catalog`]); its live state, read at scrape time, is the
+//! gateway's own ([`LiveState`](crate::metrics::LiveState)).
 
 use std::sync::Arc;
 
-use super::{CatalogView, Gateway};
+use super::CatalogView;
 use crate::config::Mode;
-use crate::metrics::{CatalogCounts, Live, LiveState, LiveUpstream};
+use crate::metrics::{CatalogCounts, Metrics};
 use crate::tokens::projection_tokens;
-
-impl LiveState for Gateway {
-    fn live(&self) -> Live {
-        let sessions = self.sessions().sessions();
-        let upstreams = self.upstreams();
-        let mut connections: Vec<i64> = upstreams.iter().map(|u| i64::from(u.control().is_some())).collect();
-        for s in &sessions {
-            for (index, _) in s.state.live_connections() {
-                if let Some(n) = connections.get_mut(index) {
-                    *n += 1;
-                }
-            }
-        }
-        Live {
-            sessions: sessions.iter().map(|s| Arc::from(s.state.client_name())).collect(),
-            listening: self.listeners().len(),
-            upstreams: upstreams
-                .iter()
-                .zip(connections)
-                // Slots a reload retired are no upstream any more.
-                .filter(|(u, _)| !u.is_retired())
-                .map(|(u, connections)| LiveUpstream { name: u.label.clone(), up: u.control().is_some(), connections })
-                .collect(),
-        }
-    }
-}
 
 /// Has the metrics count `view`'s tokens (when they are served), on a
 /// blocking thread.
-pub(super) fn count_catalog(gateway: &Gateway, view: &Arc<CatalogView>) {
+pub(super) fn count_catalog(metrics: &Metrics, view: &Arc<CatalogView>) {
     let counted = view.clone();
-    gateway.metrics().catalog_changed(view.epoch, move |upstreams| counts(&counted, upstreams));
+    metrics.catalog_changed(view.epoch, move |upstreams| counts(&counted, upstreams));
 }
 
 /// The counts of a catalog of `upstreams` upstreams.

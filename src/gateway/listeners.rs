@@ -141,7 +141,7 @@ impl Gateway {
         // Where each honoured URI's subscription is held.
         let mut held: Vec<(usize, String)> = Vec::new();
         for uri in &asked.resource_subscriptions {
-            let candidates = self.forwarder().resource_candidates(self, session, uri);
+            let candidates = self.forwarder.resource_candidates(session, uri);
             let Some(&index) = candidates.first() else { continue };
             if !upstreams[index].hello().is_some_and(|h| h.flag("resources", "subscribe")) {
                 continue;
@@ -158,7 +158,7 @@ impl Gateway {
         let _registered = Registered { listeners: &self.listeners, id };
         tracing::debug!(client = %principal.id(), notifications = %honoured.to_value(), "listen stream open");
         for (index, uri) in &held {
-            hold(self, *index, uri).await;
+            hold(&self.forwarder, *index, uri).await;
         }
         let shutdown = self.shutdown_token();
         tokio::select! {
@@ -168,7 +168,7 @@ impl Gateway {
         }
         for (index, uri) in &held {
             session.state.unsubscribe(uri);
-            let_go(self, *index, uri).await;
+            let_go(&self.forwarder, *index, uri).await;
         }
         tracing::debug!(client = %principal.id(), "listen stream closed");
         Ok(())

@@ -31,8 +31,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::forward::Forwarding;
-use super::resolve::RetryState;
+use super::layer::Exchange;
+use super::reach::Reach;
+use super::resolve::{CheckRetry, RetryState};
 use super::upstreams::UpstreamHandle;
 use crate::auth::Principal;
 use crate::config::MrtrConfig;
@@ -109,26 +110,6 @@ impl Translator {
         params.and_then(|p| p.get(result::REQUEST_STATE)).and_then(Value::as_str).is_some_and(|s| self.codec.is_own(s))
     }
 
-    /// Checks `token`, the `requestState` of the request `method` with
-    /// `params` (in the upstream's terms: its own tool name) to upstream
-    /// `upstream` from `principal`, once: whether toolgate signed it, what it
-    /// verifies as (signature, expiry, client, request: everything but
-    /// which replica holds the call), and whether its call is held here now.
-    pub fn check(
-        &self,
-        token: &str,
-        principal: &Principal,
-        upstream: &str,
-        method: &str,
-        params: &Value,
-    ) -> RetryState {
-        let binding = Binding::of(upstream, method, Some(params), Scope::of(principal).as_str());
-        let checked = self.codec.check(token, &binding, SystemTime::now());
-        let own = !matches!(checked, Err(StateError::Malformed | StateError::Tampered));
-        let held_here = checked.as_ref().is_ok_and(|state| self.holds_here(state));
-        RetryState { own, token: token.into(), binding, checked, held_here }
-    }
-
     /// Whether the call `state` names is held on this replica now.
     pub(crate) fn holds_here(&self, state: &Verified) -> bool {
         state.replica == self.codec.replica() && self.holds.contains(&state.hold)
@@ -151,18 +132,19 @@ impl Translator {
         }
     }
 
-    /// Serves a sessionless request to the handshake-era upstream `index`:
-    /// a first round starts the call; a retry carrying a `requestState`
-    /// resumes the held call it names. Errors of the translation itself
-    /// (state, answers, limits) are JSON-RPC errors in the outcome.
-    pub async fn call(
+    /// Serves a sessionless request to the handshake-era upstream `up`,
+    /// reached with `reach`: a first round starts the call; a retry
+    /// carrying a `requestState` resumes the held call it names. Errors of
+    /// the translation itself (state, answers, limits) are JSON-RPC errors
+    /// in the outcome.
+    pub(crate) async fn call(
         &self,
-        cx: Forwarding<'_>,
-        index: usize,
+        cx: Exchange<'_>,
+        reach: &Arc<Reach>,
+        up: &Arc<UpstreamHandle>,
         method: &str,
         params: Option<Value>,
     ) -> Result<Outcome, UpstreamError> {
-        let up = cx.gateway.upstreams()[index].clone();
         let principal = Scope::of(&cx.session.state.principal());
         let binding = Binding::of(&up.label, method, params.as_ref(), principal.as_str());
         let retry = params.as_ref().is_some_and(|p| p.get(result::REQUEST_STATE).is_some());
@@ -173,9 +155,12 @@ impl Translator {
         };
         let outcome = if retry {
             let checked = cx.resolved.retry().filter(|_| method == method::TOOLS_CALL);
-            self.retry(&waiter, &up, binding, params.as_ref(), checked).await
+            self.retry(&waiter, up, binding, params.as_ref(), checked).await
         } else {
-            self.start(cx, &waiter, &up, binding, method, params).await
+            // The client's own upstream session where it has one (a
+            // `per_session` upstream), else the shared one.
+            let connections = super::connections::unowned(reach, cx.session, up.clone());
+            self.start(connections, &waiter, up, binding, method, params).await
         };
         match outcome {
             Ok(outcome) => outcome,
@@ -190,7 +175,7 @@ impl Translator {
     /// The first round: the call goes upstream on a task of its own.
     async fn start(
         &self,
-        cx: Forwarding<'_>,
+        connections: super::connections::CallConnections<'static>,
         waiter: &Waiter,
         up: &Arc<UpstreamHandle>,
         binding: Binding,
@@ -206,9 +191,6 @@ impl Translator {
         call.downstream_modern = true;
         let give_up = call.give_up();
         let (tx, result) = oneshot::channel();
-        // The client's own upstream session where it has one (a
-        // `per_session` upstream), else the shared one.
-        let connections = super::connections::unowned(cx.gateway, cx.session, up.clone());
         crate::spawn(async move {
             let _ = tx.send(upstream::service::call(connections, NO_DEADLINE, call).await);
         });
@@ -348,6 +330,21 @@ impl Translator {
             result::INPUT_REQUESTS: requests,
             result::REQUEST_STATE: state,
         })))
+    }
+}
+
+impl CheckRetry for Translator {
+    /// Checks `token`, the `requestState` of the request `method` with
+    /// `params` (in the upstream's terms: its own tool name) to upstream
+    /// `upstream` from `principal`, once: whether toolgate signed it, what it
+    /// verifies as (signature, expiry, client, request: everything but
+    /// which replica holds the call), and whether its call is held here now.
+    fn check(&self, token: &str, principal: &Principal, upstream: &str, method: &str, params: &Value) -> RetryState {
+        let binding = Binding::of(upstream, method, Some(params), Scope::of(principal).as_str());
+        let checked = self.codec.check(token, &binding, SystemTime::now());
+        let own = !matches!(checked, Err(StateError::Malformed | StateError::Tampered));
+        let held_here = checked.as_ref().is_ok_and(|state| self.holds_here(state));
+        RetryState { own, token: token.into(), binding, checked, held_here }
     }
 }
 

@@ -32,8 +32,6 @@ mod watch;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
 pub use diff::Changes;
 pub use watch::watch;
 
@@ -41,7 +39,7 @@ use super::Gateway;
 use super::state::GwSession;
 use super::supervise::supervise_one;
 use super::upstreams::UpstreamHandle;
-use crate::auth::{Authenticator, Principal, PrincipalId, PrincipalKind};
+use crate::auth::{Authenticator, PrincipalId, PrincipalKind};
 use crate::config::{ClientConfig, Config, DEFAULT_CLIENT, TargetError};
 use crate::identity::Identity;
 use crate::jsonrpc::{Message, Notification};
@@ -70,9 +68,6 @@ pub enum ReloadError {
 pub(super) struct ReloadState {
     /// One reload at a time.
     lock: tokio::sync::Mutex<()>,
-    /// Exposed tool name → the removed upstream it belonged to and its
-    /// natural name, for the error of a call to it.
-    removed_tools: Mutex<HashMap<String, (Arc<str>, String)>>,
 }
 
 /// A slot whose upstream this reload stops.
@@ -226,7 +221,7 @@ impl Gateway {
         if let Some(lock) = lock {
             self.catalogs().approved().replace(lock);
         }
-        self.catalogs().rebuild(self);
+        self.rebuild_catalog();
         for ((session, lists), (view, uses)) in told.iter_mut().zip(&before) {
             if authenticator.is_some() {
                 // The policy may have changed what the session sees and uses.
@@ -251,20 +246,11 @@ impl Gateway {
         Ok(changes)
     }
 
-    /// The upstream a tool `name` belonged to, if a reload removed it and
-    /// `principal` was allowed that tool (to any other client it was never
-    /// there: the hint would tell of a tool and upstream it may not know).
-    pub(crate) fn removed_tool(&self, name: &str, principal: &Principal) -> Option<Arc<str>> {
-        let removed = self.reload.removed_tools.lock();
-        let (upstream, natural) = removed.get(name)?;
-        principal.tools().allows_tool(name, natural, upstream).then(|| upstream.clone())
-    }
-
     /// Notes the exposed tools of removed upstreams; forgets those of
     /// upstreams (re)started.
     fn remember_removed_tools(&self, retired: &[Retired], changes: &Changes) {
         let catalog = self.catalog();
-        let mut removed = self.reload.removed_tools.lock();
+        let mut removed = self.views.removed_tools();
         removed.retain(|_, (up, _)| !changes.starts(up));
         for r in retired.iter().filter(|r| r.removed) {
             for entry in catalog.catalog.tools().filter(|e| e.upstream == r.index) {

@@ -217,7 +217,7 @@ impl Gateway {
                     tracing::debug!(session = session.id(), %id, "an answer passed on from another replica found no waiter");
                 }
             }
-            BusMessage::Call { id, from, call } => super::mrtr::Translator::answer_call(self, from, id, call),
+            BusMessage::Call { id, from, call } => self.mrtr.answer_call(&self.views, from, id, call),
             BusMessage::Reply { id, reply, .. } => {
                 if !shared.replied(&id, reply) {
                     tracing::debug!("a reply from another replica for an exchange no longer waiting ignored");

@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::Gateway;
 use super::catalogs::CatalogView;
 use super::state::GwSession;
 use super::upstreams::UpstreamHandle;
+use super::views::Views;
 use crate::auth::Principal;
 use crate::catalog::ToolEntry;
 use crate::disclosure::{self, Selection};
@@ -93,7 +93,16 @@ impl Resolved {
     /// Resolves `request` of `session`: waits for upstreams still starting
     /// only when a called name is not (yet) in the session's catalog.
     /// `routed`: the request is a call the call tool routed.
-    pub async fn of(gateway: &Gateway, session: &GwSession, request: &Request, ctx: &RequestCtx, routed: bool) -> Self {
+    /// `views`: what the gateway reads of its live state; `retries`: the
+    /// check of a sessionless retry's `requestState`.
+    pub async fn of(
+        views: &Views,
+        retries: &dyn CheckRetry,
+        session: &GwSession,
+        request: &Request,
+        ctx: &RequestCtx,
+        routed: bool,
+    ) -> Self {
         let caller = session.state.principal();
         let params = request.params.as_ref();
         let (mut call, mut read) = (None, None);
@@ -104,7 +113,7 @@ impl Resolved {
                     if routed {
                         ctx.span.record("routed", true);
                     }
-                    call = Some(ToolCall::of(gateway, session, &caller, name, params).await);
+                    call = Some(ToolCall::of(views, retries, session, &caller, name, params).await);
                 }
             }
             method::RESOURCES_READ => {
@@ -154,18 +163,19 @@ impl Resolved {
 
 impl ToolCall {
     async fn of(
-        gateway: &Gateway,
+        views: &Views,
+        retries: &dyn CheckRetry,
         session: &GwSession,
         caller: &Principal,
         name: &str,
         params: Option<&Value>,
     ) -> Self {
-        let mut view = gateway.catalog_for(session);
+        let mut view = views.catalog_for(session);
         // Not there (the describe tool included, whose tools may still be
         // loading): perhaps the catalog is.
         if view.catalog.get(name).is_none() {
-            gateway.wait_ready(session).await;
-            view = gateway.catalog_for(session);
+            views.wait_ready(session).await;
+            view = views.catalog_for(session);
         }
         // No catalog tool takes the describe tool's name (it is reserved).
         let target = match view.catalog.get(name) {
@@ -174,12 +184,12 @@ impl ToolCall {
             None => Target::Other(name.into()),
         };
         let upstream = match &target {
-            Target::Tool(entry) => gateway.upstreams().get(entry.upstream).cloned(),
+            Target::Tool(entry) => views.upstreams().get(entry.upstream).cloned(),
             _ => None,
         };
         let retry = match (&target, &upstream, params) {
             (Target::Tool(entry), Some(up), Some(params)) if session.is_sessionless() => {
-                retry_state(gateway, caller, up, entry, params)
+                retry_state(retries, caller, up, entry, params)
             }
             _ => None,
         };
@@ -204,10 +214,19 @@ impl ToolCall {
     }
 }
 
+/// The check of a sessionless retry's `requestState` (the multi-round-trip
+/// translator's, which the gateway gives [`Resolved::of`]).
+pub(crate) trait CheckRetry: Sync {
+    /// Checks `token`, the `requestState` of the request `method` with
+    /// `params` (in the upstream's terms: its own tool name) to upstream
+    /// `upstream` from `principal`, once.
+    fn check(&self, token: &str, principal: &Principal, upstream: &str, method: &str, params: &Value) -> RetryState;
+}
+
 /// The check of a string `requestState` in a sessionless call of `entry`,
 /// bound as the call goes upstream (under the upstream's own tool name).
 fn retry_state(
-    gateway: &Gateway,
+    retries: &dyn CheckRetry,
     caller: &Principal,
     up: &UpstreamHandle,
     entry: &ToolEntry,
@@ -216,5 +235,5 @@ fn retry_state(
     let token = params.get(result::REQUEST_STATE)?.as_str()?;
     let mut upstream_params = params.clone();
     upstream_params["name"] = Value::from(entry.original.as_str());
-    Some(gateway.mrtr().check(token, caller, &up.label, method::TOOLS_CALL, &upstream_params))
+    Some(retries.check(token, caller, &up.label, method::TOOLS_CALL, &upstream_params))
 }

@@ -116,6 +116,6 @@ async fn refresh_tools(gateway: &Weak<Gateway>, up: &Arc<UpstreamHandle>, peer: 
     if let Some(gw) = gateway.upgrade()
         && !up.is_retired()
     {
-        gw.catalogs().rebuild(&gw);
+        gw.rebuild_catalog();
     }
 }

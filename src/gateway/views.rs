@@ -1,18 +1,27 @@
-//! What the layers read of the gateway's live state, and nothing more: the
-//! upstream slots, the catalog a session sees (and lists), the start-up
-//! wait, and the audit trail they report to. One cheap handle, shared by the gateway and the layers, so a layer
-//! holds its own dependencies instead of the whole [`Gateway`](super::Gateway).
+//! What the layers and the forwarder read of the gateway's live state, and
+//! nothing more: the upstream slots, the catalog a session sees (and
+//! lists), the start-up wait, the tools a reload removed, and the audit
+//! trail they report to. One cheap handle, shared by the gateway, the
+//! layers and the forwarder, so each holds its own dependencies instead of
+//! the whole [`Gateway`](super::Gateway).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use parking_lot::{Mutex, MutexGuard};
 
 use super::catalogs::{CatalogView, Catalogs};
 use super::startup;
 use super::state::GwSession;
 use super::upstreams::UpstreamHandle;
 use crate::audit::Audit;
+use crate::auth::Principal;
 use crate::config::Config;
+
+/// Exposed tool name → the removed upstream it belonged to and its natural
+/// name, for the error of a call to it.
+pub(super) type RemovedTools = HashMap<String, (Arc<str>, String)>;
 
 /// The gateway's live state as the layers read it (clones share it).
 #[derive(Clone)]
@@ -24,6 +33,8 @@ pub struct Views {
     catalogs: Arc<Catalogs>,
     /// The audit trail, with `[audit] enabled`.
     audit: Option<Arc<Audit>>,
+    /// The tools of upstreams a reload removed (see [`Views::removed_tool`]).
+    removed: Arc<Mutex<RemovedTools>>,
 }
 
 impl Views {
@@ -38,6 +49,7 @@ impl Views {
             upstreams: Arc::new(ArcSwap::from_pointee(upstreams)),
             catalogs: Arc::new(catalogs),
             audit,
+            removed: Arc::default(),
         }
     }
 
@@ -67,6 +79,20 @@ impl Views {
     pub(super) fn replace(&self, config: Config, upstreams: Arc<Vec<Arc<UpstreamHandle>>>) {
         self.upstreams.store(upstreams);
         self.config.store(Arc::new(config));
+    }
+
+    /// The upstream a tool `name` belonged to, if a reload removed it and
+    /// `principal` was allowed that tool (to any other client it was never
+    /// there: the hint would tell of a tool and upstream it may not know).
+    pub(crate) fn removed_tool(&self, name: &str, principal: &Principal) -> Option<Arc<str>> {
+        let removed = self.removed.lock();
+        let (upstream, natural) = removed.get(name)?;
+        principal.tools().allows_tool(name, natural, upstream).then(|| upstream.clone())
+    }
+
+    /// The record of removed tools, for a reload to update.
+    pub(super) fn removed_tools(&self) -> MutexGuard<'_, RemovedTools> {
+        self.removed.lock()
     }
 
     /// The catalog as `session` sees it.

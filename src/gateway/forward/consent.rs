@@ -45,7 +45,7 @@ pub async fn check(
 ) -> Result<(), Outcome> {
     let principal = cx.session.state.principal();
     let session = (!cx.session.is_sessionless()).then(|| cx.session.id());
-    match cx.gateway.identity().oauth().access(config, &principal, session).await {
+    match cx.forwarder.reach.identity.oauth().access(config, &principal, session).await {
         Ok(Access::Ready) => Ok(()),
         Ok(Access::Consent(consent)) => Err(ask(cx, &consent)),
         Err(e) => {

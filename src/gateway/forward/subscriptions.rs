@@ -5,8 +5,7 @@
 
 use serde_json::json;
 
-use super::Forwarding;
-use crate::gateway::Gateway;
+use super::{Forwarder, Forwarding};
 use crate::jsonrpc::{ErrorObject, Outcome, codes};
 use crate::protocol::method;
 use crate::upstream::{self, Call};
@@ -14,8 +13,8 @@ use crate::upstream::{self, Call};
 /// Takes one more hold on `uri` at upstream `index`: the first one
 /// subscribes it there (a handshake-era upstream on its control
 /// connection; a 2026-07-28 upstream's listen stream picks it up itself).
-pub(crate) async fn hold(gateway: &Gateway, index: usize, uri: &str) {
-    let Some(up) = gateway.upstreams().get(index).cloned() else { return };
+pub(crate) async fn hold(forwarder: &Forwarder, index: usize, uri: &str) {
+    let Some(up) = forwarder.upstreams().get(index).cloned() else { return };
     if !up.era.resources.acquire(uri) || up.is_modern() {
         return;
     }
@@ -34,12 +33,12 @@ pub(crate) async fn hold(gateway: &Gateway, index: usize, uri: &str) {
 /// Lets go of one hold on `uri` at upstream `index`: the last one
 /// unsubscribes it there, unless a session's own subscription shares the
 /// connection (a `shared` handshake-era upstream).
-pub(crate) async fn let_go(gateway: &Gateway, index: usize, uri: &str) {
-    let Some(up) = gateway.upstreams().get(index).cloned() else { return };
+pub(crate) async fn let_go(forwarder: &Forwarder, index: usize, uri: &str) {
+    let Some(up) = forwarder.upstreams().get(index).cloned() else { return };
     if !up.era.resources.release(uri) || up.is_modern() {
         return;
     }
-    if up.is_shared() && gateway.audience().iter().any(|s| s.state.is_subscribed(uri)) {
+    if up.is_shared() && forwarder.audience().iter().any(|s| s.state.is_subscribed(uri)) {
         return;
     }
     if let Some(peer) = up.control() {
@@ -54,7 +53,7 @@ pub(crate) async fn let_go(gateway: &Gateway, index: usize, uri: &str) {
 /// listen stream's, and its updates reach the session's standalone stream.
 /// An upstream that declares no resource subscriptions refuses it (`-32601`).
 pub(crate) async fn modern_subscription(cx: Forwarding<'_>, index: usize, uri: &str, subscribe: bool) -> Outcome {
-    let up = &cx.gateway.upstreams()[index];
+    let up = &cx.forwarder.upstreams()[index];
     if subscribe && !up.hello().is_some_and(|h| h.flag("resources", "subscribe")) {
         return Outcome::error(ErrorObject::new(
             codes::METHOD_NOT_FOUND,
@@ -63,10 +62,10 @@ pub(crate) async fn modern_subscription(cx: Forwarding<'_>, index: usize, uri: &
     }
     if subscribe {
         if cx.session.state.subscribe(uri) {
-            hold(cx.gateway, index, uri).await;
+            hold(cx.forwarder, index, uri).await;
         }
     } else if cx.session.state.unsubscribe(uri) {
-        let_go(cx.gateway, index, uri).await;
+        let_go(cx.forwarder, index, uri).await;
     }
     Outcome::Result(json!({}))
 }

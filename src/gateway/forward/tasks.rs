@@ -84,7 +84,7 @@ pub async fn serve(cx: Forwarding<'_>, method: &str, params: Option<Value>) -> O
         Err(e) => return Outcome::error(e.to_error()),
     };
     match owner.and_then(|name| index_of(cx, &name)) {
-        Some(index) => cx.gateway.forwarder().forward(cx, index, method, params).await,
+        Some(index) => cx.forwarder.forward(cx, index, method, params).await,
         None => {
             Outcome::error(ErrorObject::invalid_params(format!("Unknown task: {id}")).with_data(json!({"taskId": id})))
         }
@@ -95,7 +95,7 @@ pub async fn serve(cx: Forwarding<'_>, method: &str, params: Option<Value>) -> O
 /// in its session, or (sessionless) in the gateway's store under its
 /// client's scope.
 pub async fn note(cx: Forwarding<'_>, id: &str, index: usize) {
-    let Some(up) = cx.gateway.upstreams().get(index).cloned() else { return };
+    let Some(up) = cx.forwarder.upstreams().get(index).cloned() else { return };
     match cx.session.state.grants.scope() {
         Some((store, scope)) => {
             if let Err(e) = store.note_task(scope, id, &up.config.name).await {
@@ -117,7 +117,7 @@ async fn owners(cx: Forwarding<'_>, ids: &[&str]) -> Result<Vec<Option<Arc<str>>
 
 /// The live slot of the upstream named `name`, if the client may use it.
 fn index_of(cx: Forwarding<'_>, name: &str) -> Option<usize> {
-    cx.gateway
+    cx.forwarder
         .upstreams()
         .iter()
         .find(|u| !u.is_retired() && *u.config.name == *name)
@@ -131,7 +131,7 @@ async fn list(cx: Forwarding<'_>, params: Option<Value>) -> Outcome {
     if params.as_ref().and_then(|p| p.get("cursor")).is_some_and(|c| !c.is_null()) {
         return Outcome::error(ErrorObject::invalid_params("tasks/list is served as one page: no cursor"));
     }
-    let upstreams = cx.gateway.upstreams();
+    let upstreams = cx.forwarder.upstreams();
     let pages: Vec<Crawled> = crawl_all(&upstreams, cx.session, ListKind::Tasks).await;
     let listed: Vec<(usize, Value)> = pages
         .into_iter()

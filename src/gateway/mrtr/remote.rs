@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Failure, Sink, Translator, Waiter};
-use crate::gateway::Gateway;
+use crate::gateway::views::Views;
 use crate::jsonrpc::{Notification, Outcome};
 use crate::mrtr::{Binding, MrtrError, StateError};
 use crate::shared::{ExchangeError, STORE_TIMEOUT, SharedSessions};
@@ -198,8 +198,9 @@ impl Drop for CancelThere<'_> {
 }
 
 impl Translator {
-    /// A call another replica passed here (see the module's documentation).
-    pub(crate) fn answer_call(gateway: &Arc<Gateway>, from: String, exchange: String, call: Value) {
+    /// A call another replica passed here (see the module's documentation);
+    /// a resumed call's upstream is found in `views`.
+    pub(crate) fn answer_call(self: &Arc<Self>, views: &Views, from: String, exchange: String, call: Value) {
         let ask = match serde_json::from_value::<Ask>(call) {
             Ok(ask) => ask,
             Err(e) => {
@@ -207,24 +208,24 @@ impl Translator {
                 return;
             }
         };
-        let Some(shared) = gateway.shared.clone() else { return };
+        let Some(shared) = self.shared.clone() else { return };
         match ask {
             Ask::Holds { token, binding } => {
-                let translator = gateway.mrtr();
-                let checked = translator.codec.check(&token, &binding, SystemTime::now());
-                let held = checked.is_ok_and(|state| translator.holds_here(&state));
+                let checked = self.codec.check(&token, &binding, SystemTime::now());
+                let held = checked.is_ok_and(|state| self.holds_here(&state));
                 crate::spawn(async move {
                     let _ = shared.reply(&from, &exchange, encode(&Answer::Holds { held })).await;
                 });
             }
             Ask::Resume { token, binding, answers, capabilities } => {
-                let gateway = gateway.clone();
+                let (translator, views) = (self.clone(), views.clone());
                 crate::spawn(async move {
-                    drive_for(&gateway, &shared, &from, &exchange, &token, &binding, answers, capabilities).await;
+                    drive_for(&translator, &views, &shared, &from, &exchange, &token, &binding, answers, capabilities)
+                        .await;
                 });
             }
             Ask::Cancel { exchange } => {
-                if let Some(cancel) = gateway.mrtr().remote_rounds.0.lock().remove(&exchange) {
+                if let Some(cancel) = self.remote_rounds.0.lock().remove(&exchange) {
                     tracing::debug!("a retry passed here was given up by its client: stopping its round");
                     cancel.cancel();
                 }
@@ -237,7 +238,8 @@ impl Translator {
 /// notifications and a heartbeat, then its outcome.
 #[expect(clippy::too_many_arguments, reason = "one exchange's fields, used once")]
 async fn drive_for(
-    gateway: &Arc<Gateway>,
+    translator: &Translator,
+    views: &Views,
     shared: &Arc<SharedSessions>,
     from: &str,
     exchange: &str,
@@ -246,7 +248,6 @@ async fn drive_for(
     answers: Map<String, Value>,
     capabilities: Value,
 ) {
-    let translator = gateway.mrtr();
     let (notes_tx, mut notes) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
     translator.remote_rounds.0.lock().insert(exchange.to_owned(), cancel.clone());
@@ -255,7 +256,7 @@ async fn drive_for(
         // Verified again here: this replica's table is what single use,
         // expiry and the binding are held against.
         let hold = translator.codec.verify(token, binding, SystemTime::now()).map_err(MrtrError::InvalidState)?;
-        let upstreams = gateway.upstreams();
+        let upstreams = views.upstreams();
         let up = upstreams.iter().find(|u| !u.is_retired() && *u.label == *binding.upstream);
         let up = up.ok_or(MrtrError::InvalidState(StateError::NotHeld))?;
         translator.resume(&waiter, up, &hold, answers).await
