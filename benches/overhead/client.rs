@@ -3,6 +3,11 @@
 //! and answers read as plain JSON or as SSE (toolgate streams forwarded tool
 //! calls: a priming event with empty data, then the response event).
 //!
+//! It speaks 2025-11-25 (an `initialize`d session), or, with
+//! `TOOLGATE_BENCH_CLIENT=2026-07-28`, the sessionless revision: no
+//! handshake, each request carrying its `_meta` envelope and the
+//! `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers.
+//!
 //! Timing stops when the whole body has arrived; decoding and checking the
 //! answer happen after, so the client's JSON parsing is not counted.
 
@@ -13,8 +18,31 @@ use bytes::Bytes;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use serde_json::{Value, json};
 
-/// The revision the benchmark client speaks.
+/// The revision the benchmark's session client speaks.
 pub const VERSION: &str = "2025-11-25";
+
+/// The sessionless revision (`TOOLGATE_BENCH_CLIENT=2026-07-28`).
+pub const MODERN: &str = "2026-07-28";
+
+/// Whether the benchmark client is a sessionless 2026-07-28 one.
+pub fn sessionless() -> bool {
+    static SESSIONLESS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SESSIONLESS.get_or_init(|| std::env::var("TOOLGATE_BENCH_CLIENT").is_ok_and(|v| v == MODERN))
+}
+
+/// The `_meta` envelope of a sessionless request, as JSON object members.
+const ENVELOPE: &str = concat!(
+    r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","#,
+    r#""io.modelcontextprotocol/clientCapabilities":{},"#,
+    r#""io.modelcontextprotocol/clientInfo":{"name":"toolgate-overhead-bench","version":"1"}"#
+);
+
+/// A request body, with what the sessionless revision mirrors in headers.
+pub struct Body {
+    json: String,
+    method: &'static str,
+    name: Option<String>,
+}
 
 /// Why a request did not give the expected answer.
 #[derive(Debug, Clone)]
@@ -144,29 +172,36 @@ pub fn http_client() -> reqwest::Client {
         .expect("a plain HTTP client builds")
 }
 
-/// One initialized MCP session.
+/// One initialized MCP session, or a sessionless client.
 pub struct Session {
     http: reqwest::Client,
     url: String,
-    id: HeaderValue,
+    /// `None`: a sessionless (2026-07-28) client.
+    id: Option<HeaderValue>,
 }
 
 impl Session {
-    /// `initialize` + `notifications/initialized` on `http`.
+    /// `initialize` + `notifications/initialized` on `http` (nothing for a
+    /// sessionless client: see [`sessionless`]).
     pub async fn open(http: reqwest::Client, url: &str) -> Result<Session> {
+        if sessionless() {
+            return Ok(Session { http, url: url.to_owned(), id: None });
+        }
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": VERSION, "capabilities": {},
             "clientInfo": {"name": "toolgate-overhead-bench", "version": "1"}}});
-        let response = post(&http, url, None, init.to_string()).await.context("initialize")?;
+        let init = Body { json: init.to_string(), method: "initialize", name: None };
+        let response = post(&http, url, None, init).await.context("initialize")?;
         let id = response.headers().get("mcp-session-id").cloned().context("initialize: no Mcp-Session-Id")?;
         let status = response.status();
         let body = response.text().await?;
         if status != 200 {
             bail!("initialize: HTTP {status}: {body}");
         }
-        let session = Session { http, url: url.to_owned(), id };
+        let session = Session { http, url: url.to_owned(), id: Some(id) };
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let r = post(&session.http, url, Some(&session.id), note.to_string()).await?;
+        let note = Body { json: note.to_string(), method: "notifications/initialized", name: None };
+        let r = post(&session.http, url, session.id.as_ref(), note).await?;
         if r.status() != 202 {
             bail!("notifications/initialized: HTTP {}", r.status());
         }
@@ -174,10 +209,10 @@ impl Session {
     }
 
     /// Sends a request body (with id `id` inside) and reads the whole answer.
-    pub async fn send(&self, body: String) -> Result<Answer, Failure> {
+    pub async fn send(&self, body: Body) -> Result<Answer, Failure> {
         let start = Instant::now();
         let response =
-            post(&self.http, &self.url, Some(&self.id), body).await.map_err(|e| Failure::Transport(e.to_string()))?;
+            post(&self.http, &self.url, self.id.as_ref(), body).await.map_err(|e| Failure::Transport(e.to_string()))?;
         let status = response.status().as_u16();
         let content_type =
             response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
@@ -190,16 +225,24 @@ impl Session {
     }
 
     /// Sends request `method` with `params` as id `id` and returns its response.
-    pub async fn request(&self, id: u64, method: &str, params: Value) -> Result<(Value, Answer)> {
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+    pub async fn request(&self, id: u64, method: &'static str, mut params: Value) -> Result<(Value, Answer)> {
+        let name = ["name", "uri"].iter().find_map(|k| params.get(*k)?.as_str()).map(str::to_owned);
+        if self.id.is_none() {
+            let envelope: Value = serde_json::from_str(&format!("{{{ENVELOPE}}}"))?;
+            params["_meta"] = envelope;
+        }
+        let json = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        let body = Body { json, method, name };
         let answer = self.send(body).await.map_err(|e| anyhow!("{method}: {e}"))?;
         let response = answer.response(id).map_err(|e| anyhow!("{method}: {e}"))?;
         Ok((response, answer))
     }
 
-    /// Ends the session (`DELETE`).
+    /// Ends the session (`DELETE`; nothing to end for a sessionless client).
     pub async fn close(&self) {
-        let _ = self.http.delete(&self.url).header("mcp-session-id", &self.id).send().await;
+        if let Some(id) = &self.id {
+            let _ = self.http.delete(&self.url).header("mcp-session-id", id).send().await;
+        }
     }
 }
 
@@ -207,26 +250,38 @@ async fn post(
     http: &reqwest::Client,
     url: &str,
     session: Option<&HeaderValue>,
-    body: String,
+    body: Body,
 ) -> reqwest::Result<reqwest::Response> {
-    let mut req = http
-        .post(url)
-        .header(ACCEPT, "application/json, text/event-stream")
-        .header(CONTENT_TYPE, "application/json")
-        .header("mcp-protocol-version", VERSION)
-        .body(body);
-    if let Some(id) = session {
-        req = req.header("mcp-session-id", id);
-    }
-    req.send().await
+    let req =
+        http.post(url).header(ACCEPT, "application/json, text/event-stream").header(CONTENT_TYPE, "application/json");
+    let req = match session {
+        Some(id) => req.header("mcp-protocol-version", VERSION).header("mcp-session-id", id),
+        None if body.method == "initialize" || !sessionless() => req.header("mcp-protocol-version", VERSION),
+        None => {
+            let req = req.header("mcp-protocol-version", MODERN).header("mcp-method", body.method);
+            match &body.name {
+                Some(name) => req.header("mcp-name", name),
+                None => req,
+            }
+        }
+    };
+    req.body(body.json).send().await
 }
 
 /// The body of `tools/call echo {"text": text}` with id `id`.
-pub fn echo_body(id: u64, text: &str) -> String {
-    // `text` is plain ASCII without quotes or backslashes: no escaping needed.
-    format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{text}"}}}}}}"#
-    )
+pub fn echo_body(id: u64, text: &str) -> Body {
+    call_body(id, "echo", text)
+}
+
+/// The body of `tools/call tool {"text": text}` with id `id` (with the
+/// `_meta` envelope, from a sessionless client). `tool` and `text` are
+/// plain ASCII without quotes or backslashes: nothing to escape.
+pub fn call_body(id: u64, tool: &str, text: &str) -> Body {
+    let meta = if sessionless() { format!(r#","_meta":{{{ENVELOPE}}}"#) } else { String::new() };
+    let json = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"text":"{text}"}}{meta}}}}}"#
+    );
+    Body { json, method: "tools/call", name: Some(tool.to_owned()) }
 }
 
 /// Checks the answer to an echo call: the right id, and `text` back.

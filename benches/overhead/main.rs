@@ -35,7 +35,9 @@
 //! `TOOLGATE_BENCH_UPSTREAM_PROTOCOL` (the upstreams' `protocol`, e.g.
 //! `2025-11-25`; default `auto`, which speaks 2026-07-28 to the fixture),
 //! `TOOLGATE_BENCH_HTTP2` (set: the load generator speaks HTTP/2 with prior
-//! knowledge instead of HTTP/1.1).
+//! knowledge instead of HTTP/1.1), `TOOLGATE_BENCH_CLIENT` (`2026-07-28`:
+//! the load generator is a sessionless 2026-07-28 client instead of a
+//! 2025-11-25 session).
 //!
 //! For profiling, `overhead drive URL CALLS CONCURRENCY [gate]` only drives
 //! verified echo calls against a server started by hand (e.g. toolgate under

@@ -380,11 +380,7 @@ async fn worker(
         let id = ids[slot];
         let leg = if n.is_multiple_of(2) { Leg::Stdio } else { Leg::Http };
         let token = format!("{nonce}-s{index}-i{id}-n{n}");
-        // The token is plain ASCII without quotes or backslashes.
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{}","arguments":{{"text":"{token}"}}}}}}"#,
-            leg.tool()
-        );
+        let body = crate::client::call_body(id, leg.tool(), &token);
         let sent_ms = outages.now_ms();
         let kill_before = outages.last_kill_ms.load(Ordering::SeqCst);
         let up_since = outages.up_since_ms.load(Ordering::SeqCst);

@@ -361,10 +361,7 @@ async fn worker(
         slot.next_id += 1;
         let id = slot.next_id;
         let token = format!("{nonce}-s{}-i{id}-n{n}", slot.index);
-        // The token is plain ASCII without quotes or backslashes.
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{TOOL}","arguments":{{"text":"{token}"}}}}}}"#
-        );
+        let body = crate::client::call_body(id, TOOL, &token);
         let sent = kills.now_ms();
         let answer = slot.session.send(body).await;
         let elapsed = answer.as_ref().ok().map(|a| a.elapsed);
