@@ -10,6 +10,7 @@
 
 mod admit;
 mod answer;
+mod app;
 mod body;
 mod grace;
 mod guard;
@@ -32,6 +33,7 @@ use axum::routing::any;
 use http::{HeaderMap, Method, StatusCode, header};
 
 pub use admit::Admit;
+pub use app::App;
 pub use body::BodyError;
 pub use guard::{Guard, Refused};
 pub use listener::{
@@ -95,6 +97,26 @@ struct HttpState<H: Handler> {
 
 /// The axum router serving `engine` at `options.path`.
 pub fn router<H: Handler>(engine: Arc<Engine<H>>, options: HttpOptions) -> Router {
+    build(engine, options).1
+}
+
+/// What a listener serves for `engine` at `options.path`: the router of
+/// [`router`], with the endpoint's requests answered without it (see
+/// [`App`]).
+pub fn app<H: Handler>(engine: Arc<Engine<H>>, options: HttpOptions) -> App {
+    let path = options.path.clone();
+    let (state, router) = build(engine, options);
+    App::new(&path, state, router)
+}
+
+impl<H: Handler> app::Serve for HttpState<H> {
+    fn serve(self: Arc<Self>, request: Request) -> futures::future::BoxFuture<'static, Response> {
+        Box::pin(endpoint::<H>(State(self), request))
+    }
+}
+
+/// The transport's state, and the router serving it.
+fn build<H: Handler>(engine: Arc<Engine<H>>, options: HttpOptions) -> (Arc<HttpState<H>>, Router) {
     let path = options.path.clone();
     let legacy_sse = options.legacy_sse;
     let state = Arc::new(HttpState { engine, options, legacy: Arc::default(), grace: Default::default() });
@@ -107,10 +129,11 @@ pub fn router<H: Handler>(engine: Arc<Engine<H>>, options: HttpOptions) -> Route
             .route(legacy::SSE_PATH, axum::routing::get(legacy::open::<H>))
             .route(legacy::MESSAGES_PATH, axum::routing::post(legacy::post::<H>));
     }
-    router
+    let router = router
         .layer(middleware::from_fn_with_state(state.clone(), guard_layer::<H>))
         .route(&path, any(endpoint::<H>))
-        .with_state(state)
+        .with_state(state.clone());
+    (state, router)
 }
 
 /// The DNS-rebinding check: a 403 for a refused `Host` or `Origin`.
@@ -237,6 +260,15 @@ fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
 /// count). Runs on every POST, so it reads the header once and compares in
 /// place instead of lowercasing copies.
 fn accepts_all(headers: &HeaderMap, wanted: &[&str]) -> bool {
+    // What the SDKs send on every POST, answered without parsing it.
+    const BOTH: &[u8] = b"application/json, text/event-stream";
+    let mut values = headers.get_all(header::ACCEPT).iter();
+    if let (Some(only), None) = (values.next(), values.next())
+        && only.as_bytes() == BOTH
+        && wanted.iter().all(|w| matches!(*w, "application/json" | "text/event-stream"))
+    {
+        return true;
+    }
     let wanted = &wanted[..wanted.len().min(32)];
     // One bit per wanted type; none wanted: every header admits them.
     let all = u32::MAX.checked_shr(32 - wanted.len() as u32).unwrap_or(0);

@@ -30,7 +30,6 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
@@ -43,7 +42,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tower::ServiceExt as _;
+
+use super::App;
 
 mod peer;
 mod places;
@@ -104,9 +104,10 @@ pub struct Server {
 }
 
 impl Server {
-    /// Accepts connections on `listener` and serves `app` on each, until
-    /// [`Server::shutdown`].
-    pub fn start(listener: TcpListener, app: Router, options: ListenOptions) -> Server {
+    /// Accepts connections on `listener` and serves `app` (an [`App`], or a
+    /// router) on each, until [`Server::shutdown`].
+    pub fn start(listener: TcpListener, app: impl Into<App>, options: ListenOptions) -> Server {
+        let app = app.into();
         let stop = CancellationToken::new();
         let connections = TaskTracker::new();
         let places = Arc::new(Places::new(options.max_connections, options.max_connections_per_peer));
@@ -136,7 +137,7 @@ impl Server {
 
 async fn accept(
     listener: TcpListener,
-    app: Router,
+    app: App,
     options: Arc<ListenOptions>,
     places: Arc<Places>,
     stop: CancellationToken,
@@ -213,7 +214,7 @@ impl Drop for Place {
 /// refusals, see `places.rs`).
 async fn serve_connection(
     tcp: TcpStream,
-    app: Router,
+    app: App,
     options: &Arc<ListenOptions>,
     stop: CancellationToken,
     activity: Arc<Activity>,
@@ -232,14 +233,12 @@ async fn serve_connection(
         } else {
             Ok(())
         };
-        let (app, place) = (app.clone(), place.clone());
+        let answer = moved.is_ok().then(|| app.call(request.map(Body::new)));
+        let place = place.clone();
         async move {
-            let mut response = match moved {
-                Ok(()) => match app.oneshot(request.map(Body::new)).await {
-                    Ok(response) => response,
-                    Err(never) => match never {},
-                },
-                Err(_) => too_many_connections(),
+            let mut response = match answer {
+                Some(answer) => answer.await,
+                None => too_many_connections(),
             };
             let status = response.status();
             let refusal = matches!(status.as_u16(), 401 | 403 | 429);
