@@ -51,9 +51,11 @@ pub struct Scope(Arc<str>);
 impl Scope {
     /// The scope of `principal`'s sessionless requests.
     pub fn of(principal: &Principal) -> Self {
+        // Every anonymous request's, made once.
+        static ANONYMOUS: std::sync::LazyLock<Scope> = std::sync::LazyLock::new(|| Scope(Arc::from("anonymous")));
         let name = utf8_percent_encode(principal.name(), KEY_SAFE);
         Self(Arc::from(match principal.kind() {
-            PrincipalKind::Anonymous => "anonymous".to_owned(),
+            PrincipalKind::Anonymous => return ANONYMOUS.clone(),
             PrincipalKind::ApiKey => format!("key.{name}"),
             PrincipalKind::Jwt => format!("jwt.{name}"),
         }))

@@ -46,6 +46,11 @@ impl PrincipalId {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// The client name, shared.
+    pub fn name_arc(&self) -> Arc<str> {
+        self.name.clone()
+    }
 }
 
 /// For logs: `alice`, `jwt:user-123`, `anonymous`.
@@ -260,8 +265,13 @@ impl Principal {
     }
 
     /// The principal used when authentication is off: no restriction.
+    /// Built once: every request without `[auth]` (each sessionless one
+    /// included) is this client.
     pub fn anonymous() -> Self {
-        Self::new(PrincipalId::new(PrincipalKind::Anonymous, ANONYMOUS), Arc::new(ClientPolicy::unrestricted()))
+        static ANONYMOUS_PRINCIPAL: std::sync::LazyLock<Principal> = std::sync::LazyLock::new(|| {
+            Principal::new(PrincipalId::new(PrincipalKind::Anonymous, ANONYMOUS), Arc::new(ClientPolicy::unrestricted()))
+        });
+        ANONYMOUS_PRINCIPAL.clone()
     }
 
     /// Its identity (session ownership, rate buckets).

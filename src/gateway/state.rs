@@ -82,14 +82,14 @@ pub struct GatewaySession {
 impl GatewaySession {
     /// State for an anonymous session of a gateway with `upstreams` upstreams.
     pub fn new(upstreams: usize) -> Self {
-        Self::build(Principal::anonymous(), vec![true; upstreams].into_boxed_slice(), None, Grants::session())
+        Self::build(Principal::anonymous(), vec![true; upstreams].into_boxed_slice(), None, Grants::session(), upstreams)
     }
 
     /// State for a session of `principal`, holding its `max_sessions` slot
     /// (if it has a limit).
     pub fn for_client(upstreams: &[Arc<UpstreamHandle>], principal: Principal, slot: Option<SessionGuard>) -> Self {
         let uses = uses_of(upstreams, &principal);
-        Self::build(principal, uses, slot, Grants::session())
+        Self::build(principal, uses, slot, Grants::session(), upstreams.len())
     }
 
     /// State for one sessionless request (MCP 2026-07-28) of `principal`,
@@ -99,18 +99,27 @@ impl GatewaySession {
     /// same grants. It holds no `max_sessions` slot.
     pub fn sessionless(upstreams: &[Arc<UpstreamHandle>], principal: Principal, grants: Grants) -> Self {
         let uses = uses_of(upstreams, &principal);
-        Self::build(principal, uses, None, grants)
+        // Its calls use unowned connections (see `connections::unowned`):
+        // no place for a connection of its own.
+        Self::build(principal, uses, None, grants, 0)
     }
 
-    fn build(principal: Principal, uses: Box<[bool]>, slot: Option<SessionGuard>, grants: Grants) -> Self {
-        let upstreams = uses.len();
+    /// A session's state, with a place for its own connection to each of
+    /// `connections` upstreams.
+    fn build(
+        principal: Principal,
+        uses: Box<[bool]>,
+        slot: Option<SessionGuard>,
+        grants: Grants,
+        connections: usize,
+    ) -> Self {
         Self {
-            client_name: Arc::from(principal.name()),
+            client_name: principal.id().name_arc(),
             principal: RwLock::new(principal),
             uses: RwLock::new(uses),
             slot: Mutex::new(slot),
             grants,
-            connections: RwLock::new((0..upstreams).map(|_| ConnectionSlot::default()).collect()),
+            connections: RwLock::new((0..connections).map(|_| ConnectionSlot::default()).collect()),
             subscriptions: Mutex::new(HashSet::new()),
             log_level: Mutex::new(None),
             tools: Mutex::new(SessionTools::default()),

@@ -170,7 +170,7 @@ impl<H: Handler> Engine<H> {
         }
         match self.handler.sessionless(&ctx).await {
             Ok(state) => {
-                let id = Arc::from(format!("sessionless-{}", SESSIONLESS.fetch_add(1, Ordering::Relaxed)));
+                let id = transient_id(SESSIONLESS.fetch_add(1, Ordering::Relaxed));
                 let session = Arc::new(Session::sessionless(id, ctx, state));
                 ModernAccepted::Run { session, request }
             }
@@ -181,11 +181,13 @@ impl<H: Handler> Engine<H> {
         }
     }
 
-    /// What a modern request's outcome gets on the way out (see the module doc).
+    /// What a modern request's outcome gets on the way out (see the module
+    /// doc): `cacheable`, its method if its results are cacheable; `uri`,
+    /// what a `resources/read` asked for.
     pub(super) fn finish_modern(
         &self,
         session: &Arc<Session<H::State>>,
-        method: &str,
+        cacheable: Option<&'static str>,
         uri: Option<Value>,
         outcome: Outcome,
     ) -> Outcome {
@@ -205,12 +207,22 @@ impl<H: Handler> Engine<H> {
                 Outcome::Error(error)
             }
             outcome => {
-                let cache =
-                    modern::method::CACHEABLE.contains(&method).then(|| self.handler.cache_hints(session, method));
+                let cache = cacheable.map(|method| self.handler.cache_hints(session, method));
                 Stamp { cache, server_info: self.server_info.as_ref() }.apply(outcome)
             }
         }
     }
+}
+
+/// The id of the `n`th transient session, `sessionless-<n>`, written in
+/// place (one allocation, the id's own).
+fn transient_id(n: u64) -> Arc<str> {
+    use std::io::Write as _;
+    let mut buf = [0u8; 32];
+    let mut free = &mut buf[..];
+    let _ = write!(free, "sessionless-{n}");
+    let len = 32 - free.len();
+    Arc::from(std::str::from_utf8(&buf[..len]).unwrap_or("sessionless"))
 }
 
 /// d and e: `Mcp-Method` and `Mcp-Name` mirror the body.
@@ -259,4 +271,11 @@ fn discover_result(discovery: crate::server::handler::Discovery, listens: bool) 
     fields.insert(result::CACHE_SCOPE.into(), json!(discovery.hints.scope.as_str()));
     fields.insert("_meta".into(), json!({meta::SERVER_INFO: offer.server_info}));
     Value::Object(fields)
+}
+
+#[cfg(test)]
+#[test]
+fn transient_ids_are_numbered_and_the_largest_fits() {
+    assert_eq!(&*transient_id(7), "sessionless-7");
+    assert_eq!(&*transient_id(u64::MAX), "sessionless-18446744073709551615");
 }
