@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 mod error;
+pub(crate) mod members;
 
 pub use error::{ErrorObject, codes};
 
@@ -554,8 +555,26 @@ fn from_json<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> serde_json::Result<T> {
 
 /// Reads `params._meta.progressToken`, if the request carries one.
 pub fn progress_token(params: Option<&Value>) -> Option<&Value> {
-    params?.get("_meta")?.get("progressToken")
+    member(member(params?, "_meta")?, "progressToken")
 }
+
+/// `value`'s member `key`, if `value` is an object that has it (as
+/// [`Value::get`]). A short object (a request's params, its `_meta`) is
+/// scanned: comparing a handful of keys costs less than hashing one, and
+/// serde_json's maps hash keys with SipHash. Used where a call looks up
+/// params on its way through.
+#[inline]
+pub fn member<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
+    let map = value.as_object()?;
+    if map.len() <= SCANNED_MEMBERS {
+        map.iter().find_map(|(k, v)| (k == key).then_some(v))
+    } else {
+        map.get(key)
+    }
+}
+
+/// Up to how many members [`member`] scans instead of hashing.
+const SCANNED_MEMBERS: usize = 8;
 
 /// Sets `params._meta.progressToken`, creating `params` and `_meta` as needed.
 pub fn set_progress_token(params: &mut Option<Value>, token: Value) {

@@ -95,6 +95,17 @@ mod props {
 
     proptest! {
         #[test]
+        fn a_member_is_what_get_finds(keys in proptest::collection::vec("[a-c_]{0,3}", 0..20), key in "[a-c_]{0,3}") {
+            // Short objects are scanned, longer ones hashed: both agree with `get`.
+            let object: serde_json::Map<String, Value> =
+                keys.iter().enumerate().map(|(i, k)| (k.clone(), json!(i))).collect();
+            let value = Value::Object(object);
+            prop_assert_eq!(member(&value, &key), value.get(&key));
+            let array = json!([1]);
+            prop_assert_eq!(member(&array, &key), None);
+        }
+
+        #[test]
         fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let _ = Message::decode(&bytes);
         }

@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 use super::super::error::UpstreamError;
 use super::super::peer::{Call, Returned};
 use super::super::service::Step;
+use crate::jsonrpc::members::{self, Members};
 use crate::jsonrpc::{ErrorObject, Outcome, codes};
 use crate::protocol::method;
 use crate::protocol::modern::{input, meta, result};
@@ -65,78 +66,21 @@ pub fn strip_modern_fields(outcome: &mut Outcome) {
 /// the caller parses it instead.
 fn strip_raw(text: &str) -> Option<Box<RawValue>> {
     let members: Members<'_> = serde_json::from_str(text).ok()?;
-    // Shorter than the text unless `_meta` is written longer than it came.
-    let mut out = String::with_capacity(text.len());
+    // Two `_meta`s: the caller's tree keeps the last, as a parser would.
+    if members.count("_meta") > 1 {
+        return None;
+    }
+    let meta = members.get("_meta").map(clean_meta);
+    let mut kept: Vec<(&str, &RawValue)> = Vec::with_capacity(8);
     for &(key, value) in members.iter() {
-        if result::MODERN_ONLY.contains(&key) {
-            continue;
+        match (key, &meta) {
+            _ if result::MODERN_ONLY.contains(&key) => {}
+            ("_meta", Some(Meta::Dropped)) => {}
+            ("_meta", Some(Meta::Rewritten(m))) => kept.push((key, m)),
+            _ => kept.push((key, value)),
         }
-        let rewritten;
-        let value = match key {
-            "_meta" => match clean_meta(value) {
-                Meta::Dropped => continue,
-                Meta::Raw => value.get(),
-                Meta::Rewritten(m) => {
-                    rewritten = m;
-                    rewritten.as_str()
-                }
-            },
-            _ => value.get(),
-        };
-        out.push(if out.is_empty() { '{' } else { ',' });
-        // A borrowed key has no escapes: written back as it was.
-        out.push('"');
-        out.push_str(key);
-        out.push_str("\":");
-        out.push_str(value);
     }
-    if out.is_empty() {
-        out.push('{');
-    }
-    out.push('}');
-    RawValue::from_string(out).ok()
-}
-
-/// How many members of an object [`Members`] holds without allocating
-/// (results have a handful).
-const INLINE_MEMBERS: usize = 16;
-
-/// An object's members, in order, as borrowed text.
-struct Members<'a> {
-    first: [Option<(&'a str, &'a RawValue)>; INLINE_MEMBERS],
-    more: Vec<(&'a str, &'a RawValue)>,
-}
-
-impl<'a> Members<'a> {
-    fn iter(&self) -> impl Iterator<Item = &(&'a str, &'a RawValue)> {
-        self.first.iter().map_while(Option::as_ref).chain(&self.more)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Members<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
-                let mut members = Members { first: [None; INLINE_MEMBERS], more: Vec::new() };
-                let mut n = 0;
-                while let Some(key) = map.next_key::<&'de str>()? {
-                    let member = (key, map.next_value::<&'de RawValue>()?);
-                    match members.first.get_mut(n) {
-                        Some(slot) => *slot = Some(member),
-                        None => members.more.push(member),
-                    }
-                    n += 1;
-                }
-                Ok(members)
-            }
-        }
-        d.deserialize_map(Visit)
-    }
+    Some(members::object(&kept))
 }
 
 /// What becomes of a result's `_meta`.
@@ -147,7 +91,7 @@ enum Meta {
     Raw,
     /// Its other members, as JSON text (parsed and written again, as a
     /// tree would be).
-    Rewritten(String),
+    Rewritten(Box<RawValue>),
 }
 
 /// `_meta` without the upstream's identity (`serverInfo`), as a tree
@@ -166,7 +110,7 @@ fn clean_meta(value: &RawValue) -> Meta {
     m.remove(meta::SERVER_INFO);
     match m.is_empty() {
         true => Meta::Dropped,
-        false => serde_json::to_string(&m).map_or(Meta::Raw, Meta::Rewritten),
+        false => Meta::Rewritten(members::raw(&m)),
     }
 }
 

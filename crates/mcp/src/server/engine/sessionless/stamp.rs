@@ -5,17 +5,17 @@
 //! A result the application built ([`Outcome::Result`]) is changed in place.
 //! A result that is JSON text already ([`Outcome::Prepared`]: an upstream's
 //! answer as decoded, a cached list) is not decoded into a tree and encoded
-//! again: only its top-level keys are located (their values stay text), and
-//! the few fields to add or replace are spliced into one copy of the text.
-//! Large tool results cost one scan and one copy.
+//! again: its top-level members (and `_meta`'s) are read as text, and
+//! written again with the fields added or replaced, values copied as they
+//! are. Large tool results cost one scan and one copy.
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::Outcome;
+use crate::jsonrpc::members::{self, Members};
 use crate::protocol::modern::{meta, result};
 use crate::server::handler::{CacheHints, CacheScope};
 
@@ -23,12 +23,20 @@ use crate::server::handler::{CacheHints, CacheScope};
 #[derive(Debug, Clone)]
 pub struct ServerInfo {
     value: Value,
+    raw: Arc<RawValue>,
 }
 
 impl ServerInfo {
     /// Stamps `value` (an `Implementation`: `name`, `version`, …).
     pub fn new(value: Value) -> Self {
-        Self { value }
+        let raw = Arc::from(members::raw(&value));
+        Self { value, raw }
+    }
+
+    /// Whether `sent`, the identity a result carries, is this one: the same
+    /// text, or the same value written otherwise.
+    fn is(&self, sent: &RawValue) -> bool {
+        sent.get() == self.raw.get() || serde_json::from_str::<Value>(sent.get()).is_ok_and(|v| v == self.value)
     }
 }
 
@@ -41,6 +49,10 @@ pub(crate) struct Stamp<'a> {
     pub server_info: Option<&'a ServerInfo>,
 }
 
+/// The keys a stamp sets: the text path falls back to a tree when one of
+/// them appears twice (a parser keeps the last).
+const STAMPED: [&str; 4] = [result::RESULT_TYPE, result::TTL_MS, result::CACHE_SCOPE, "_meta"];
+
 impl Stamp<'_> {
     /// Applies the stamp to a result outcome (an error passes unchanged).
     pub fn apply(&self, outcome: Outcome) -> Outcome {
@@ -50,13 +62,8 @@ impl Stamp<'_> {
                 Outcome::Result(Value::Object(fields))
             }
             Outcome::Prepared(raw) => match self.splice(raw.get()) {
-                Some(Ok(text)) => match RawValue::from_string(text) {
-                    Ok(spliced) => Outcome::Prepared(Arc::from(spliced)),
-                    // Cannot happen (valid JSON spliced with valid JSON); if
-                    // it did, the slow path below still answers.
-                    Err(_) => self.reparsed(&raw),
-                },
-                Some(Err(())) => self.reparsed(&raw),
+                Some(Some(spliced)) => Outcome::Prepared(Arc::from(spliced)),
+                Some(None) => self.reparsed(&raw),
                 // Not an object: nothing to stamp.
                 None => Outcome::Prepared(raw),
             },
@@ -65,7 +72,7 @@ impl Stamp<'_> {
     }
 
     /// The slow path: a result whose top level could not be read key by
-    /// key (duplicate keys), decoded whole.
+    /// key (duplicate keys, escaped keys), decoded whole.
     fn reparsed(&self, raw: &RawValue) -> Outcome {
         match serde_json::from_str::<Value>(raw.get()) {
             Ok(value) => self.apply(Outcome::Result(value)),
@@ -89,107 +96,89 @@ impl Stamp<'_> {
                 *meta = Value::Object(Map::new());
             }
             if let Value::Object(meta) = meta {
-                stamp_meta(meta, info);
+                if let Some(previous) = meta.insert(meta::SERVER_INFO.into(), info.value.clone())
+                    && previous != info.value
+                {
+                    meta.entry(meta::UPSTREAM_SERVER_INFO).or_insert(previous);
+                }
             }
         }
     }
 
-    /// The stamped text of a JSON object, `None` if `text` is not an object,
-    /// `Err` if its top level cannot be read key by key.
-    fn splice(&self, text: &str) -> Option<Result<String, ()>> {
+    /// The stamped text of a JSON object: `None` if `text` is not an
+    /// object, `Some(None)` if its members cannot be read as text.
+    fn splice(&self, text: &str) -> Option<Option<Box<RawValue>>> {
         if !text.trim_start().starts_with('{') {
             return None;
         }
-        let Ok(top) = serde_json::from_str::<Top<'_>>(text) else { return Some(Err(())) };
-        let at = |raw: &RawValue| {
-            let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
-            start..start + raw.get().len()
-        };
-        let mut inserted: Vec<String> = Vec::new();
-        let mut replaced: Vec<(std::ops::Range<usize>, String)> = Vec::new();
-        let complete = match top.result_type {
+        let Ok(top) = serde_json::from_str::<Members<'_>>(text) else { return Some(None) };
+        if STAMPED.iter().any(|key| top.count(key) > 1) {
+            return Some(None);
+        }
+        // Added members go first; replaced ones keep their place.
+        let mut added: Vec<(&str, Box<RawValue>)> = Vec::new();
+        let mut replaced: Vec<(&str, Box<RawValue>)> = Vec::new();
+        let complete = match top.get(result::RESULT_TYPE) {
             None => {
-                inserted.push(format!("\"{}\":\"{}\"", result::RESULT_TYPE, result::COMPLETE));
+                added.push((result::RESULT_TYPE, members::raw(result::COMPLETE)));
                 true
             }
             Some(kind) => serde_json::from_str::<&str>(kind.get()).ok() == Some(result::COMPLETE),
         };
         if let Some(hints) = self.cache.filter(|_| complete) {
-            if top.ttl_ms.is_none() {
-                inserted.push(format!("\"{}\":{}", result::TTL_MS, hints.ttl_ms));
+            if top.get(result::TTL_MS).is_none() {
+                added.push((result::TTL_MS, members::raw(&hints.ttl_ms)));
             }
-            let scope = format!("\"{}\"", hints.scope.as_str());
-            match top.cache_scope {
-                None => inserted.push(format!("\"{}\":{scope}", result::CACHE_SCOPE)),
-                Some(sent) if hints.scope == CacheScope::Private => replaced.push((at(sent), scope)),
+            match top.get(result::CACHE_SCOPE) {
+                None => added.push((result::CACHE_SCOPE, members::raw(hints.scope.as_str()))),
+                Some(_) if hints.scope == CacheScope::Private => {
+                    replaced.push((result::CACHE_SCOPE, members::raw(result::PRIVATE)))
+                }
                 Some(_) => {}
             }
         }
         if let Some(info) = self.server_info {
-            let mut meta = match top.meta.map(|m| serde_json::from_str::<Value>(m.get())) {
-                Some(Ok(Value::Object(meta))) => meta,
-                _ => Map::new(),
-            };
-            stamp_meta(&mut meta, info);
-            let encoded = Value::Object(meta).to_string();
-            match top.meta {
-                Some(sent) => replaced.push((at(sent), encoded)),
-                None => inserted.push(format!("\"_meta\":{encoded}")),
+            let Some(stamped) = stamp_meta(top.get("_meta"), info) else { return Some(None) };
+            match top.get("_meta") {
+                Some(_) => replaced.push(("_meta", stamped)),
+                None => added.push(("_meta", stamped)),
             }
         }
-        if inserted.is_empty() && replaced.is_empty() {
-            return Some(Ok(text.to_owned()));
+        let mut out: Vec<(&str, &RawValue)> = added.iter().map(|(k, v)| (*k, &**v)).collect();
+        for &(key, value) in top.iter() {
+            let value = replaced.iter().find(|(k, _)| *k == key).map_or(value, |(_, v)| &**v);
+            out.push((key, value));
         }
-        // New keys go first, right after the opening brace.
-        let open = text.len() - text.trim_start().len() + 1;
-        let empty = text[open..].trim_start().starts_with('}');
-        let mut out = String::with_capacity(text.len() + 64 + replaced.iter().map(|(_, r)| r.len()).sum::<usize>());
-        out.push_str(&text[..open]);
-        out.push_str(&inserted.join(","));
-        if !inserted.is_empty() && !empty {
-            out.push(',');
-        }
-        replaced.sort_by_key(|(range, _)| range.start);
-        let mut from = open;
-        for (range, replacement) in replaced {
-            out.push_str(&text[from..range.start]);
-            out.push_str(&replacement);
-            from = range.end;
-        }
-        out.push_str(&text[from..]);
-        Some(Ok(out))
+        Some(Some(members::object(&out)))
     }
 }
 
-/// Puts the server's identity in a result's `_meta`; an identity already
-/// there (an upstream's, relayed by a gateway) moves to
-/// [`meta::UPSTREAM_SERVER_INFO`] unless that is taken.
-fn stamp_meta(meta: &mut Map<String, Value>, info: &ServerInfo) {
-    if let Some(previous) = meta.insert(meta::SERVER_INFO.into(), info.value.clone())
-        && previous != info.value
-    {
-        meta.entry(meta::UPSTREAM_SERVER_INFO).or_insert(previous);
+/// `_meta` as sent (its text, if any) with the server's identity in it; an
+/// identity already there (an upstream's, relayed by a gateway) moves to
+/// [`meta::UPSTREAM_SERVER_INFO`] unless that is taken. A `_meta` that is
+/// not an object is replaced. `None` where its members cannot be read as
+/// text (an escaped or doubled identity key): the caller uses a tree.
+fn stamp_meta(sent: Option<&RawValue>, info: &ServerInfo) -> Option<Box<RawValue>> {
+    let own = match sent.filter(|m| m.get().trim_start().starts_with('{')) {
+        Some(m) => serde_json::from_str::<Members<'_>>(m.get()).ok()?,
+        None => serde_json::from_str::<Members<'_>>("{}").ok()?,
+    };
+    if own.count(meta::SERVER_INFO) > 1 || own.count(meta::UPSTREAM_SERVER_INFO) > 1 {
+        return None;
     }
-}
-
-/// The top-level keys a stamp reads, located in the text (values stay raw);
-/// every other key is skipped without being decoded.
-#[derive(Deserialize)]
-struct Top<'a> {
-    #[serde(rename = "resultType", borrow, default, deserialize_with = "present")]
-    result_type: Option<&'a RawValue>,
-    #[serde(rename = "ttlMs", borrow, default, deserialize_with = "present")]
-    ttl_ms: Option<&'a RawValue>,
-    #[serde(rename = "cacheScope", borrow, default, deserialize_with = "present")]
-    cache_scope: Option<&'a RawValue>,
-    #[serde(rename = "_meta", borrow, default, deserialize_with = "present")]
-    meta: Option<&'a RawValue>,
-}
-
-/// A key that is present, whatever its value (`null` included: a present
-/// key must be replaced, never added a second time).
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
+    let previous = own.get(meta::SERVER_INFO);
+    let moved = previous.filter(|p| own.get(meta::UPSTREAM_SERVER_INFO).is_none() && !info.is(p));
+    let mut out: Vec<(&str, &RawValue)> = Vec::with_capacity(4);
+    for &(key, value) in own.iter() {
+        out.push((key, if key == meta::SERVER_INFO { &info.raw } else { value }));
+    }
+    if previous.is_none() {
+        out.push((meta::SERVER_INFO, &info.raw));
+    }
+    if let Some(previous) = moved {
+        out.push((meta::UPSTREAM_SERVER_INFO, previous));
+    }
+    Some(members::object(&out))
 }
 
 #[cfg(test)]

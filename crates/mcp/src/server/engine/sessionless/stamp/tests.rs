@@ -63,6 +63,10 @@ fn an_upstreams_identity_moves_aside_and_other_meta_keys_stay() {
     assert_eq!(v["_meta"][meta::UPSTREAM_SERVER_INFO], json!({"name": "up", "version": "9"}));
     assert_eq!(v["_meta"]["vendor/x"], 1);
     assert_eq!(v["requestState"], "s");
+    // Its own identity, however it is written, stays where it is.
+    let text = r#"{"_meta":{"io.modelcontextprotocol/serverInfo":{ "version": "1", "name": "gw" }}}"#;
+    let v: Value = serde_json::from_str(&stamped(&stamp, text)).expect("valid");
+    assert_eq!(v["_meta"], json!({meta::SERVER_INFO: {"name": "gw", "version": "1"}}), "not moved aside");
     // A `_meta` that is not an object (or null) is replaced, never doubled.
     let out = stamped(&stamp, r#"{"_meta":null,"content":[]}"#);
     assert_eq!(keys(&out, "_meta"), 1);
