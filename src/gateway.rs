@@ -102,7 +102,7 @@ pub use upstreams::UpstreamHandle;
 use crate::auth::{Principal, SessionGuard};
 use crate::config::{Config, Target};
 use crate::grants::{GrantStore, Grants, Scope};
-use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request};
+use crate::jsonrpc::{ErrorObject, Notification, Outcome, Request, member};
 use crate::metrics::{self, Live, LiveState, LiveUpstream, Metrics};
 use crate::protocol::method;
 use crate::server::http::Admit;
@@ -669,7 +669,7 @@ impl Handler for Gateway {
             .views
             .audit()
             .filter(|_| resolved.call().and_then(|c| c.entry()).is_some())
-            .map(|audit| (audit.clone(), request.params.as_ref().and_then(|p| p.get("arguments")).cloned()));
+            .map(|audit| (audit.clone(), request.params.as_ref().and_then(|p| member(p, "arguments")).cloned()));
         let cx = Exchange { session, ctx: &ctx, resolved: &resolved, note: &note };
         let end = Terminal(&self.forwarder);
         let chain = Then { layer: &self.budgets, next: end };

@@ -60,7 +60,8 @@ const MORE_ROOM: usize = 24;
 
 /// The checker: compiled schemas by definition fingerprint.
 pub struct Arguments {
-    compiled: moka::sync::Cache<u64, Arc<Compiled>>,
+    /// foldhash: looked up on every checked call.
+    compiled: moka::sync::Cache<u64, Arc<Compiled>, foldhash::fast::RandomState>,
 }
 
 impl std::fmt::Debug for Arguments {
@@ -102,7 +103,7 @@ impl Arguments {
         let compiled = moka::sync::Cache::builder()
             .weigher(|_: &u64, compiled: &Arc<Compiled>| compiled.weight)
             .max_capacity(cache_bytes)
-            .build();
+            .build_with_hasher(foldhash::fast::RandomState::default());
         Self { compiled }
     }
 

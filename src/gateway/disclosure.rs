@@ -23,7 +23,7 @@ use super::views::Views;
 use crate::config::Mode;
 use crate::disclosure::{self, Selection};
 use crate::grants::Unavailable;
-use crate::jsonrpc::{Outcome, Request};
+use crate::jsonrpc::{Outcome, Request, member};
 use crate::metrics::{Metrics, Via};
 use crate::protocol::method;
 use crate::server::ServerOffer;
@@ -138,7 +138,7 @@ impl Disclosure {
         let entry = match &call.target {
             // The resolution waited for what it describes (as for the resource).
             Target::Describe => {
-                let arguments = request.params.as_ref().and_then(|p| p.get("arguments"));
+                let arguments = request.params.as_ref().and_then(|p| member(p, "arguments"));
                 return self.describe_tool(cx.session, &call.view, arguments).await;
             }
             Target::Tool(entry) => entry,

@@ -30,7 +30,7 @@ use super::upstreams::UpstreamHandle;
 use super::{connections, translate};
 use crate::catalog::ToolEntry;
 use crate::config::Mode;
-use crate::jsonrpc::{ErrorObject, Outcome, Request, codes};
+use crate::jsonrpc::{ErrorObject, Outcome, Request, codes, member};
 use crate::metrics::Method;
 use crate::protocol::{LOG_LEVELS, Version, method};
 use crate::server::ServerOffer;
@@ -270,7 +270,7 @@ impl Forwarder {
         method: &str,
         params: Option<Value>,
     ) -> Outcome {
-        let task_augmented = params.as_ref().is_some_and(|p| p.get("task").is_some());
+        let task_augmented = params.as_ref().is_some_and(|p| member(p, "task").is_some());
         let result = self.forward_to_raw(cx, up, method, params).await;
         self.finish(cx, up, method, task_augmented, result).await
     }
@@ -452,7 +452,7 @@ impl Forwarder {
             return Outcome::error(e);
         }
         // Past the disclosure gate: the arguments against the tool's schema.
-        if let Err(invalid) = self.check_arguments(entry, params.get("arguments")) {
+        if let Err(invalid) = self.check_arguments(entry, member(&params, "arguments")) {
             cx.note.refused_with_error(super::note::Refusal::Arguments);
             return Outcome::Result(invalid.tool_result());
         }
@@ -484,7 +484,7 @@ impl Forwarder {
         // Tool calls may run long: stream the answer (resumable on HTTP)
         // unless it is ready within the transport's grace period.
         cx.ctx.downlink.prefer_stream();
-        let task_augmented = params.get("task").is_some();
+        let task_augmented = member(&params, "task").is_some();
         // Kept only where a refused credential may send the call again.
         let again = oauth.is_some().then(|| params.clone());
         let outcome = self.forward_to_raw(cx, &up, method::TOOLS_CALL, Some(params)).await;

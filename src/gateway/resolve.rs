@@ -18,7 +18,7 @@ use super::views::Views;
 use crate::auth::Principal;
 use crate::catalog::ToolEntry;
 use crate::disclosure::{self, Selection};
-use crate::jsonrpc::Request;
+use crate::jsonrpc::{Request, member};
 use crate::mrtr::{Binding, StateError, Verified};
 use crate::protocol::method;
 use crate::protocol::modern::result;
@@ -108,7 +108,7 @@ impl Resolved {
         let (mut call, mut read) = (None, None);
         match request.method.as_str() {
             method::TOOLS_CALL => {
-                if let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) {
+                if let Some(name) = params.and_then(|p| member(p, "name")).and_then(Value::as_str) {
                     ctx.span.record("tool", name);
                     if routed {
                         ctx.span.record("routed", true);
@@ -232,7 +232,7 @@ fn retry_state(
     entry: &ToolEntry,
     params: &Value,
 ) -> Option<RetryState> {
-    let token = params.get(result::REQUEST_STATE)?.as_str()?;
+    let token = member(params, result::REQUEST_STATE)?.as_str()?;
     let mut upstream_params = params.clone();
     upstream_params["name"] = Value::from(entry.original.as_str());
     Some(retries.check(token, caller, &up.label, method::TOOLS_CALL, &upstream_params))

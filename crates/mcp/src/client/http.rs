@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use super::error::{Cause, HttpStatus, UpstreamError, report};
 use super::target::{HttpTarget, with_credentials};
 use super::transport::{Inbox, Transport};
-use crate::jsonrpc::{Body, Id, Message, Outcome, Response};
+use crate::jsonrpc::{Body, Id, Message, Outcome, Response, member};
 use crate::protocol::{self, Version};
 
 /// A request's `traceparent` and `tracestate`, as header values.
@@ -44,10 +44,9 @@ type TraceValues = (HeaderValue, Option<HeaderValue>);
 /// its HTTP instrumentation reads the headers.
 pub fn trace_headers(message: &Message) -> Option<TraceValues> {
     let Message::Request(request) = message else { return None };
-    let meta = request.params.as_ref()?.get("_meta")?;
-    let parent = HeaderValue::from_str(meta.get(protocol::header::TRACEPARENT_KEY)?.as_str()?).ok()?;
-    let state = meta
-        .get(protocol::header::TRACESTATE_KEY)
+    let meta = member(request.params.as_ref()?, "_meta")?;
+    let parent = HeaderValue::from_str(member(meta, protocol::header::TRACEPARENT_KEY)?.as_str()?).ok()?;
+    let state = member(meta, protocol::header::TRACESTATE_KEY)
         .and_then(serde_json::Value::as_str)
         .and_then(|s| HeaderValue::from_str(s).ok());
     Some((parent, state))
@@ -177,7 +176,7 @@ impl HttpTransport {
             Some(plain) => {
                 let mut headers = match modern {
                     Some(extra) => {
-                        let mut h = self.0.post_headers.clone();
+                        let mut h = self.post_headers(extra.len());
                         h.extend(extra.iter().map(|(n, v)| (n.clone(), v.clone())));
                         h
                     }
@@ -358,10 +357,20 @@ impl HttpTransport {
         self.with_session_headers(req).await
     }
 
+    /// The configured and fixed headers of a POST, with room for `more`
+    /// and for what the call and hyper add (the trace context, `Host`,
+    /// `Content-Length`): a clone of the map would be full, and grow (a
+    /// copy of its table) as each is added.
+    fn post_headers(&self, more: usize) -> HeaderMap {
+        let mut headers = HeaderMap::with_capacity(self.0.post_headers.len() + more + 5);
+        headers.extend(self.0.post_headers.iter().map(|(n, v)| (n.clone(), v.clone())));
+        headers
+    }
+
     /// The headers of a POST on the plain client (reqwest's builder adds the
     /// same ones in [`HttpTransport::post`]).
     fn plain_headers(&self) -> HeaderMap {
-        let mut headers = self.0.post_headers.clone();
+        let mut headers = self.post_headers(2);
         if let Some(id) = self.0.session_id.lock().clone() {
             headers.insert(protocol::header::SESSION_ID, id);
         }

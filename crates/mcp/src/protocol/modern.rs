@@ -10,7 +10,7 @@
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::jsonrpc::{ErrorObject, codes as rpc};
+use crate::jsonrpc::{ErrorObject, codes as rpc, member};
 
 /// The modern revision's string.
 pub const VERSION_2026_07_28: &str = "2026-07-28";
@@ -190,7 +190,7 @@ pub fn is_handshake_version(version: &str) -> bool {
 /// The request's claim to the modern era: `params._meta`'s protocol version
 /// key, if present (whatever its value).
 pub fn claim(params: Option<&Value>) -> Option<&Value> {
-    params?.get("_meta")?.get(meta::PROTOCOL_VERSION)
+    member(member(params?, "_meta")?, meta::PROTOCOL_VERSION)
 }
 
 /// What a modern request's `_meta` envelope says.
@@ -210,12 +210,24 @@ impl Envelope {
     /// Reads the envelope of a request's `params`, or the `-32602` naming
     /// what is missing or malformed (`data: {envelope: {missing: [...]}}`).
     pub fn read(params: Option<&Value>) -> Result<Envelope, ErrorObject> {
-        let meta = params.and_then(|p| p.get("_meta")).filter(|m| m.is_object());
+        let meta = params.and_then(|p| member(p, "_meta")).and_then(Value::as_object);
         let Some(meta) = meta else {
             return Err(envelope_error(&["_meta"], "the request has no params._meta envelope"));
         };
-        let version = meta.get(meta::PROTOCOL_VERSION).and_then(Value::as_str);
-        let capabilities = meta.get(meta::CLIENT_CAPABILITIES).filter(|c| c.is_object());
+        // One pass over `_meta` (the first of a key, as a lookup finds it).
+        let (mut version, mut capabilities, mut client_info, mut log_level) = (None, None, None, None);
+        for (key, value) in meta {
+            let slot = match key.as_str() {
+                meta::PROTOCOL_VERSION => &mut version,
+                meta::CLIENT_CAPABILITIES => &mut capabilities,
+                meta::CLIENT_INFO => &mut client_info,
+                meta::LOG_LEVEL => &mut log_level,
+                _ => continue,
+            };
+            slot.get_or_insert(value);
+        }
+        let version = version.and_then(Value::as_str);
+        let capabilities = capabilities.filter(|c| c.is_object());
         let mut missing = Vec::new();
         if version.is_none() {
             missing.push(meta::PROTOCOL_VERSION);
@@ -227,8 +239,8 @@ impl Envelope {
             (Some(version), Some(capabilities)) => Ok(Envelope {
                 version: version.to_owned(),
                 capabilities: capabilities.clone(),
-                client_info: meta.get(meta::CLIENT_INFO).filter(|i| i.is_object()).cloned(),
-                log_level: meta.get(meta::LOG_LEVEL).and_then(Value::as_str).map(str::to_owned),
+                client_info: client_info.filter(|i| i.is_object()).cloned(),
+                log_level: log_level.and_then(Value::as_str).map(str::to_owned),
             }),
             _ => Err(envelope_error(&missing, "the _meta envelope lacks a required field")),
         }

@@ -642,12 +642,17 @@ impl<H: Handler> Engine<H> {
         let id = request.id.clone();
         // A modern request's answer is completed on the way out; its
         // downlink drops the log messages its `logLevel` does not ask for.
-        let modern = session.modern().map(|ctx| {
-            let uri = request.params.as_ref().and_then(|p| p.get("uri")).cloned();
-            (request.method.clone(), uri, ctx.log_level.clone())
+        // What the way out needs of the request (which the handler takes):
+        // whether its method is cacheable, and the URI a read asked for.
+        let modern = session.modern().map(|_| {
+            let cacheable = crate::protocol::modern::method::CACHEABLE.into_iter().find(|m| *m == request.method);
+            let uri = (request.method == crate::protocol::method::RESOURCES_READ)
+                .then(|| request.params.as_ref().and_then(|p| crate::jsonrpc::member(p, "uri")).cloned())
+                .flatten();
+            (cacheable, uri)
         });
-        let downlink = match &modern {
-            Some((_, _, level)) => downlink.for_modern(level.as_deref()),
+        let downlink = match session.modern() {
+            Some(ctx) => downlink.for_modern(ctx.log_level.as_deref()),
             None => downlink,
         };
         // At debug level: a span costs little when disabled, and the default
@@ -690,7 +695,7 @@ impl<H: Handler> Engine<H> {
             return None;
         }
         let outcome = match modern {
-            Some((method, uri, _)) => self.finish_modern(session, &method, uri, outcome),
+            Some((cacheable, uri)) => self.finish_modern(session, cacheable, uri, outcome),
             None => outcome,
         };
         Some(Response { id: Some(id), outcome })

@@ -99,7 +99,8 @@ pub fn encode(request: &Request, version: &str, fallback: &Value, client: Option
         capabilities: client.and_then(|c| c.capabilities.as_ref()).filter(|c| c.is_object()).unwrap_or(fallback),
         log_level: client.and_then(|c| c.log_level.as_ref()).filter(|l| l.is_string()),
     };
-    let mut out = Vec::with_capacity(256);
+    // The envelope alone is about 300 bytes: room for it and small params.
+    let mut out = Vec::with_capacity(512);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     out.extend_from_slice(request.id.as_json().as_bytes());
     out.extend_from_slice(br#","method":"#);
@@ -138,8 +139,12 @@ impl Envelope<'_> {
     /// `_meta`: the request's own members but those the leg sets, then the
     /// envelope's.
     fn write_meta(&self, out: &mut Vec<u8>, own: Option<&Map<String, Value>>) {
-        let own_capabilities = own.and_then(|m| m.get(meta::CLIENT_CAPABILITIES)).is_some_and(Value::is_object);
-        let own_level = own.is_some_and(|m| m.contains_key(meta::LOG_LEVEL));
+        // One pass (a lookup would hash each key).
+        let (mut own_capabilities, mut own_level) = (false, false);
+        for (key, value) in own.into_iter().flatten() {
+            own_capabilities |= key == meta::CLIENT_CAPABILITIES && value.is_object();
+            own_level |= key == meta::LOG_LEVEL;
+        }
         out.push(b'{');
         let mut first = true;
         for (key, value) in own.into_iter().flatten() {

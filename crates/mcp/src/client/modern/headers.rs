@@ -12,6 +12,7 @@ use arc_swap::ArcSwap;
 use http::{HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 
+use crate::jsonrpc::member;
 use crate::protocol::modern::header;
 pub use crate::protocol::modern::params::{
     InvalidAnnotation, ParamCheck, ParamHeader, ParamKind, annotations, check_client_params, encode_value, param_text,
@@ -77,11 +78,11 @@ pub fn request_headers(
         method::RESOURCES_READ => Some("uri"),
         _ => None,
     };
-    if let Some(name) = name_key.and_then(|k| params?.get(k)).and_then(Value::as_str) {
+    if let Some(name) = name_key.and_then(|k| member(params?, k)).and_then(Value::as_str) {
         out.push((HeaderName::from_static(header::NAME), encode_value(name)));
     }
-    let arguments = params.and_then(|p| p.get("arguments")).and_then(Value::as_object);
     let declared = tool.unwrap_or_default();
+    let arguments = params.filter(|_| !declared.is_empty()).and_then(|p| member(p, "arguments")).and_then(Value::as_object);
     for spec in declared {
         if let Some(v) = param_value(arguments, spec) {
             out.push((spec.header.clone(), v));
