@@ -311,8 +311,8 @@ async fn serve(config: Config, path: PathBuf) -> anyhow::Result<()> {
         admit: gateway.admission(),
     };
     let readiness = gateway.readiness();
-    let mut app = toolgate::server::http::app(engine.clone(), options)
-        .merge(toolgate::server::http::health::routes(readiness));
+    let mut app =
+        toolgate::server::http::app(engine.clone(), options).merge(toolgate::server::http::health::routes(readiness));
     if let Some(metadata) = gateway.metadata_routes() {
         app = app.merge(metadata);
     }

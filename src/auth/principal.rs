@@ -269,7 +269,10 @@ impl Principal {
     /// included) is this client.
     pub fn anonymous() -> Self {
         static ANONYMOUS_PRINCIPAL: std::sync::LazyLock<Principal> = std::sync::LazyLock::new(|| {
-            Principal::new(PrincipalId::new(PrincipalKind::Anonymous, ANONYMOUS), Arc::new(ClientPolicy::unrestricted()))
+            Principal::new(
+                PrincipalId::new(PrincipalKind::Anonymous, ANONYMOUS),
+                Arc::new(ClientPolicy::unrestricted()),
+            )
         });
         ANONYMOUS_PRINCIPAL.clone()
     }

@@ -107,7 +107,10 @@ impl Translator {
     /// signature verifies). Such a request is a retry of a call the gate and
     /// the rate limit already admitted, and only ever reaches its held call.
     pub fn is_own_state(&self, params: Option<&Value>) -> bool {
-        params.and_then(|p| member(p, result::REQUEST_STATE)).and_then(Value::as_str).is_some_and(|s| self.codec.is_own(s))
+        params
+            .and_then(|p| member(p, result::REQUEST_STATE))
+            .and_then(Value::as_str)
+            .is_some_and(|s| self.codec.is_own(s))
     }
 
     /// Whether the call `state` names is held on this replica now.

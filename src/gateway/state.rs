@@ -82,7 +82,13 @@ pub struct GatewaySession {
 impl GatewaySession {
     /// State for an anonymous session of a gateway with `upstreams` upstreams.
     pub fn new(upstreams: usize) -> Self {
-        Self::build(Principal::anonymous(), vec![true; upstreams].into_boxed_slice(), None, Grants::session(), upstreams)
+        Self::build(
+            Principal::anonymous(),
+            vec![true; upstreams].into_boxed_slice(),
+            None,
+            Grants::session(),
+            upstreams,
+        )
     }
 
     /// State for a session of `principal`, holding its `max_sessions` slot

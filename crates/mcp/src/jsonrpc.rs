@@ -566,11 +566,7 @@ pub fn progress_token(params: Option<&Value>) -> Option<&Value> {
 #[inline]
 pub fn member<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
     let map = value.as_object()?;
-    if map.len() <= SCANNED_MEMBERS {
-        map.iter().find_map(|(k, v)| (k == key).then_some(v))
-    } else {
-        map.get(key)
-    }
+    if map.len() <= SCANNED_MEMBERS { map.iter().find_map(|(k, v)| (k == key).then_some(v)) } else { map.get(key) }
 }
 
 /// Up to how many members [`member`] scans instead of hashing.

@@ -82,7 +82,8 @@ pub fn request_headers(
         out.push((HeaderName::from_static(header::NAME), encode_value(name)));
     }
     let declared = tool.unwrap_or_default();
-    let arguments = params.filter(|_| !declared.is_empty()).and_then(|p| member(p, "arguments")).and_then(Value::as_object);
+    let arguments =
+        params.filter(|_| !declared.is_empty()).and_then(|p| member(p, "arguments")).and_then(Value::as_object);
     for spec in declared {
         if let Some(v) = param_value(arguments, spec) {
             out.push((spec.header.clone(), v));

@@ -95,12 +95,11 @@ impl Stamp<'_> {
             if !meta.is_object() {
                 *meta = Value::Object(Map::new());
             }
-            if let Value::Object(meta) = meta {
-                if let Some(previous) = meta.insert(meta::SERVER_INFO.into(), info.value.clone())
-                    && previous != info.value
-                {
-                    meta.entry(meta::UPSTREAM_SERVER_INFO).or_insert(previous);
-                }
+            if let Value::Object(meta) = meta
+                && let Some(previous) = meta.insert(meta::SERVER_INFO.into(), info.value.clone())
+                && previous != info.value
+            {
+                meta.entry(meta::UPSTREAM_SERVER_INFO).or_insert(previous);
             }
         }
     }
