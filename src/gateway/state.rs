@@ -82,20 +82,14 @@ pub struct GatewaySession {
 impl GatewaySession {
     /// State for an anonymous session of a gateway with `upstreams` upstreams.
     pub fn new(upstreams: usize) -> Self {
-        Self::build(
-            Principal::anonymous(),
-            vec![true; upstreams].into_boxed_slice(),
-            None,
-            Grants::session(),
-            upstreams,
-        )
+        Self::build(Principal::anonymous(), vec![true; upstreams].into_boxed_slice(), None, Grants::session())
     }
 
     /// State for a session of `principal`, holding its `max_sessions` slot
     /// (if it has a limit).
     pub fn for_client(upstreams: &[Arc<UpstreamHandle>], principal: Principal, slot: Option<SessionGuard>) -> Self {
         let uses = uses_of(upstreams, &principal);
-        Self::build(principal, uses, slot, Grants::session(), upstreams.len())
+        Self::build(principal, uses, slot, Grants::session())
     }
 
     /// State for one sessionless request (MCP 2026-07-28) of `principal`,
@@ -105,27 +99,18 @@ impl GatewaySession {
     /// same grants. It holds no `max_sessions` slot.
     pub fn sessionless(upstreams: &[Arc<UpstreamHandle>], principal: Principal, grants: Grants) -> Self {
         let uses = uses_of(upstreams, &principal);
-        // Its calls use unowned connections (see `connections::unowned`):
-        // no place for a connection of its own.
-        Self::build(principal, uses, None, grants, 0)
+        Self::build(principal, uses, None, grants)
     }
 
-    /// A session's state, with a place for its own connection to each of
-    /// `connections` upstreams.
-    fn build(
-        principal: Principal,
-        uses: Box<[bool]>,
-        slot: Option<SessionGuard>,
-        grants: Grants,
-        connections: usize,
-    ) -> Self {
+    fn build(principal: Principal, uses: Box<[bool]>, slot: Option<SessionGuard>, grants: Grants) -> Self {
+        let upstreams = uses.len();
         Self {
             client_name: principal.id().name_arc(),
             principal: RwLock::new(principal),
             uses: RwLock::new(uses),
             slot: Mutex::new(slot),
             grants,
-            connections: RwLock::new((0..connections).map(|_| ConnectionSlot::default()).collect()),
+            connections: RwLock::new((0..upstreams).map(|_| ConnectionSlot::default()).collect()),
             subscriptions: Mutex::new(HashSet::new()),
             log_level: Mutex::new(None),
             tools: Mutex::new(SessionTools::default()),
