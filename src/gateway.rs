@@ -376,8 +376,7 @@ impl Gateway {
     /// it (the search index, the token counts) starts, and sessions hear
     /// `tools/list_changed` when the served list actually changed.
     pub(crate) fn rebuild_catalog(&self) {
-        let upstreams = self.upstreams();
-        let rebuilt = self.catalogs().rebuild(&upstreams, self.views.audit().map(|a| &**a));
+        let rebuilt = self.catalogs().rebuild(|| self.upstreams(), self.views.audit().map(|a| &**a));
         self.metrics.tool_drift(&rebuilt.drift);
         if let Some(search) = &self.search {
             search.catalog_changed(&rebuilt.view);
@@ -385,7 +384,7 @@ impl Gateway {
         gauges::count_catalog(&self.metrics, &rebuilt.view);
         if rebuilt.changed && !(self.sessions.is_empty() && self.listeners.is_empty()) {
             tracing::info!(tools = rebuilt.view.catalog.len(), "tool catalog changed; notifying sessions");
-            self.catalogs().notify_changed(&upstreams, self.audience(), &rebuilt.old);
+            self.catalogs().notify_changed(&rebuilt.upstreams, self.audience(), &rebuilt.old);
         }
     }
 

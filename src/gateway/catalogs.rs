@@ -40,6 +40,8 @@ pub struct CatalogView {
 /// while it is held.
 pub(crate) struct Rebuilt<'a> {
     _guard: MutexGuard<'a, ()>,
+    /// The upstream slots it was built from.
+    pub upstreams: Arc<Vec<Arc<UpstreamHandle>>>,
     /// The new catalog.
     pub view: Arc<CatalogView>,
     /// The catalog it replaced.
@@ -145,17 +147,21 @@ impl Catalogs {
         self.current.load_full()
     }
 
-    /// Merges the tools of `upstreams` into a new catalog, now current
+    /// Merges the tools of the upstream slots (`upstreams`, read once the
+    /// rebuild's turn comes) into a new catalog, now current
     /// (the lock's drift recorded in `audit`). What it returns holds off
     /// other rebuilds until dropped, so what the gateway does with the new
     /// catalog (indexing it, telling sessions) happens in rebuild order.
     pub(crate) fn rebuild(
         &self,
-        upstreams: &[Arc<UpstreamHandle>],
+        upstreams: impl FnOnce() -> Arc<Vec<Arc<UpstreamHandle>>>,
         audit: Option<&crate::audit::Audit>,
     ) -> Rebuilt<'_> {
         let guard = self.rebuilding.lock();
-        let (view, served) = self.build(upstreams, |_| None);
+        // Read under the lock: a rebuild that waited behind a reload's
+        // builds from the slots that reload put in place, not older ones.
+        let upstreams = upstreams();
+        let (view, served) = self.build(&upstreams, |_| None);
         let drift = self.approved.built(served, audit);
         let old = self.current.load_full();
         for p in view.catalog.problems() {
@@ -166,7 +172,7 @@ impl Catalogs {
         let changed = view.catalog.list_result_raw().get() != old.catalog.list_result_raw().get();
         let view = Arc::new(view);
         self.current.store(view.clone());
-        Rebuilt { _guard: guard, view, old, changed, drift }
+        Rebuilt { _guard: guard, upstreams, view, old, changed, drift }
     }
 
     /// Tells each session of `audience` whose list differs from what it saw
