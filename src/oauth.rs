@@ -409,10 +409,7 @@ impl OAuth {
     /// `jwt:<claim>`) to authorize toolgate for `up` ahead of any call
     /// (`toolgate oauth login`).
     pub async fn login(&self, up: &UpstreamConfig, principal: &str) -> Result<Consent, OAuthError> {
-        let id = match principal.strip_prefix("jwt:") {
-            Some(name) => crate::auth::PrincipalId::new(PrincipalKind::Jwt, name),
-            None => crate::auth::PrincipalId::new(PrincipalKind::ApiKey, principal),
-        };
+        let id = crate::auth::PrincipalId::from_logged(principal);
         let who = Principal::new(id, Arc::new(crate::auth::ClientPolicy::unrestricted()));
         match self.access(up, &who, None).await? {
             Access::Consent(consent) => Ok(consent),

@@ -53,6 +53,18 @@ impl PrincipalId {
     }
 }
 
+impl PrincipalId {
+    /// The authenticated client a log names (what `Display` writes):
+    /// `jwt:<claim value>` for a JWT client, else an API-key client's name.
+    /// What an operator types to name a client (`toolgate oauth login`).
+    pub fn from_logged(name: &str) -> Self {
+        match name.strip_prefix("jwt:") {
+            Some(claim) => Self::new(PrincipalKind::Jwt, claim),
+            None => Self::new(PrincipalKind::ApiKey, name),
+        }
+    }
+}
+
 /// For logs: `alice`, `jwt:user-123`, `anonymous`.
 impl fmt::Display for PrincipalId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -447,3 +447,10 @@ async fn a_client_entry_with_a_bad_pattern_does_not_build() {
     let error = Authenticator::new(&AuthConfig { clients: vec![bad], ..AuthConfig::default() }).unwrap_err();
     assert!(error.to_string().starts_with("auth.clients `x`: `[` is not a valid glob pattern"), "{error}");
 }
+
+#[test]
+fn a_logged_client_name_reads_back_as_that_client() {
+    for id in [PrincipalId::new(PrincipalKind::ApiKey, "alice"), PrincipalId::new(PrincipalKind::Jwt, "user-123")] {
+        assert_eq!(PrincipalId::from_logged(&id.to_string()), id);
+    }
+}
