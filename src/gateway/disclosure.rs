@@ -205,7 +205,7 @@ impl Disclosure {
         let upstreams = rendered.authorized.iter().filter_map(|(n, _)| view.catalog.get(n)).map(|e| e.upstream);
         self.metrics.descriptions_fetched(Via::Resource, upstreams);
         self.audit_described(session, &view, rendered.authorized.iter().map(|(n, _)| n.as_str()));
-        Outcome::Prepared(rendered.result.clone())
+        Outcome::Prepared(rendered.result.clone().into())
     }
 
     /// Tells the audit trail which definitions (by digest) `session` was served.

@@ -87,7 +87,7 @@ impl Pager {
     pub fn tools_page(&self, list: &Arc<RawValue>, params: Option<&Value>) -> Outcome {
         if self.is_off() {
             return match self.offset("tools", params) {
-                Ok(_) => Outcome::Prepared(list.clone()),
+                Ok(_) => Outcome::Prepared(list.clone().into()),
                 Err(e) => Outcome::error(e),
             };
         }

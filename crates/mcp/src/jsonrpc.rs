@@ -19,8 +19,10 @@ use serde_json::{Map, Value};
 
 mod error;
 pub(crate) mod members;
+mod raw;
 
 pub use error::{ErrorObject, codes};
+pub use raw::Raw;
 
 /// A JSON-RPC request id exactly as the peer wrote it (a string or an integer).
 ///
@@ -246,7 +248,7 @@ pub enum Outcome {
     Result(Value),
     /// A result as JSON text: serialized ahead of time (e.g. the cached
     /// `tools/list`), or as decoded from a peer. Sent without re-encoding.
-    Prepared(Arc<RawValue>),
+    Prepared(Raw),
     /// The `error` member, kept whole so `data` and unknown fields survive.
     Error(Value),
 }
@@ -392,9 +394,7 @@ impl Message {
                 None => Message::Notification(Notification { method, params: env.params }),
             }),
             (None, Some(result), None) => match id {
-                Some(id) => {
-                    Ok(Message::Response(Response { id: Some(id), outcome: Outcome::Prepared(Arc::from(result)) }))
-                }
+                Some(id) => Ok(Message::Response(Response { id: Some(id), outcome: Outcome::Prepared(result.into()) })),
                 None => Err(invalid("a result needs an id")),
             },
             (None, None, Some(error)) => {
@@ -535,11 +535,37 @@ impl Body {
     }
 
     /// The messages of the body; elements that did not decode go to `bad`.
-    pub fn into_messages(self, mut bad: impl FnMut(DecodeError)) -> Vec<Message> {
+    /// An iterator, not a list: the usual body is one message, and a list
+    /// of it would cost an allocation per message read.
+    pub fn into_messages<F: FnMut(DecodeError)>(self, bad: F) -> Messages<F> {
         match self {
-            Body::Single(m) => vec![m],
-            Body::Batch(items) => items.into_iter().filter_map(|m| m.map_err(&mut bad).ok()).collect(),
+            Body::Single(m) => Messages { single: Some(m), batch: Vec::new().into_iter(), bad },
+            Body::Batch(items) => Messages { single: None, batch: items.into_iter(), bad },
         }
+    }
+}
+
+/// The messages of a [`Body`] ([`Body::into_messages`]).
+pub struct Messages<F> {
+    single: Option<Message>,
+    batch: std::vec::IntoIter<Result<Message, DecodeError>>,
+    bad: F,
+}
+
+impl<F: FnMut(DecodeError)> Iterator for Messages<F> {
+    type Item = Message;
+
+    fn next(&mut self) -> Option<Message> {
+        if let Some(m) = self.single.take() {
+            return Some(m);
+        }
+        for item in self.batch.by_ref() {
+            match item {
+                Ok(m) => return Some(m),
+                Err(e) => (self.bad)(e),
+            }
+        }
+        None
     }
 }
 

@@ -34,9 +34,9 @@ fn raw_results_are_parsed_only_for_older_clients() {
         serde_json::value::to_raw_value(&json!({"content": [{"type": "resource_link", "uri": "x://y", "name": "y"}]}))
             .unwrap()
             .into();
-    let kept = outcome("tools/call", Outcome::Prepared(raw.clone()), Version::V2025_06_18);
+    let kept = outcome("tools/call", Outcome::Prepared(raw.clone().into()), Version::V2025_06_18);
     assert!(matches!(kept, Outcome::Prepared(r) if r.get() == raw.get()), "passed through as text");
-    let Outcome::Result(v) = outcome("tools/call", Outcome::Prepared(raw), Version::V2025_03_26) else {
+    let Outcome::Result(v) = outcome("tools/call", Outcome::Prepared(raw.into()), Version::V2025_03_26) else {
         panic!("a translated result");
     };
     assert_eq!(v["content"][0]["type"], "text");

@@ -36,8 +36,7 @@ fn methods_round_trip_and_unknown_ones_collapse() {
 fn outcomes_of_results() {
     let ok = jsonrpc::Outcome::Result(json!({"content": []}));
     let failed = jsonrpc::Outcome::Result(json!({"content": [], "isError": true}));
-    let raw =
-        |s: &str| jsonrpc::Outcome::Prepared(Arc::from(serde_json::value::RawValue::from_string(s.into()).unwrap()));
+    let raw = |s: &str| jsonrpc::Outcome::Prepared(serde_json::value::RawValue::from_string(s.into()).unwrap().into());
     let error = jsonrpc::Outcome::Error(json!({"code": -32602, "message": "bad"}));
     let call = Method::ToolsCall;
     assert_eq!(Outcome::of(call, &ok, false, false), Outcome::Ok);

@@ -88,7 +88,7 @@ struct Inner {
 }
 
 /// The extra headers of a modern request (`None`: a handshake-era one).
-type Modern<'a> = Option<&'a [(HeaderName, HeaderValue)]>;
+type Modern = Option<Vec<(HeaderName, HeaderValue)>>;
 
 impl HttpTransport {
     /// A session with `target` whose messages go to `inbox`.
@@ -170,14 +170,15 @@ impl HttpTransport {
         call: u64,
         body: Bytes,
         trace: Option<TraceValues>,
-        modern: Modern<'_>,
+        modern: Modern,
     ) -> Result<Option<Response>, UpstreamError> {
+        let is_modern = modern.is_some();
         let response = match &self.0.plain {
             Some(plain) => {
                 let mut headers = match modern {
                     Some(extra) => {
                         let mut h = self.post_headers(extra.len());
-                        h.extend(extra.iter().map(|(n, v)| (n.clone(), v.clone())));
+                        h.extend(extra);
                         h
                     }
                     None => self.plain_headers(),
@@ -194,7 +195,7 @@ impl HttpTransport {
             }
             None => {
                 let mut post = match modern {
-                    Some(extra) => extra.iter().fold(self.post_modern(body).await?, |p, (n, v)| p.header(n, v)),
+                    Some(extra) => extra.into_iter().fold(self.post_modern(body).await?, |p, (n, v)| p.header(n, v)),
                     None => self.post(body).await?,
                 };
                 if let Some((parent, state)) = trace {
@@ -208,14 +209,14 @@ impl HttpTransport {
         };
         // A modern server mints no sessions; one that sends an id anyway
         // (the conformance mocks do) is not answered with it.
-        if modern.is_none()
+        if !is_modern
             && self.0.session_id.lock().is_none()
             && let Some(sid) = response.headers().get(protocol::header::SESSION_ID)
         {
             *self.0.session_id.lock() = Some(sid.clone());
         }
         let status = response.status();
-        if status == StatusCode::NOT_FOUND && modern.is_none() && self.0.session_id.lock().is_some() {
+        if status == StatusCode::NOT_FOUND && !is_modern && self.0.session_id.lock().is_some() {
             if let Some(inbox) = self.0.inbox.upgrade() {
                 inbox.close("the upstream ended the session (HTTP 404)");
             }
@@ -229,7 +230,7 @@ impl HttpTransport {
         let is_stream = content_type.get(..event_stream.len()).is_some_and(|t| t.eq_ignore_ascii_case(event_stream));
         if status.is_success() && is_stream {
             let transport = self.clone();
-            let stop = modern.map(|_| {
+            let stop = is_modern.then(|| {
                 let token = CancellationToken::new();
                 self.0.modern_streams.lock().insert(call, token.clone());
                 token
@@ -508,7 +509,7 @@ impl Transport for HttpTransport {
         call: u64,
         message: &'a Message,
         text: String,
-        headers: &'a [(HeaderName, HeaderValue)],
+        headers: Vec<(HeaderName, HeaderValue)>,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         let trace = trace_headers(message);
         Box::pin(self.exchange(call, Bytes::from(text), trace, Some(headers)))
@@ -679,6 +680,6 @@ impl StreamCursor {
 
 /// Decodes a JSON body or SSE data: one message or a batch (elements that
 /// are not messages are dropped).
-pub(super) fn decode_body(bytes: &[u8]) -> Vec<Message> {
-    Body::decode(bytes).map(|body| body.into_messages(|_| {})).unwrap_or_default()
+pub(super) fn decode_body(bytes: &[u8]) -> impl Iterator<Item = Message> {
+    Body::decode(bytes).ok().into_iter().flat_map(|body| body.into_messages(|_| {}))
 }

@@ -68,7 +68,7 @@ pub(crate) fn open(target: &MemoryTarget, label: &Arc<str>, inbox: Weak<dyn Inbo
         while let Some(text) = from_server.recv().await {
             let Some(inbox) = inbox.upgrade() else { return };
             match Body::decode(text.as_bytes()) {
-                Ok(body) => body.into_messages(|_| {}).into_iter().for_each(|m| inbox.deliver(m, None)),
+                Ok(body) => body.into_messages(|_| {}).for_each(|m| inbox.deliver(m, None)),
                 Err(e) => tracing::warn!(error = %e, "the in-process server sent something that is not JSON-RPC"),
             }
         }

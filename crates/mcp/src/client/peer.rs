@@ -520,7 +520,7 @@ impl Peer {
         let sent = async {
             if modern.is_some() {
                 let text = stamped.unwrap_or_else(|| request.encode());
-                self.transport.request_modern(id, &request, text, &extra).await
+                self.transport.request_modern(id, &request, text, extra).await
             } else {
                 self.transport.request(id, &request).await
             }

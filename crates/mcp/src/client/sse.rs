@@ -270,12 +270,13 @@ async fn read_events(mut events: Events, inbox: Weak<dyn Inbox>, label: Arc<str>
             }
         }
         let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else { continue };
-        let messages = decode_body(data.as_bytes());
-        if messages.is_empty() {
-            tracing::warn!(upstream = %label, data = %shown(&data), "ignoring an event that is not JSON-RPC");
-        }
-        for message in messages {
+        let mut none = true;
+        for message in decode_body(data.as_bytes()) {
+            none = false;
             inbox.deliver(message, None);
+        }
+        if none {
+            tracing::warn!(upstream = %label, data = %shown(&data), "ignoring an event that is not JSON-RPC");
         }
     };
     tracing::debug!(upstream = %label, %reason, "legacy SSE stream ended");

@@ -285,18 +285,13 @@ async fn read_stdout(
 /// Decodes one stdout line: a message, or a 2025-03-26 batch. Lines (and
 /// batch elements) that are not JSON-RPC, such as hot-reload banners, are
 /// logged and skipped, as the official SDKs do.
-fn decode_line(line: &str, label: &str) -> Vec<Message> {
+fn decode_line<'a>(line: &'a str, label: &'a str) -> impl Iterator<Item = Message> + 'a {
     let line = line.trim();
-    if line.is_empty() {
-        return Vec::new();
-    }
-    match Body::decode(line.as_bytes()) {
-        Ok(body) => body.into_messages(|e| skipped(label, line, &e)),
-        Err(e) => {
-            skipped(label, line, &e);
-            Vec::new()
-        }
-    }
+    let body = match line.is_empty() {
+        true => None,
+        false => Body::decode(line.as_bytes()).map_err(|e| skipped(label, line, &e)).ok(),
+    };
+    body.into_iter().flat_map(move |body| body.into_messages(move |e| skipped(label, line, &e)))
 }
 
 fn skipped(label: &str, line: &str, error: &dyn std::fmt::Display) {

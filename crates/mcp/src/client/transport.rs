@@ -44,13 +44,15 @@ pub trait Transport: Send + Sync {
     /// what goes on the wire, `message` with its envelope (see
     /// `modern::envelope::encode`), which `message` itself lacks. Over HTTP
     /// with the routing `headers`, no session id, no resumption; the others
-    /// send the text as any message (the default).
+    /// send the text as any message (the default). The headers are moved,
+    /// not borrowed: a value made for this request (`Mcp-Name`) would be
+    /// copied again by a clone.
     fn request_modern<'a>(
         &'a self,
         call: u64,
         message: &'a Message,
         text: String,
-        headers: &'a [(HeaderName, HeaderValue)],
+        headers: Vec<(HeaderName, HeaderValue)>,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         let _ = (call, headers);
         Box::pin(async move { self.send_text(message, text).await.map(|()| None) })

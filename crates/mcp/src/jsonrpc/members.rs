@@ -67,18 +67,24 @@ impl<'de> Deserialize<'de> for Members<'de> {
 /// so the text is not parsed again to check it, as
 /// [`RawValue::from_string`] would.
 pub(crate) fn object(members: &[(&str, &RawValue)]) -> Box<RawValue> {
-    struct Object<'a>(&'a [(&'a str, &'a RawValue)]);
-    impl Serialize for Object<'_> {
+    object_of(members.iter().copied())
+}
+
+/// [`object`] of members as they come (no list of them is made first).
+pub(crate) fn object_of<'a>(members: impl Iterator<Item = (&'a str, &'a RawValue)>) -> Box<RawValue> {
+    /// Written once: the members are taken as they are written.
+    struct Object<I>(std::cell::Cell<Option<I>>);
+    impl<'a, I: Iterator<Item = (&'a str, &'a RawValue)>> Serialize for Object<I> {
         fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            let mut map = s.serialize_map(Some(self.0.len()))?;
-            for (key, value) in self.0 {
+            let mut map = s.serialize_map(None)?;
+            for (key, value) in self.0.take().into_iter().flatten() {
                 map.serialize_entry(key, value)?;
             }
             map.end()
         }
     }
     // Writing strings and raw values into a string cannot fail.
-    serde_json::value::to_raw_value(&Object(members)).unwrap_or_else(|_| empty())
+    serde_json::value::to_raw_value(&Object(std::cell::Cell::new(Some(members)))).unwrap_or_else(|_| empty())
 }
 
 /// `{}`.

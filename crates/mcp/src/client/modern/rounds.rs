@@ -29,22 +29,55 @@ pub const ROUND_TIMEOUT: Duration = Duration::from_secs(600);
 /// upstream, not the server the client talks to), for a client of an older
 /// revision.
 pub fn strip_modern_fields(outcome: &mut Outcome) {
-    // A result decoded from a peer stays raw: look before parsing.
-    if let Outcome::Prepared(raw) = outcome {
-        if !raw.get().contains(result::RESULT_TYPE) {
-            return;
-        }
-        // The usual case: the fields are dropped from the text, and the
-        // rest (the content) is never parsed into a tree.
-        if let Some(stripped) = strip_raw(raw.get()) {
-            *outcome = Outcome::Prepared(stripped.into());
-            return;
-        }
-        match serde_json::from_str(raw.get()) {
-            Ok(v) => *outcome = Outcome::Result(v),
-            Err(_) => return,
-        }
+    if read_raw(outcome, false) {
+        strip_tree(outcome);
     }
+}
+
+/// A modern upstream's answer, for a client of an older revision: the
+/// `InputRequiredResult` it is, or `None` once `outcome` is the final
+/// result, its modern-only fields stripped ([`strip_modern_fields`]).
+pub fn settle_answer(outcome: &mut Outcome) -> Option<InputRequired> {
+    if !read_raw(outcome, true) {
+        return None;
+    }
+    let asked = input_required(outcome);
+    if asked.is_none() {
+        strip_tree(outcome);
+    }
+    asked
+}
+
+/// The raw-text part of [`strip_modern_fields`] and [`settle_answer`]:
+/// whether `outcome` is (now) a tree still to be read. A result decoded
+/// from a peer stays raw, and the usual one is read member by member once:
+/// an input request (when the caller `asks`) is told from a final result
+/// by its `resultType`, and a final one's fields are dropped from the text,
+/// the rest (the content) never parsed into a tree.
+fn read_raw(outcome: &mut Outcome, asks: bool) -> bool {
+    let Outcome::Prepared(raw) = outcome else { return true };
+    // Without a `resultType`, neither an input request nor anything to strip.
+    if !raw.get().contains(result::RESULT_TYPE) {
+        return false;
+    }
+    match strip_raw(raw.get(), asks) {
+        Some(Some(stripped)) => {
+            *outcome = Outcome::Prepared(stripped.into());
+            false
+        }
+        // An input request, or text this does not read: as a tree.
+        Some(None) | None => match serde_json::from_str::<Value>(raw.get()) {
+            Ok(v) => {
+                *outcome = Outcome::Result(v);
+                true
+            }
+            Err(_) => false,
+        },
+    }
+}
+
+/// [`strip_modern_fields`] on a result that is a tree.
+fn strip_tree(outcome: &mut Outcome) {
     if let Outcome::Result(Value::Object(r)) = outcome {
         for key in result::MODERN_ONLY {
             r.remove(key);
@@ -62,25 +95,31 @@ pub fn strip_modern_fields(outcome: &mut Outcome) {
 /// are read as text, and written again without the modern-only ones and
 /// with `_meta` cleaned; nothing is parsed into a tree unless `_meta` keeps
 /// members besides the upstream's identity (then it is, as it is small).
-/// `None` for text this does not handle (not an object, an escaped key):
-/// the caller parses it instead.
-fn strip_raw(text: &str) -> Option<Box<RawValue>> {
+/// `None` for text this does not handle (not an object, an escaped key, a
+/// repeated `_meta` or `resultType`): the caller parses it instead; and
+/// `Some(None)` for an input request when `asks` (the caller reads it).
+fn strip_raw(text: &str, asks: bool) -> Option<Option<Box<RawValue>>> {
     let members: Members<'_> = serde_json::from_str(text).ok()?;
-    // Two `_meta`s: the caller's tree keeps the last, as a parser would.
-    if members.count("_meta") > 1 {
+    // Repeated: the caller's tree keeps the last, as a parser would.
+    if members.count("_meta") > 1 || members.count(result::RESULT_TYPE) > 1 {
         return None;
     }
-    let meta = members.get("_meta").map(clean_meta);
-    let mut kept: Vec<(&str, &RawValue)> = Vec::with_capacity(8);
-    for &(key, value) in members.iter() {
-        match (key, &meta) {
-            _ if result::MODERN_ONLY.contains(&key) => {}
-            ("_meta", Some(Meta::Dropped)) => {}
-            ("_meta", Some(Meta::Rewritten(m))) => kept.push((key, m)),
-            _ => kept.push((key, value)),
+    if asks && let Some(kind) = members.get(result::RESULT_TYPE).map(RawValue::get) {
+        // `"input_required"` as written, or written with escapes (rare:
+        // the tree tells).
+        let plain = kind.strip_prefix('"').and_then(|k| k.strip_suffix('"'));
+        if plain == Some(result::INPUT_REQUIRED) || kind.contains('\\') {
+            return Some(None);
         }
     }
-    Some(members::object(&kept))
+    let meta = members.get("_meta").map(clean_meta);
+    let kept = members.iter().filter_map(|&(key, value)| match (key, &meta) {
+        _ if result::MODERN_ONLY.contains(&key) => None,
+        ("_meta", Some(Meta::Dropped)) => None,
+        ("_meta", Some(Meta::Rewritten(m))) => Some((key, &**m)),
+        _ => Some((key, value)),
+    });
+    Some(Some(members::object_of(kept)))
 }
 
 /// What becomes of a result's `_meta`.
@@ -192,8 +231,7 @@ pub(crate) async fn drive<S: Step<Call>>(stack: &S, mut call: Call) -> Result<Ou
     for round in 0..=MAX_ROUNDS {
         let answered = stack.call(current).await.map_err(|f| f.error)?;
         let mut outcome = answered.outcome;
-        let Some(asked) = input_required(&outcome) else {
-            strip_modern_fields(&mut outcome);
+        let Some(asked) = settle_answer(&mut outcome) else {
             return Ok(outcome);
         };
         // The request as sent (its envelope is stamped again, the same).

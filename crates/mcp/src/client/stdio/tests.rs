@@ -4,11 +4,11 @@ use super::*;
 
 #[test]
 fn lines_that_are_not_json_rpc_are_skipped() {
-    assert!(decode_line("", "t").is_empty());
-    assert!(decode_line("Server started on stdio", "t").is_empty());
-    assert_eq!(decode_line(r#"{"jsonrpc":"2.0","method":"x"}"#, "t").len(), 1);
+    assert_eq!(decode_line("", "t").count(), 0);
+    assert_eq!(decode_line("Server started on stdio", "t").count(), 0);
+    assert_eq!(decode_line(r#"{"jsonrpc":"2.0","method":"x"}"#, "t").count(), 1);
     let batch = r#"[{"jsonrpc":"2.0","method":"a"},{"bad":1},{"jsonrpc":"2.0","id":1,"result":{}}]"#;
-    assert_eq!(decode_line(batch, "t").len(), 2);
+    assert_eq!(decode_line(batch, "t").count(), 2);
 }
 
 /// Records each write it is given, whole.

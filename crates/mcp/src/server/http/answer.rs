@@ -264,8 +264,10 @@ impl Drop for Work {
 }
 
 fn json_answer(mut finals: Vec<RpcResponse>, batch: bool, status: StatusCode) -> Response {
-    if let ([RpcResponse { id: Some(id), outcome: Outcome::Prepared(raw) }], false) = (finals.as_slice(), batch) {
-        return reply::prepared(id, raw.clone());
+    if let ([RpcResponse { id: Some(_), outcome: Outcome::Prepared(_) }], false) = (finals.as_slice(), batch)
+        && let Some(RpcResponse { id: Some(id), outcome: Outcome::Prepared(raw) }) = finals.pop()
+    {
+        return reply::prepared(&id, raw);
     }
     // Room for the prepared results plus their envelopes.
     let capacity = finals

@@ -3,7 +3,6 @@
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Body;
@@ -12,9 +11,8 @@ use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
 use http_body::{Frame, SizeHint};
 use serde::Serialize;
-use serde_json::value::RawValue;
 
-use crate::jsonrpc::{ErrorObject, Id, Message, Response as RpcResponse};
+use crate::jsonrpc::{ErrorObject, Id, Message, Raw, Response as RpcResponse};
 
 /// A JSON body with `status`.
 pub fn json<T: Serialize + ?Sized>(status: StatusCode, body: &T) -> Response {
@@ -52,7 +50,7 @@ const COPIED_RESULT: usize = 4096;
 /// prepared `tools/list`, a cached description, a proxied result): the
 /// envelope around it is written, and a large result is sent from where it
 /// is held, without being copied into a new buffer.
-pub fn prepared(id: &Id, result: Arc<RawValue>) -> Response {
+pub fn prepared(id: &Id, result: Raw) -> Response {
     const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
     const RESULT: &str = r#","result":"#;
     let (id, text) = (id.as_json(), result.get());
@@ -64,20 +62,11 @@ pub fn prepared(id: &Id, result: Arc<RawValue>) -> Response {
         Body::from(bytes)
     } else {
         let head = Bytes::from([HEAD, id, RESULT].concat());
-        Body::new(Chunks(VecDeque::from([head, Bytes::from_owner(Held(result)), Bytes::from_static(b"}")])))
+        Body::new(Chunks(VecDeque::from([head, Bytes::from_owner(result), Bytes::from_static(b"}")])))
     };
     let mut r = Response::new(body);
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
-}
-
-/// A prepared result as the bytes of a body.
-struct Held(Arc<RawValue>);
-
-impl AsRef<[u8]> for Held {
-    fn as_ref(&self) -> &[u8] {
-        self.0.get().as_bytes()
-    }
 }
 
 /// A body of a few chunks of known size (sent with a `Content-Length`).

@@ -62,7 +62,7 @@ impl Stamp<'_> {
                 Outcome::Result(Value::Object(fields))
             }
             Outcome::Prepared(raw) => match self.splice(raw.get()) {
-                Some(Some(spliced)) => Outcome::Prepared(Arc::from(spliced)),
+                Some(Some(spliced)) => Outcome::Prepared(spliced.into()),
                 Some(None) => self.reparsed(&raw),
                 // Not an object: nothing to stamp.
                 None => Outcome::Prepared(raw),
@@ -76,7 +76,7 @@ impl Stamp<'_> {
     fn reparsed(&self, raw: &RawValue) -> Outcome {
         match serde_json::from_str::<Value>(raw.get()) {
             Ok(value) => self.apply(Outcome::Result(value)),
-            Err(_) => Outcome::Prepared(Arc::from(raw.to_owned())),
+            Err(_) => Outcome::Prepared(raw.to_owned().into()),
         }
     }
 
