@@ -22,6 +22,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use futures::future::Either;
+
 use super::note::RequestNote;
 use super::resolve::Resolved;
 use super::state::GwSession;
@@ -76,10 +78,19 @@ impl<'a, L: Layer, N: Next<'a>> Next<'a> for Then<'a, L, N> {
 
 /// A layer the configuration may leave out: absent, it passes everything on.
 impl<L: Layer> Layer for Option<L> {
-    async fn serve<'a, N: Next<'a>>(&'a self, cx: Exchange<'a>, request: Request, next: N) -> Outcome {
+    /// Not an `async fn`: the layer's (or the next one's) future is returned
+    /// as it is, not wrapped in one more that would be moved into its
+    /// parent and then move it again on its first poll (the chain's futures
+    /// are kilobytes each; see benches/README.md).
+    fn serve<'a, N: Next<'a>>(
+        &'a self,
+        cx: Exchange<'a>,
+        request: Request,
+        next: N,
+    ) -> impl Future<Output = Outcome> + Send + 'a {
         match self {
-            Some(layer) => layer.serve(cx, request, next).await,
-            None => next.run(cx, request).await,
+            Some(layer) => Either::Left(layer.serve(cx, request, next)),
+            None => Either::Right(next.run(cx, request)),
         }
     }
 
