@@ -120,6 +120,7 @@ impl Server {
     /// requests in progress are answered.
     pub fn shutdown(&self) {
         self.stop.cancel();
+        self.places.close_all();
         self.connections.close();
     }
 
@@ -183,12 +184,12 @@ async fn accept(
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
         }
-        let (app, options, stop) = (app.clone(), options.clone(), stop.clone());
+        let (app, options) = (app.clone(), options.clone());
         // A connection's task, outside any request; tracked so that
         // shutdown can close and wait for every connection.
         #[allow(clippy::disallowed_methods)]
         connections.spawn(async move {
-            serve_connection(tcp, app, &options, stop, activity, place).await;
+            serve_connection(tcp, app, &options, activity, place).await;
         });
     }
 }
@@ -210,13 +211,12 @@ impl Drop for Place {
 }
 
 /// Serves one connection until it ends, is found idle or stuck, gives its
-/// place to another, or finishes gracefully after `stop` (or after
-/// refusals, see `places.rs`).
+/// place to another, or finishes gracefully once asked (the server's
+/// shutdown, or refusals, see `places.rs`).
 async fn serve_connection(
     tcp: TcpStream,
     app: App,
     options: &Arc<ListenOptions>,
-    stop: CancellationToken,
     activity: Arc<Activity>,
     place: Place,
 ) {
@@ -271,10 +271,6 @@ async fn serve_connection(
                     tracing::debug!(error = %e, "connection ended with an error");
                 }
                 return;
-            }
-            () = stop.cancelled(), if !graceful => {
-                graceful = true;
-                connection.as_mut().graceful_shutdown();
             }
             () = activity.wake.notified() => match activity.wanted.swap(WANT_NOTHING, Ordering::AcqRel) {
                 // Asked while idle; a request may have begun since.

@@ -43,6 +43,9 @@ pub(super) struct Places {
 
 #[derive(Default)]
 struct State {
+    /// The server is shutting down: every connection is asked to close,
+    /// one given a place from now on too.
+    closing: bool,
     next: u64,
     open: HashMap<u64, Open, foldhash::fast::RandomState>,
     peers: HashMap<IpAddr, Peer, foldhash::fast::RandomState>,
@@ -97,6 +100,9 @@ impl Places {
     /// false): it carries other clients, and moves to each in turn.
     pub(super) fn admit(&self, peer: IpAddr, capped: bool, activity: &Arc<Activity>) -> Result<u64, Full> {
         let mut state = self.state.lock();
+        if state.closing {
+            activity.close();
+        }
         let at_peer = capped && self.at_cap(&state, peer);
         // Connections already asked to close still count until they have:
         // each over the cap needs a victim of its own.
@@ -136,6 +142,19 @@ impl Places {
 
     fn at_cap(&self, state: &State, peer: IpAddr) -> bool {
         self.per_peer > 0 && state.peers.get(&peer).is_some_and(|p| p.connections >= self.per_peer)
+    }
+
+    /// Asks every connection, open now or given a place later, to close once
+    /// what it has in progress is answered (the server's shutdown). Through
+    /// each one's [`Activity`], which its task watches anyway: a shutdown
+    /// signal of its own would be one more future that task polls on every
+    /// wake-up, several times per request.
+    pub(super) fn close_all(&self) {
+        let mut state = self.state.lock();
+        state.closing = true;
+        for open in state.open.values() {
+            open.activity.close();
+        }
     }
 
     /// Frees place `id`: its connection has closed.

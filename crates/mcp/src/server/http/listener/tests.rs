@@ -219,8 +219,16 @@ async fn shutdown_lets_requests_in_progress_finish_and_refuses_new_connections()
     let (server, addr) = start(options()).await;
     let mut tcp = TcpStream::connect(addr).await.unwrap();
     tcp.write_all(b"GET /slow HTTP/1.1\r\nHost: localhost\r\n\r\n").await.unwrap();
+    // Another one, answered and kept alive (its keep-alive is 700 ms).
+    let mut kept = TcpStream::connect(addr).await.unwrap();
+    kept.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n").await.unwrap();
+    let mut buf = [0u8; 1024];
+    let n = kept.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).ends_with("ok"));
     tokio::time::sleep(Duration::from_millis(100)).await;
     server.shutdown();
+    let (rest, closed) = read_to_close(&mut kept, Duration::from_millis(250)).await;
+    assert!(closed && rest.is_empty(), "an idle connection closes at once: {rest:?}");
     let (answer, closed) = read_to_close(&mut tcp, Duration::from_secs(3)).await;
     assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("slow done"), "{answer}");
     assert!(closed, "closed after its answer");
