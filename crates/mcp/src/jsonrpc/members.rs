@@ -19,6 +19,13 @@ pub(crate) struct Members<'a> {
     more: Vec<(&'a str, &'a RawValue)>,
 }
 
+impl Default for Members<'_> {
+    /// No members (the object `{}`).
+    fn default() -> Self {
+        Members { first: [None; INLINE_MEMBERS], more: Vec::new() }
+    }
+}
+
 impl<'a> Members<'a> {
     /// The members, in order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &(&'a str, &'a RawValue)> {
@@ -45,7 +52,7 @@ impl<'de> Deserialize<'de> for Members<'de> {
                 f.write_str("an object")
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
-                let mut members = Members { first: [None; INLINE_MEMBERS], more: Vec::new() };
+                let mut members = Members::default();
                 let mut n = 0;
                 while let Some(key) = map.next_key::<&'de str>()? {
                     let member = (key, map.next_value::<&'de RawValue>()?);
@@ -62,16 +69,12 @@ impl<'de> Deserialize<'de> for Members<'de> {
     }
 }
 
-/// The object of `members`, in order, as JSON text: keys escaped, values
-/// written as they are. Every value is valid JSON already (a [`RawValue`]),
-/// so the text is not parsed again to check it, as
-/// [`RawValue::from_string`] would.
-pub(crate) fn object(members: &[(&str, &RawValue)]) -> Box<RawValue> {
-    object_of(members.iter().copied())
-}
-
-/// [`object`] of members as they come (no list of them is made first).
-pub(crate) fn object_of<'a>(members: impl Iterator<Item = (&'a str, &'a RawValue)>) -> Box<RawValue> {
+/// The object of `members`, in the order they come, as JSON text: keys
+/// escaped, values written as they are. Every value is valid JSON already
+/// (a [`RawValue`]), so the text is not parsed again to check it, as
+/// [`RawValue::from_string`] would. The members are written as they come:
+/// no list of them is made first.
+pub(crate) fn object<'a>(members: impl Iterator<Item = (&'a str, &'a RawValue)>) -> Box<RawValue> {
     /// Written once: the members are taken as they are written.
     struct Object<I>(std::cell::Cell<Option<I>>);
     impl<'a, I: Iterator<Item = (&'a str, &'a RawValue)>> Serialize for Object<I> {
@@ -108,9 +111,10 @@ mod tests {
         assert_eq!(members.get("a").map(RawValue::get), Some("[1, 2]"), "the first one, as it was written");
         assert_eq!(members.count("a"), 2);
         let all: Vec<_> = members.iter().copied().collect();
-        assert_eq!(object(&all).get(), r#"{"a":[1, 2],"b":{"c":"d"},"a":null}"#);
+        assert_eq!(object(all.iter().copied()).get(), r#"{"a":[1, 2],"b":{"c":"d"},"a":null}"#);
         let added = raw("x\"y");
-        assert_eq!(object(&[("k\n", &added)]).get(), r#"{"k\n":"x\"y"}"#, "keys and strings escaped");
+        assert_eq!(object([("k\n", &*added)].into_iter()).get(), r#"{"k\n":"x\"y"}"#, "keys and strings escaped");
+        assert_eq!(object(Members::default().iter().copied()).get(), "{}");
         assert!(serde_json::from_str::<Members<'_>>(r#"{"\u0061":1}"#).is_err(), "an escaped key is not borrowed");
         assert!(serde_json::from_str::<Members<'_>>("[1]").is_err());
     }

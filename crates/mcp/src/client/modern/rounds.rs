@@ -119,7 +119,7 @@ fn strip_raw(text: &str, asks: bool) -> Option<Option<Box<RawValue>>> {
         ("_meta", Some(Meta::Rewritten(m))) => Some((key, &**m)),
         _ => Some((key, value)),
     });
-    Some(Some(members::object_of(kept)))
+    Some(Some(members::object(kept)))
 }
 
 /// What becomes of a result's `_meta`.

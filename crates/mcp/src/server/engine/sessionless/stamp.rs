@@ -143,12 +143,11 @@ impl Stamp<'_> {
                 None => added.push(("_meta", stamped)),
             }
         }
-        let mut out: Vec<(&str, &RawValue)> = added.iter().map(|(k, v)| (*k, &**v)).collect();
-        for &(key, value) in top.iter() {
-            let value = replaced.iter().find(|(k, _)| *k == key).map_or(value, |(_, v)| &**v);
-            out.push((key, value));
-        }
-        Some(Some(members::object(&out)))
+        let added = added.iter().map(|(k, v)| (*k, &**v));
+        let kept = top
+            .iter()
+            .map(|&(key, value)| (key, replaced.iter().find(|(k, _)| *k == key).map_or(value, |(_, v)| &**v)));
+        Some(Some(members::object(added.chain(kept))))
     }
 }
 
@@ -160,24 +159,18 @@ impl Stamp<'_> {
 fn stamp_meta(sent: Option<&RawValue>, info: &ServerInfo) -> Option<Box<RawValue>> {
     let own = match sent.filter(|m| m.get().trim_start().starts_with('{')) {
         Some(m) => serde_json::from_str::<Members<'_>>(m.get()).ok()?,
-        None => serde_json::from_str::<Members<'_>>("{}").ok()?,
+        None => Members::default(),
     };
     if own.count(meta::SERVER_INFO) > 1 || own.count(meta::UPSTREAM_SERVER_INFO) > 1 {
         return None;
     }
     let previous = own.get(meta::SERVER_INFO);
     let moved = previous.filter(|p| own.get(meta::UPSTREAM_SERVER_INFO).is_none() && !info.is(p));
-    let mut out: Vec<(&str, &RawValue)> = Vec::with_capacity(4);
-    for &(key, value) in own.iter() {
-        out.push((key, if key == meta::SERVER_INFO { &info.raw } else { value }));
-    }
-    if previous.is_none() {
-        out.push((meta::SERVER_INFO, &info.raw));
-    }
-    if let Some(previous) = moved {
-        out.push((meta::UPSTREAM_SERVER_INFO, previous));
-    }
-    Some(members::object(&out))
+    let info_raw: &RawValue = &info.raw;
+    let kept = own.iter().map(|&(key, value)| (key, if key == meta::SERVER_INFO { info_raw } else { value }));
+    let added = previous.is_none().then_some((meta::SERVER_INFO, info_raw));
+    let moved = moved.map(|previous| (meta::UPSTREAM_SERVER_INFO, previous));
+    Some(members::object(kept.chain(added).chain(moved)))
 }
 
 #[cfg(test)]
