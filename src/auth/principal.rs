@@ -51,9 +51,7 @@ impl PrincipalId {
     pub fn name_arc(&self) -> Arc<str> {
         self.name.clone()
     }
-}
 
-impl PrincipalId {
     /// The authenticated client a log names (what `Display` writes):
     /// `jwt:<claim value>` for a JWT client, else an API-key client's name.
     /// What an operator types to name a client (`toolgate oauth login`).

@@ -25,14 +25,6 @@ impl Raw {
     pub fn get(&self) -> &str {
         self.deref().get()
     }
-
-    /// The text as a shared value (copied if it was owned).
-    pub fn into_shared(self) -> Arc<RawValue> {
-        match self.0 {
-            Repr::Shared(raw) => raw,
-            Repr::Owned(raw) => Arc::from(raw),
-        }
-    }
 }
 
 impl Deref for Raw {
@@ -88,7 +80,6 @@ mod tests {
         for raw in [owned.clone(), shared.clone()] {
             assert_eq!(raw.get(), text);
             assert_eq!(serde_json::to_string(&raw).unwrap(), text);
-            assert_eq!(raw.into_shared().get(), text);
         }
         assert_eq!(AsRef::<[u8]>::as_ref(&owned), text.as_bytes());
     }
