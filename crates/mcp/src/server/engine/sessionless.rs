@@ -46,14 +46,16 @@ use crate::server::limits;
 use crate::server::session::Session;
 
 /// The routing headers of a modern HTTP request, as sent (stdio has none).
+/// Each is the request's own header value, shared rather than copied.
 #[derive(Debug, Clone, Default)]
 pub struct RoutingHeaders {
-    /// `MCP-Protocol-Version`, optional white space trimmed.
-    pub protocol_version: Option<String>,
+    /// `MCP-Protocol-Version` (optional white space is trimmed when it is
+    /// compared).
+    pub protocol_version: Option<http::HeaderValue>,
     /// `Mcp-Method`, raw.
-    pub method: Option<Vec<u8>>,
+    pub method: Option<http::HeaderValue>,
     /// `Mcp-Name`, raw (trimmed and base64-decoded when checked).
-    pub name: Option<Vec<u8>>,
+    pub name: Option<http::HeaderValue>,
     /// The `Mcp-Param-*` headers, as sent (the engine cannot check them: it
     /// does not know the tools' schemas; they reach the application in
     /// [`ModernContext::param_headers`]). Empty, without an allocation, when
@@ -64,19 +66,26 @@ pub struct RoutingHeaders {
 impl RoutingHeaders {
     /// The routing headers of an HTTP request.
     pub fn from_headers(headers: &http::HeaderMap) -> Self {
-        let raw = |name: &str| headers.get(name).map(|v| v.as_bytes().to_vec());
         Self {
-            protocol_version: headers
-                .get(crate::protocol::header::PROTOCOL_VERSION)
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).trim_matches([' ', '\t']).to_owned()),
-            method: raw(header::METHOD),
-            name: raw(header::NAME),
+            protocol_version: headers.get(crate::protocol::header::PROTOCOL_VERSION).cloned(),
+            method: headers.get(header::METHOD).cloned(),
+            name: headers.get(header::NAME).cloned(),
             params: headers
                 .iter()
                 .filter(|(name, _)| name.as_str().starts_with(header::PARAM_PREFIX))
                 .map(|(name, value)| (name.clone(), value.clone()))
                 .collect(),
         }
+    }
+
+    /// `MCP-Protocol-Version` as text, optional white space (spaces and
+    /// tabs) trimmed.
+    fn version(&self) -> Option<std::borrow::Cow<'_, str>> {
+        let bytes = self.protocol_version.as_ref()?.as_bytes();
+        let white = |b: &u8| matches!(b, b' ' | b'\t');
+        let start = bytes.iter().position(|b| !white(b)).unwrap_or(bytes.len());
+        let end = bytes.iter().rposition(|b| !white(b)).map_or(start, |e| e + 1);
+        Some(String::from_utf8_lossy(&bytes[start..end]))
     }
 }
 
@@ -116,10 +125,10 @@ impl<H: Handler> Engine<H> {
         };
         // b. The version header mirrors the envelope.
         if let Some(headers) = headers
-            && headers.protocol_version.as_deref() != Some(envelope.version.as_str())
+            && let sent = headers.version()
+            && sent.as_deref() != Some(envelope.version.as_str())
         {
-            let e =
-                modern::header_mismatch("MCP-Protocol-Version", headers.protocol_version.as_deref(), &envelope.version);
+            let e = modern::header_mismatch("MCP-Protocol-Version", sent.as_deref(), &envelope.version);
             return refuse(request, e, 400);
         }
         // c. A revision toolgate serves.
@@ -227,13 +236,13 @@ fn transient_id(n: u64) -> Arc<str> {
 
 /// d and e: `Mcp-Method` and `Mcp-Name` mirror the body.
 fn check_routing(request: &Request, headers: &RoutingHeaders) -> Result<(), ErrorObject> {
-    let sent_method = headers.method.as_deref().map(String::from_utf8_lossy);
+    let sent_method = headers.method.as_ref().map(|m| String::from_utf8_lossy(m.as_bytes()));
     if sent_method.as_deref() != Some(request.method.as_str()) {
         return Err(modern::header_mismatch("Mcp-Method", sent_method.as_deref(), &request.method));
     }
     let Some(param) = modern::method::name_param(&request.method) else { return Ok(()) };
     let body = request.params.as_ref().and_then(|p| p.get(param)).and_then(Value::as_str).unwrap_or_default();
-    match headers.name.as_deref() {
+    match headers.name.as_ref().map(http::HeaderValue::as_bytes) {
         None => Err(modern::header_mismatch("Mcp-Name", None, body)),
         Some(raw) => match modern::decode_header_value(raw) {
             Some(name) if name == body => Ok(()),

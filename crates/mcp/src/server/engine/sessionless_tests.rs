@@ -4,6 +4,7 @@
 use super::*;
 use crate::protocol::modern::{self, meta};
 use crate::server::engine::{ModernAccepted, RoutingHeaders};
+use http::HeaderValue;
 
 fn envelope() -> Value {
     json!({meta::PROTOCOL_VERSION: "2026-07-28", meta::CLIENT_CAPABILITIES: {}})
@@ -20,9 +21,9 @@ fn with_meta(mut params: Value) -> Value {
 
 fn headers(method: &str, name: Option<&str>) -> RoutingHeaders {
     RoutingHeaders {
-        protocol_version: Some("2026-07-28".into()),
-        method: Some(method.as_bytes().to_vec()),
-        name: name.map(|n| n.as_bytes().to_vec()),
+        protocol_version: Some(HeaderValue::from_static("2026-07-28")),
+        method: Some(HeaderValue::from_str(method).expect("a header value")),
+        name: name.map(|n| HeaderValue::from_str(n).expect("a header value")),
         params: Vec::new(),
     }
 }
@@ -77,7 +78,7 @@ async fn the_ladder_refuses_in_order_with_the_revision_codes() {
     let (status, code, _) = refused(&engine, request("tools/list", future.clone()), Some(&list)).await;
     assert_eq!((status, code), (400, -32020), "a header/_meta mismatch is -32020, not -32022");
     // c. An unsupported revision names the supported ones.
-    let v999 = RoutingHeaders { protocol_version: Some("v999.0.0".into()), ..list.clone() };
+    let v999 = RoutingHeaders { protocol_version: Some(HeaderValue::from_static("v999.0.0")), ..list.clone() };
     let (status, code, data) = refused(&engine, request("tools/list", future.clone()), Some(&v999)).await;
     assert_eq!((status, code), (400, -32022));
     assert_eq!(data, json!({"supported": modern::VERSIONS, "requested": "v999.0.0"}));

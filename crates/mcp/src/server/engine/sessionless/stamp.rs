@@ -9,7 +9,7 @@
 //! written again with the fields added or replaced, values copied as they
 //! are. Large tool results cost one scan and one copy.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -24,13 +24,17 @@ use crate::server::handler::{CacheHints, CacheScope};
 pub struct ServerInfo {
     value: Value,
     raw: Arc<RawValue>,
+    /// `_meta` holding the identity alone, for the usual result, which has
+    /// no `_meta` of its own.
+    meta_alone: Arc<RawValue>,
 }
 
 impl ServerInfo {
     /// Stamps `value` (an `Implementation`: `name`, `version`, …).
     pub fn new(value: Value) -> Self {
-        let raw = Arc::from(members::raw(&value));
-        Self { value, raw }
+        let raw: Arc<RawValue> = Arc::from(members::raw(&value));
+        let meta_alone = Arc::from(members::object([(meta::SERVER_INFO, &*raw)].into_iter()));
+        Self { value, raw, meta_alone }
     }
 
     /// Whether `sent`, the identity a result carries, is this one: the same
@@ -114,42 +118,71 @@ impl Stamp<'_> {
         if STAMPED.iter().any(|key| top.count(key) > 1) {
             return Some(None);
         }
-        // Added members go first; replaced ones keep their place.
-        let mut added: Vec<(&str, Box<RawValue>)> = Vec::new();
-        let mut replaced: Vec<(&str, Box<RawValue>)> = Vec::new();
+        // Added members go first; replaced ones keep their place. At most
+        // four are added and two replaced: no list is allocated for them.
+        let mut added: [Option<(&str, Piece<'_>)>; 4] = [None, None, None, None];
+        let mut replaced: [Option<(&str, Piece<'_>)>; 2] = [None, None];
         let complete = match top.get(result::RESULT_TYPE) {
             None => {
-                added.push((result::RESULT_TYPE, members::raw(result::COMPLETE)));
+                added[0] = Some((result::RESULT_TYPE, Piece::Borrowed(&COMPLETE)));
                 true
             }
             Some(kind) => serde_json::from_str::<&str>(kind.get()).ok() == Some(result::COMPLETE),
         };
         if let Some(hints) = self.cache.filter(|_| complete) {
             if top.get(result::TTL_MS).is_none() {
-                added.push((result::TTL_MS, members::raw(&hints.ttl_ms)));
+                added[1] = Some((result::TTL_MS, Piece::Owned(members::raw(&hints.ttl_ms))));
             }
             match top.get(result::CACHE_SCOPE) {
-                None => added.push((result::CACHE_SCOPE, members::raw(hints.scope.as_str()))),
+                None => added[2] = Some((result::CACHE_SCOPE, Piece::Owned(members::raw(hints.scope.as_str())))),
                 Some(_) if hints.scope == CacheScope::Private => {
-                    replaced.push((result::CACHE_SCOPE, members::raw(result::PRIVATE)))
+                    replaced[0] = Some((result::CACHE_SCOPE, Piece::Borrowed(&PRIVATE)))
                 }
                 Some(_) => {}
             }
         }
         if let Some(info) = self.server_info {
-            let Some(stamped) = stamp_meta(top.get("_meta"), info) else { return Some(None) };
-            match top.get("_meta") {
-                Some(_) => replaced.push(("_meta", stamped)),
-                None => added.push(("_meta", stamped)),
+            let sent = top.get("_meta");
+            let stamped = match sent {
+                // The usual result: the identity alone, written once.
+                None => Piece::Borrowed(&info.meta_alone),
+                Some(_) => match stamp_meta(sent, info) {
+                    Some(stamped) => Piece::Owned(stamped),
+                    None => return Some(None),
+                },
+            };
+            match sent {
+                Some(_) => replaced[1] = Some(("_meta", stamped)),
+                None => added[3] = Some(("_meta", stamped)),
             }
         }
-        let added = added.iter().map(|(k, v)| (*k, &**v));
-        let kept = top
-            .iter()
-            .map(|&(key, value)| (key, replaced.iter().find(|(k, _)| *k == key).map_or(value, |(_, v)| &**v)));
+        let added = added.iter().flatten().map(|(k, v)| (*k, v.get()));
+        let kept = top.iter().map(|&(key, value)| {
+            (key, replaced.iter().flatten().find(|(k, _)| *k == key).map_or(value, |(_, v)| v.get()))
+        });
         Some(Some(members::object(added.chain(kept))))
     }
 }
+
+/// A member's value a stamp writes: borrowed (a constant, the identity's
+/// text) or made for this result.
+enum Piece<'a> {
+    Borrowed(&'a RawValue),
+    Owned(Box<RawValue>),
+}
+
+impl Piece<'_> {
+    fn get(&self) -> &RawValue {
+        match self {
+            Piece::Borrowed(raw) => raw,
+            Piece::Owned(raw) => raw,
+        }
+    }
+}
+
+/// The constant values a stamp writes, encoded once.
+static COMPLETE: LazyLock<Box<RawValue>> = LazyLock::new(|| members::raw(result::COMPLETE));
+static PRIVATE: LazyLock<Box<RawValue>> = LazyLock::new(|| members::raw(result::PRIVATE));
 
 /// `_meta` as sent (its text, if any) with the server's identity in it; an
 /// identity already there (an upstream's, relayed by a gateway) moves to
