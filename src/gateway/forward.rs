@@ -338,7 +338,9 @@ impl Forwarder {
             // inline it would be copied into every future that awaits this
             // one on the way up to the transport (measured with callgrind:
             // ~10k instructions per call fewer boxed).
-            Box::pin(upstream::service::call(connections, up.config.timeout, call)).instrument(span).await
+            toolgate_mcp::boxed::pinned(|| upstream::service::call(connections, up.config.timeout, call))
+                .instrument(span)
+                .await
         };
         self.reach.metrics.upstream_request(index, Method::of(method), &result, started.elapsed());
         result

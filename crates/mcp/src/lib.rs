@@ -13,11 +13,13 @@
 //!   back, the transports (stdio children, Streamable HTTP, legacy HTTP+SSE,
 //!   an in-process server in tests), and the layers a call goes through.
 //! - [`uri_template`]: matching URIs against resource templates (RFC 6570).
+//! - [`boxed`]: futures boxed where they are made (a call's futures are large).
 
 // One audited exception: `client::stdio::orphan` (the parent-death signal
 // set between fork and exec).
 #![deny(unsafe_code)]
 
+pub mod boxed;
 pub mod client;
 pub mod jsonrpc;
 pub mod protocol;

@@ -501,7 +501,7 @@ impl Transport for HttpTransport {
         message: &'a Message,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         // Boxed: the exchange is a large future.
-        Box::pin(self.exchange(call, Bytes::from(message.encode()), trace_headers(message), None))
+        crate::boxed::pinned(|| self.exchange(call, Bytes::from(message.encode()), trace_headers(message), None))
     }
 
     fn request_modern<'a>(
@@ -512,7 +512,7 @@ impl Transport for HttpTransport {
         headers: Vec<(HeaderName, HeaderValue)>,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         let trace = trace_headers(message);
-        Box::pin(self.exchange(call, Bytes::from(text), trace, Some(headers)))
+        crate::boxed::pinned(|| self.exchange(call, Bytes::from(text), trace, Some(headers)))
     }
 
     fn carries_headers(&self) -> bool {

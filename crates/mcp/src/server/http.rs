@@ -111,7 +111,7 @@ pub fn app<H: Handler>(engine: Arc<Engine<H>>, options: HttpOptions) -> App {
 
 impl<H: Handler> app::Serve for HttpState<H> {
     fn serve(self: Arc<Self>, request: Request) -> futures::future::BoxFuture<'static, Response> {
-        Box::pin(endpoint::<H>(State(self), request))
+        crate::boxed::pinned(|| endpoint::<H>(State(self), request))
     }
 }
 

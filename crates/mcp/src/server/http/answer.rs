@@ -114,7 +114,7 @@ pub(super) async fn respond<H: Handler>(
     let remote = TraceHeaders::from_headers(headers);
     let (downlink, mut rx) = Downlink::with_capacity(state.engine.store().limits().stream_buffer);
     let engine = state.engine.clone();
-    let mut work = Work::new(async move {
+    let mut work = Work::new(move || async move {
         let mut requests = requests;
         if requests.len() == 1
             && let Some(r) = requests.pop()
@@ -227,11 +227,12 @@ async fn select_first<F: std::future::Future>(
 struct Work(Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>);
 
 impl Work {
-    fn new(work: impl std::future::Future<Output = ()> + Send + 'static) -> Self {
+    /// The requests `make` starts, made in their box (see [`crate::boxed`]).
+    fn new<F: std::future::Future<Output = ()> + Send + 'static>(make: impl FnOnce() -> F) -> Self {
         use futures::FutureExt as _;
         // A panic ends the requests, as it would end their own task, not
         // the connection: the answer sees the downlink gone.
-        Self(Some(Box::pin(std::panic::AssertUnwindSafe(work).catch_unwind().map(|_| ()))))
+        Self(Some(crate::boxed::pinned(|| std::panic::AssertUnwindSafe(make()).catch_unwind().map(|_| ()))))
     }
 
     /// Drives the requests here, until they are done or detached.
