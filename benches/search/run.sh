@@ -11,6 +11,8 @@
 #   benches/search/run.sh --heldout    # catalogs the tuning never saw: leave-
 #                                      # servers-out, RestBench, stress sets
 #                                      # (heldout.py; --variants all: every idea)
+#   benches/search/run.sh --ceiling    # how high leave-servers-out recall@10
+#                                      # could go (ceiling.py, heldout-misses.tsv)
 #
 # One onnxruntime thread by default (--threads N). The first run distils the
 # static token table (30,522 tokens through the model, about a minute of CPU)
@@ -31,6 +33,10 @@ py="$("$here/venv.sh")"
 if [[ "${1:-}" == "--heldout" ]]; then
     shift
     exec "$py" "$here/heldout.py" "$@"
+fi
+if [[ "${1:-}" == "--ceiling" ]]; then
+    shift
+    exec "$py" "$here/ceiling.py" "$@"
 fi
 if [[ "${1:-}" != "--toolgate" ]]; then
     exec "$py" "$here/eval.py" "$@"
