@@ -7,12 +7,15 @@
 //! close stdin, wait, SIGTERM, wait, SIGKILL.
 
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::future::BoxFuture;
+use http::{HeaderName, HeaderValue};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use parking_lot::Mutex;
@@ -24,7 +27,7 @@ use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use super::error::{Cause, UpstreamError};
 use super::target::StdioTarget;
 use super::transport::{Inbox, Transport};
-use crate::jsonrpc::{Body, Message};
+use crate::jsonrpc::{Body, Message, Response};
 
 /// Longest stderr line logged (the rest is cut).
 const MAX_STDERR_LINE: usize = 8 * 1024;
@@ -39,6 +42,10 @@ const QUEUE: usize = 64;
 /// joined into one write (a pipe's default capacity).
 const BURST: usize = QUEUE;
 const JOIN: usize = 64 * 1024;
+/// The longest write a pipe takes whole or not at all (POSIX `PIPE_BUF`,
+/// 4096 on Linux): a line this short is written by its caller at once when
+/// the pipe has room ([`Pipe::try_write`]).
+const PIPE_BUF: usize = 4096;
 
 /// The environment children get unless `inherit_env` is set.
 mod env;
@@ -50,6 +57,9 @@ pub(crate) struct StdioTransport {
     /// Lines for the writer task; taken on shutdown, which closes stdin once
     /// the queue is written.
     lines: Mutex<Option<mpsc::Sender<Bytes>>>,
+    /// The child's stdin, written by the writer task and, for a short line
+    /// when nothing is queued, by the caller itself.
+    pipe: Arc<Pipe<ChildStdin>>,
     pgid: Option<Pid>,
     /// `Some(description)` once the child has exited.
     exit: watch::Receiver<Option<String>>,
@@ -58,7 +68,6 @@ pub(crate) struct StdioTransport {
 /// A started child, before the peer that reads it exists.
 pub(crate) struct Spawned {
     transport: StdioTransport,
-    stdin: ChildStdin,
     stdout: ChildStdout,
     stderr: ChildStderr,
     /// Longest stdout line accepted (`max_message_bytes`); a longer one ends
@@ -117,19 +126,20 @@ pub(crate) fn spawn(target: &StdioTarget, label: &Arc<str>) -> Result<Spawned, U
         let _ = exit_tx.send(Some(status));
     });
     let pgid = pid.and_then(|p| i32::try_from(p).ok()).map(Pid::from_raw);
-    let transport = StdioTransport { label: label.clone(), lines: Mutex::new(None), pgid, exit };
-    Ok(Spawned { transport, stdin, stdout, stderr, max_line: target.max_message_bytes })
+    let pipe = Arc::new(Pipe::new(stdin));
+    let transport = StdioTransport { label: label.clone(), lines: Mutex::new(None), pipe, pgid, exit };
+    Ok(Spawned { transport, stdout, stderr, max_line: target.max_message_bytes })
 }
 
 impl Spawned {
     /// Starts the tasks that write the child's stdin, read its stdout (into
     /// `inbox`) and its stderr (into the log), and returns the transport.
     pub(crate) fn start(self, inbox: Weak<dyn Inbox>) -> StdioTransport {
-        let Spawned { transport, stdin, stdout, stderr, max_line } = self;
+        let Spawned { transport, stdout, stderr, max_line } = self;
         let label = transport.label.clone();
         let (lines, queue) = mpsc::channel(QUEUE);
         *transport.lines.lock() = Some(lines);
-        crate::spawn(write_stdin(stdin, queue, label.clone()));
+        crate::spawn(write_stdin(transport.pipe.clone(), queue, label.clone()));
         crate::spawn(drain_stderr(stderr, label.clone()));
         crate::spawn(read_stdout(stdout, inbox, label, transport.exit.clone(), max_line));
         transport
@@ -137,14 +147,26 @@ impl Spawned {
 }
 
 impl StdioTransport {
-    /// Queues one encoded message as a line (waits while the queue is full).
+    /// Sends one encoded message as a line: written at once when it can be
+    /// ([`Pipe::try_write`]), else queued for the writer task (waits while
+    /// the queue is full).
     async fn queue(&self, text: String) -> Result<(), UpstreamError> {
         let mut line = text.into_bytes();
         line.push(b'\n');
+        if self.lines.lock().is_none() {
+            return Err(self.closed("stdin is closed"));
+        }
+        let line = match self.pipe.try_write(line) {
+            Ok(()) => return Ok(()),
+            Err(line) => line,
+        };
         let Some(lines) = self.lines.lock().clone() else {
             return Err(self.closed("stdin is closed"));
         };
-        lines.send(Bytes::from(line)).await.map_err(|_| self.closed("writing to stdin failed"))
+        let queued = Queued::new(&self.pipe);
+        lines.send(Bytes::from(line)).await.map_err(|_| self.closed("writing to stdin failed"))?;
+        queued.sent();
+        Ok(())
     }
 
     fn closed(&self, reason: &str) -> UpstreamError {
@@ -169,6 +191,26 @@ impl StdioTransport {
 }
 
 impl Transport for StdioTransport {
+    // A request is a line like any other; sent here rather than through the
+    // default (a future awaiting `send_text`'s), it costs one box, not two.
+    fn request<'a>(
+        &'a self,
+        _call: u64,
+        message: &'a Message,
+    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
+        Box::pin(async move { self.queue(message.encode()).await.map(|()| None) })
+    }
+
+    fn request_modern<'a>(
+        &'a self,
+        _call: u64,
+        _message: &'a Message,
+        text: String,
+        _headers: Vec<(HeaderName, HeaderValue)>,
+    ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
+        Box::pin(async move { self.queue(text).await.map(|()| None) })
+    }
+
     fn send_text<'a>(&'a self, _message: &'a Message, text: String) -> BoxFuture<'a, Result<(), UpstreamError>> {
         Box::pin(self.queue(text))
     }
@@ -200,10 +242,97 @@ impl Drop for StdioTransport {
     }
 }
 
+/// The child's stdin, shared by the writer task and the callers.
+///
+/// A caller's line would otherwise cost a hand-off: a queue send and a
+/// wake-up of the writer task, on every call. So a line of at most
+/// [`PIPE_BUF`] bytes is written by its caller when nothing is queued and no
+/// one is writing, in one non-blocking write, which a pipe takes whole or
+/// not at all: a call given up meanwhile cannot leave half a line behind.
+/// Anything else goes through the queue, whose writer joins the lines that
+/// come together. Lines leave in the order they were sent: a caller writes
+/// itself only while no line is queued or being written.
+struct Pipe<W> {
+    /// `None` once closed (the queue ended, or a write failed).
+    stdin: Arc<tokio::sync::Mutex<Option<W>>>,
+    /// Lines queued and not yet written (counted before they are sent).
+    queued: AtomicUsize,
+}
+
+impl<W: AsyncWrite + Unpin + Send + 'static> Pipe<W> {
+    fn new(stdin: W) -> Self {
+        Pipe { stdin: Arc::new(tokio::sync::Mutex::new(Some(stdin))), queued: AtomicUsize::new(0) }
+    }
+
+    /// Writes `line` now if it can: it is short, nothing is queued, no one
+    /// is writing, and the pipe has room. Otherwise hands it back, unwritten,
+    /// for the queue.
+    fn try_write(&self, line: Vec<u8>) -> Result<(), Vec<u8>> {
+        if line.len() > PIPE_BUF || self.queued.load(Ordering::Acquire) != 0 {
+            return Err(line);
+        }
+        let Ok(mut stdin) = self.stdin.clone().try_lock_owned() else { return Err(line) };
+        // Checked again under the lock: the writer counts a burst as written
+        // only once it has written it, holding the lock.
+        if self.queued.load(Ordering::Acquire) != 0 {
+            return Err(line);
+        }
+        let Some(pipe) = stdin.as_mut() else { return Err(line) };
+        // One attempt, never waited on: `Pending` (a full pipe) leaves the
+        // line to the writer, which waits for room.
+        let mut cx = Context::from_waker(Waker::noop());
+        match std::pin::Pin::new(pipe).poll_write(&mut cx, &line) {
+            Poll::Ready(Ok(n)) if n == line.len() => Ok(()),
+            Poll::Ready(Ok(n)) if n > 0 => {
+                // A pipe does not split a write this short; should something
+                // else, the rest is written by a task of its own holding the
+                // lock, which no caller can give up half way.
+                let rest = line[n..].to_vec();
+                crate::spawn(async move {
+                    if let Some(pipe) = stdin.as_mut()
+                        && pipe.write_all(&rest).await.is_err()
+                    {
+                        stdin.take();
+                    }
+                });
+                Ok(())
+            }
+            // Nothing written: a full pipe, or an error the writer will meet.
+            _ => Err(line),
+        }
+    }
+}
+
+/// A line counted as queued ([`Pipe::queued`]) until it is sent: a send
+/// given up (its call was cancelled while the queue was full) uncounts it.
+struct Queued<'a> {
+    queued: Option<&'a AtomicUsize>,
+}
+
+impl<'a> Queued<'a> {
+    fn new<W>(pipe: &'a Pipe<W>) -> Self {
+        pipe.queued.fetch_add(1, Ordering::AcqRel);
+        Queued { queued: Some(&pipe.queued) }
+    }
+
+    /// The line is in the queue: the writer uncounts it once written.
+    fn sent(mut self) {
+        self.queued = None;
+    }
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        if let Some(queued) = self.queued {
+            queued.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
 /// Writes queued lines to the child's stdin until the queue closes (then
-/// stdin closes with it) or a write fails (the child stopped reading).
-async fn write_stdin(stdin: ChildStdin, queue: mpsc::Receiver<Bytes>, label: Arc<str>) {
-    if let Err(e) = write_lines(stdin, queue).await {
+/// stdin closes) or a write fails (the child stopped reading).
+async fn write_stdin(pipe: Arc<Pipe<ChildStdin>>, queue: mpsc::Receiver<Bytes>, label: Arc<str>) {
+    if let Err(e) = write_lines(&pipe, queue).await {
         tracing::debug!(upstream = %label, error = %e, "writing to stdin failed");
     }
 }
@@ -215,33 +344,46 @@ async fn write_stdin(stdin: ChildStdin, queue: mpsc::Receiver<Bytes>, label: Arc
 /// tokio's `BufWriter` joins the same way, but holds its whole buffer from
 /// the start, for every child (one per session with `sharing =
 /// "per_session"`), and copies even a lone line; this buffer grows only
-/// when lines come together.
-async fn write_lines<W: AsyncWrite + Unpin>(mut stdin: W, mut queue: mpsc::Receiver<Bytes>) -> std::io::Result<()> {
+/// when lines come together. When the queue ends, or a write fails, stdin
+/// is closed.
+async fn write_lines<W: AsyncWrite + Unpin>(pipe: &Pipe<W>, mut queue: mpsc::Receiver<Bytes>) -> std::io::Result<()> {
     let mut burst = Vec::with_capacity(BURST);
     let mut joined = Vec::new();
     while queue.recv_many(&mut burst, BURST).await > 0 {
-        if let [line] = burst.as_slice() {
-            stdin.write_all(line).await?;
-        } else {
-            for line in burst.iter() {
-                if joined.len() + line.len() > JOIN && !joined.is_empty() {
-                    stdin.write_all(&joined).await?;
-                    joined.clear();
-                }
-                if line.len() > JOIN {
-                    stdin.write_all(line).await?;
-                } else {
-                    joined.extend_from_slice(line);
-                }
-            }
-            if !joined.is_empty() {
-                stdin.write_all(&joined).await?;
-                joined.clear();
-            }
-            joined.shrink_to(JOIN);
+        let mut stdin = pipe.stdin.lock().await;
+        let Some(out) = stdin.as_mut() else { return Ok(()) };
+        if let Err(e) = write_burst(out, &burst, &mut joined).await {
+            stdin.take();
+            return Err(e);
         }
+        pipe.queued.fetch_sub(burst.len(), Ordering::AcqRel);
         burst.clear();
     }
+    pipe.stdin.lock().await.take();
+    Ok(())
+}
+
+/// One burst of [`write_lines`].
+async fn write_burst<W: AsyncWrite + Unpin>(out: &mut W, burst: &[Bytes], joined: &mut Vec<u8>) -> std::io::Result<()> {
+    if let [line] = burst {
+        return out.write_all(line).await;
+    }
+    for line in burst {
+        if joined.len() + line.len() > JOIN && !joined.is_empty() {
+            out.write_all(joined).await?;
+            joined.clear();
+        }
+        if line.len() > JOIN {
+            out.write_all(line).await?;
+        } else {
+            joined.extend_from_slice(line);
+        }
+    }
+    if !joined.is_empty() {
+        out.write_all(joined).await?;
+        joined.clear();
+    }
+    joined.shrink_to(JOIN);
     Ok(())
 }
 

@@ -11,9 +11,9 @@ fn lines_that_are_not_json_rpc_are_skipped() {
     assert_eq!(decode_line(batch, "t").count(), 2);
 }
 
-/// Records each write it is given, whole.
-#[derive(Default)]
-struct Writes(Vec<Vec<u8>>);
+/// Records each write it is given, whole (shared: the pipe owns the writer).
+#[derive(Default, Clone)]
+struct Writes(Arc<Mutex<Vec<Vec<u8>>>>);
 
 impl AsyncWrite for Writes {
     fn poll_write(
@@ -21,7 +21,7 @@ impl AsyncWrite for Writes {
         _: &mut std::task::Context<'_>,
         buf: &[u8],
     ) -> std::task::Poll<std::io::Result<usize>> {
-        self.get_mut().0.push(buf.to_vec());
+        self.0.lock().push(buf.to_vec());
         std::task::Poll::Ready(Ok(buf.len()))
     }
 
@@ -41,16 +41,18 @@ impl AsyncWrite for Writes {
 }
 
 async fn written(bursts: Vec<Vec<Bytes>>) -> Vec<Vec<u8>> {
-    let mut out = Writes::default();
+    let out = Writes::default();
     for burst in bursts {
+        let pipe = Pipe::new(out.clone());
         let (tx, rx) = mpsc::channel(QUEUE);
         for line in burst {
             tx.send(line).await.expect("queued");
         }
         drop(tx);
-        write_lines(&mut out, rx).await.expect("written");
+        write_lines(&pipe, rx).await.expect("written");
+        assert!(pipe.stdin.lock().await.is_none(), "stdin closes with the queue");
     }
-    out.0
+    out.0.lock().clone()
 }
 
 #[tokio::test]
@@ -70,4 +72,62 @@ async fn joined_writes_stay_within_the_join_limit() {
     assert_eq!(writes.len(), 3, "two halves over the limit are not joined");
     assert!(writes.iter().all(|w| w.len() <= JOIN));
     assert_eq!(writes.concat(), [half.clone(), half.clone(), half].concat());
+}
+
+/// A pipe that takes `room` bytes, then reports itself full.
+struct Full {
+    taken: Writes,
+    room: usize,
+}
+
+impl AsyncWrite for Full {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        if buf.len() > this.room {
+            return std::task::Poll::Pending;
+        }
+        this.room -= buf.len();
+        this.taken.0.lock().push(buf.to_vec());
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+#[tokio::test]
+async fn a_short_line_is_written_by_its_caller_only_when_nothing_waits_before_it() {
+    let taken = Writes::default();
+    let pipe = Pipe::new(Full { taken: taken.clone(), room: 8 });
+    assert_eq!(pipe.try_write(b"one\n".to_vec()), Ok(()), "room, nothing queued: written at once");
+    assert_eq!(pipe.try_write(b"three\n".to_vec()), Err(b"three\n".to_vec()), "no room: handed back whole");
+    // A line counted as queued keeps later ones behind it.
+    let queued = Queued::new(&pipe);
+    assert_eq!(pipe.try_write(b"x\n".to_vec()), Err(b"x\n".to_vec()), "a line is queued: handed back");
+    // A send given up uncounts its line.
+    drop(queued);
+    assert_eq!(pipe.try_write(b"x\n".to_vec()), Ok(()));
+    // Someone writing holds the pipe.
+    let held = pipe.stdin.lock().await;
+    assert_eq!(pipe.try_write(b"y\n".to_vec()), Err(b"y\n".to_vec()), "the pipe is held: handed back");
+    drop(held);
+    let long = vec![b'z'; PIPE_BUF + 1];
+    let roomy = Pipe::new(Writes::default());
+    assert_eq!(roomy.try_write(long.clone()), Err(long), "longer than an atomic pipe write: queued");
+    assert_eq!(*taken.0.lock(), vec![b"one\n".to_vec(), b"x\n".to_vec()]);
 }
