@@ -41,7 +41,7 @@ pub(crate) fn test_entries(mut config: Value, tools: Vec<Value>) -> Vec<Arc<Tool
     catalog.tools().cloned().collect()
 }
 
-pub use arguments::{Arguments, InvalidArguments, SchemaError, validator_for};
+pub use arguments::{Arguments, CompiledSlot, InvalidArguments, SchemaError, validator_for};
 pub use extras::{EXTRA_KEYS, Extras, load_extras_dir};
 pub use naming::{MAX_NAME_CHARS, name_problem, natural_name};
 pub use summary::minimal_description;
@@ -90,6 +90,8 @@ pub struct ToolEntry {
     /// `inputSchema` ([`Arguments`]), as configured when the catalog was
     /// built (`validate_arguments`).
     pub validate_arguments: bool,
+    /// The compiled schema its last checked call used ([`Arguments`]).
+    pub compiled: CompiledSlot,
 }
 
 /// An immutable snapshot of every exposed tool.
@@ -270,6 +272,7 @@ impl Catalog {
                 minimal,
                 concerns: mapping,
                 validate_arguments: up.config.validates_arguments(c.original),
+                compiled: Default::default(),
             }));
         }
         Catalog::assemble(entries, problems, has_progressive, describe_tool, FetchLimits::from(disclosure))

@@ -76,6 +76,44 @@ impl Default for Arguments {
     }
 }
 
+/// Where a [`ToolEntry`] keeps the schema it was last checked with, so a
+/// call does not look it up in the cache (a cache lookup costs more than
+/// the check of a small call). It holds it weakly: the cache alone keeps a
+/// compiled schema alive, so its bound on memory still holds, and a schema
+/// the cache let go is looked up (and compiled) again.
+#[derive(Default)]
+pub struct CompiledSlot(parking_lot::Mutex<std::sync::Weak<Compiled>>);
+
+impl CompiledSlot {
+    fn get(&self) -> Option<Arc<Compiled>> {
+        self.0.lock().upgrade()
+    }
+
+    fn set(&self, compiled: &Arc<Compiled>) {
+        *self.0.lock() = Arc::downgrade(compiled);
+    }
+}
+
+/// A copy of an entry starts with an empty slot (it is only a shortcut).
+impl Clone for CompiledSlot {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+/// A shortcut, not part of what an entry is: slots are always equal.
+impl PartialEq for CompiledSlot {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for CompiledSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CompiledSlot")
+    }
+}
+
 /// A tool's schema, compiled once.
 struct Compiled {
     /// `None`: nothing to check against (no schema, or a broken one).
@@ -114,7 +152,14 @@ impl Arguments {
         if !entry.validate_arguments {
             return Ok(());
         }
-        let compiled = self.compiled.get_with(entry.fingerprint, || Arc::new(compile(entry)));
+        let compiled = match entry.compiled.get() {
+            Some(compiled) => compiled,
+            None => {
+                let compiled = self.compiled.get_with(entry.fingerprint, || Arc::new(compile(entry)));
+                entry.compiled.set(&compiled);
+                compiled
+            }
+        };
         let Some(validator) = &compiled.validator else { return Ok(()) };
         let empty;
         let arguments = match arguments {

@@ -295,3 +295,25 @@ fn truncation_keeps_whole_characters() {
     assert!(cut.len() <= 6 && cut.ends_with('…'), "{cut}");
     assert_eq!(cut, "é…");
 }
+
+#[test]
+fn an_entry_remembers_its_compiled_schema_but_the_cache_alone_keeps_it() {
+    let checker = Arguments::default();
+    let tool = entry(json!({"type": "object", "required": ["x"]}));
+    assert!(tool.compiled.get().is_none(), "nothing compiled before the first check");
+    assert!(checker.check(&tool, Some(&json!({}))).is_err());
+    let kept = tool.compiled.get().expect("the entry remembers what it was checked with");
+    let cached = checker.compiled.get(&tool.fingerprint).expect("and the cache holds it");
+    assert!(Arc::ptr_eq(&kept, &cached), "the same compiled schema, not a second compile");
+    assert!(checker.check(&tool, Some(&json!({"x": 1}))).is_ok(), "checked through the shortcut");
+    assert_eq!((*tool).clone().compiled.get().map(|_| ()), None, "a copy of an entry starts without it");
+    // The slot holds weakly: once nothing else holds a schema (the cache let
+    // it go), the slot is empty and the next check looks it up again.
+    let slot = CompiledSlot::default();
+    slot.set(&kept);
+    drop((kept, cached, checker));
+    assert!(tool.compiled.get().is_none() && slot.get().is_none(), "a slot keeps nothing alive");
+    let fresh = Arguments::default();
+    assert!(fresh.check(&tool, Some(&json!({}))).is_err());
+    assert!(tool.compiled.get().is_some(), "looked up and remembered again");
+}
