@@ -109,6 +109,15 @@ impl Id {
         }
     }
 
+    /// The id's JSON text as bytes, unchecked: what equality, hashing and
+    /// [`Id::as_u64`] read (checking it is text costs on every call).
+    fn text(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Inline { len, text } => &text[..usize::from(*len)],
+            Repr::Raw(raw) => raw.get().as_bytes(),
+        }
+    }
+
     /// The id as the JSON text it was written as.
     pub fn as_json(&self) -> &str {
         match &self.0 {
@@ -125,7 +134,14 @@ impl Id {
 
     /// The integer value of an id toolgate allocated itself.
     pub fn as_u64(&self) -> Option<u64> {
-        self.as_json().parse().ok()
+        let digits = self.text();
+        if digits.is_empty() {
+            return None;
+        }
+        digits.iter().try_fold(0u64, |n, &d| {
+            let digit = d.checked_sub(b'0').filter(|d| *d <= 9)?;
+            n.checked_mul(10)?.checked_add(u64::from(digit))
+        })
     }
 
     /// Checks the JSON text of an id as a peer wrote it (a [`RawValue`]'s):
@@ -169,7 +185,7 @@ fn canonical_integer(text: &str) -> bool {
 
 impl PartialEq for Id {
     fn eq(&self, other: &Self) -> bool {
-        self.as_json() == other.as_json()
+        self.text() == other.text()
     }
 }
 
@@ -177,7 +193,7 @@ impl Eq for Id {}
 
 impl Hash for Id {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.as_json().hash(state);
+        self.text().hash(state);
     }
 }
 

@@ -133,6 +133,16 @@ mod props {
             prop_assert_eq!(&string, &Id::string(&s));
             prop_assert_eq!(string.to_value(), json!(s));
             prop_assert_eq!(serde_json::to_string(&Id::string(&s)).unwrap(), json!(s).to_string());
+            prop_assert_eq!(string.as_u64(), None, "a string id is no number, whatever it says");
+        }
+
+        #[test]
+        fn only_a_non_negative_integer_id_is_a_number(i in any::<i64>()) {
+            let decoded = match Message::decode(format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"m"}}"#).as_bytes()).unwrap() {
+                Message::Request(r) => r.id,
+                other => panic!("not a request: {other:?}"),
+            };
+            prop_assert_eq!(decoded.as_u64(), u64::try_from(i).ok());
         }
     }
 }
