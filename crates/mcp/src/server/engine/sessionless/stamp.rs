@@ -9,6 +9,7 @@
 //! written again with the fields added or replaced, values copied as they
 //! are. Large tool results cost one scan and one copy.
 
+use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 
 use serde_json::value::RawValue;
@@ -120,23 +121,23 @@ impl Stamp<'_> {
         }
         // Added members go first; replaced ones keep their place. At most
         // four are added and two replaced: no list is allocated for them.
-        let mut added: [Option<(&str, Piece<'_>)>; 4] = [None, None, None, None];
-        let mut replaced: [Option<(&str, Piece<'_>)>; 2] = [None, None];
+        let mut added: [Option<(&str, Cow<'_, RawValue>)>; 4] = [None, None, None, None];
+        let mut replaced: [Option<(&str, Cow<'_, RawValue>)>; 2] = [None, None];
         let complete = match top.get(result::RESULT_TYPE) {
             None => {
-                added[0] = Some((result::RESULT_TYPE, Piece::Borrowed(&COMPLETE)));
+                added[0] = Some((result::RESULT_TYPE, Cow::Borrowed(&**COMPLETE)));
                 true
             }
             Some(kind) => serde_json::from_str::<&str>(kind.get()).ok() == Some(result::COMPLETE),
         };
         if let Some(hints) = self.cache.filter(|_| complete) {
             if top.get(result::TTL_MS).is_none() {
-                added[1] = Some((result::TTL_MS, Piece::Owned(members::raw(&hints.ttl_ms))));
+                added[1] = Some((result::TTL_MS, Cow::Owned(members::raw(&hints.ttl_ms))));
             }
             match top.get(result::CACHE_SCOPE) {
-                None => added[2] = Some((result::CACHE_SCOPE, Piece::Owned(members::raw(hints.scope.as_str())))),
+                None => added[2] = Some((result::CACHE_SCOPE, Cow::Owned(members::raw(hints.scope.as_str())))),
                 Some(_) if hints.scope == CacheScope::Private => {
-                    replaced[0] = Some((result::CACHE_SCOPE, Piece::Borrowed(&PRIVATE)))
+                    replaced[0] = Some((result::CACHE_SCOPE, Cow::Borrowed(&**PRIVATE)))
                 }
                 Some(_) => {}
             }
@@ -145,9 +146,9 @@ impl Stamp<'_> {
             let sent = top.get("_meta");
             let stamped = match sent {
                 // The usual result: the identity alone, written once.
-                None => Piece::Borrowed(&info.meta_alone),
+                None => Cow::Borrowed(&*info.meta_alone),
                 Some(_) => match stamp_meta(sent, info) {
-                    Some(stamped) => Piece::Owned(stamped),
+                    Some(stamped) => Cow::Owned(stamped),
                     None => return Some(None),
                 },
             };
@@ -156,27 +157,11 @@ impl Stamp<'_> {
                 None => added[3] = Some(("_meta", stamped)),
             }
         }
-        let added = added.iter().flatten().map(|(k, v)| (*k, v.get()));
+        let added = added.iter().flatten().map(|(k, v)| (*k, &**v));
         let kept = top.iter().map(|&(key, value)| {
-            (key, replaced.iter().flatten().find(|(k, _)| *k == key).map_or(value, |(_, v)| v.get()))
+            (key, replaced.iter().flatten().find(|(k, _)| *k == key).map_or(value, |(_, v)| &**v))
         });
         Some(Some(members::object(added.chain(kept))))
-    }
-}
-
-/// A member's value a stamp writes: borrowed (a constant, the identity's
-/// text) or made for this result.
-enum Piece<'a> {
-    Borrowed(&'a RawValue),
-    Owned(Box<RawValue>),
-}
-
-impl Piece<'_> {
-    fn get(&self) -> &RawValue {
-        match self {
-            Piece::Borrowed(raw) => raw,
-            Piece::Owned(raw) => raw,
-        }
     }
 }
 
