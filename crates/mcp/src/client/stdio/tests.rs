@@ -11,9 +11,28 @@ fn lines_that_are_not_json_rpc_are_skipped() {
     assert_eq!(decode_line(batch, "t").count(), 2);
 }
 
-/// Records each write it is given, whole (shared: the pipe owns the writer).
-#[derive(Default, Clone)]
-struct Writes(Arc<Mutex<Vec<Vec<u8>>>>);
+/// A pipe that records each write it is given, whole, while it has `room`
+/// for it, and then reports itself full. Clones share the record (the pipe
+/// owns the writer).
+#[derive(Clone)]
+struct Writes {
+    taken: Arc<Mutex<Vec<Vec<u8>>>>,
+    room: usize,
+}
+
+impl Writes {
+    fn with_room(room: usize) -> Self {
+        Writes { taken: Arc::default(), room }
+    }
+
+    fn unbounded() -> Self {
+        Self::with_room(usize::MAX)
+    }
+
+    fn taken(&self) -> Vec<Vec<u8>> {
+        self.taken.lock().clone()
+    }
+}
 
 impl AsyncWrite for Writes {
     fn poll_write(
@@ -21,7 +40,12 @@ impl AsyncWrite for Writes {
         _: &mut std::task::Context<'_>,
         buf: &[u8],
     ) -> std::task::Poll<std::io::Result<usize>> {
-        self.0.lock().push(buf.to_vec());
+        let this = self.get_mut();
+        if buf.len() > this.room {
+            return std::task::Poll::Pending;
+        }
+        this.room -= buf.len();
+        this.taken.lock().push(buf.to_vec());
         std::task::Poll::Ready(Ok(buf.len()))
     }
 
@@ -41,7 +65,7 @@ impl AsyncWrite for Writes {
 }
 
 async fn written(bursts: Vec<Vec<Bytes>>) -> Vec<Vec<u8>> {
-    let out = Writes::default();
+    let out = Writes::unbounded();
     for burst in bursts {
         let pipe = Pipe::new(out.clone());
         let (tx, rx) = mpsc::channel(QUEUE);
@@ -52,7 +76,7 @@ async fn written(bursts: Vec<Vec<Bytes>>) -> Vec<Vec<u8>> {
         write_lines(&pipe, rx).await.expect("written");
         assert!(pipe.stdin.lock().await.is_none(), "stdin closes with the queue");
     }
-    out.0.lock().clone()
+    out.taken()
 }
 
 #[tokio::test]
@@ -74,46 +98,10 @@ async fn joined_writes_stay_within_the_join_limit() {
     assert_eq!(writes.concat(), [half.clone(), half.clone(), half].concat());
 }
 
-/// A pipe that takes `room` bytes, then reports itself full.
-struct Full {
-    taken: Writes,
-    room: usize,
-}
-
-impl AsyncWrite for Full {
-    fn poll_write(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        let this = self.get_mut();
-        if buf.len() > this.room {
-            return std::task::Poll::Pending;
-        }
-        this.room -= buf.len();
-        this.taken.0.lock().push(buf.to_vec());
-        std::task::Poll::Ready(Ok(buf.len()))
-    }
-
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-}
-
 #[tokio::test]
 async fn a_short_line_is_written_by_its_caller_only_when_nothing_waits_before_it() {
-    let taken = Writes::default();
-    let pipe = Pipe::new(Full { taken: taken.clone(), room: 8 });
+    let taken = Writes::with_room(8);
+    let pipe = Pipe::new(taken.clone());
     assert_eq!(pipe.try_write(b"one\n".to_vec()), Ok(()), "room, nothing queued: written at once");
     assert_eq!(pipe.try_write(b"three\n".to_vec()), Err(b"three\n".to_vec()), "no room: handed back whole");
     // A line counted as queued keeps later ones behind it.
@@ -127,7 +115,7 @@ async fn a_short_line_is_written_by_its_caller_only_when_nothing_waits_before_it
     assert_eq!(pipe.try_write(b"y\n".to_vec()), Err(b"y\n".to_vec()), "the pipe is held: handed back");
     drop(held);
     let long = vec![b'z'; PIPE_BUF + 1];
-    let roomy = Pipe::new(Writes::default());
+    let roomy = Pipe::new(Writes::unbounded());
     assert_eq!(roomy.try_write(long.clone()), Err(long), "longer than an atomic pipe write: queued");
-    assert_eq!(*taken.0.lock(), vec![b"one\n".to_vec(), b"x\n".to_vec()]);
+    assert_eq!(taken.taken(), vec![b"one\n".to_vec(), b"x\n".to_vec()]);
 }
