@@ -46,15 +46,10 @@ MISSES = HERE / "heldout-misses.tsv"
 def toolgate_scores(catalog, tasks, table) -> np.ndarray:
     """toolgate-search's scores of every task (file order), each fold tuned on
     the other folds, as ``heldout.py``'s "toolgate-search" variant."""
-    variant = ho.Variant("toolgate-search", table, ho.grid(segment_weights=(ev.DESIGN["clause_weight"],)),
-                         split=ev.DESIGN["query"])
+    variant = ho.shipped(table)
     scores = {}
-    for fold in ho.FOLDS:
-        out = set(fold)
-        train_catalog = [t for t in catalog if t.server not in out]
-        train = ho.restrict([t for t in tasks if t.server not in out], {t.id for t in train_catalog})
-        setting, _ = ho.tune(train_catalog, train, variant)
-        test = [t for t in tasks if t.server in out]
+    for fold, setting, _ in ho.fold_settings(catalog, tasks, variant):
+        test = [t for t in tasks if t.server in set(fold)]
         for t, row in zip(test, variant.ranker(catalog, [t.query for t in test]).scores(setting)):
             scores[t.id] = row
     return np.stack([scores[t.id] for t in tasks])

@@ -230,6 +230,24 @@ class Variant:
         return Ranker(catalog, self.table, queries, self.split, self.static_kind)
 
 
+def shipped(table) -> Variant:
+    """What ships: the tuning procedure (the grid, chosen on the training
+    folds) and the long-request handling."""
+    return Variant("toolgate-search", table, grid(segment_weights=(ev.DESIGN["clause_weight"],)), split=ev.DESIGN["query"])
+
+
+def fold_settings(catalog, tasks, variant):
+    """Each fold of ``FOLDS`` with the setting ``variant`` chose for it, and
+    its metrics: tuned on the other folds' tasks, against a catalog of their
+    servers only."""
+    for fold in FOLDS:
+        out = set(fold)
+        train_catalog = [t for t in catalog if t.server not in out]
+        train = restrict([t for t in tasks if t.server not in out], {t.id for t in train_catalog})
+        setting, m = tune(train_catalog, train, variant)
+        yield fold, setting, m
+
+
 def composites(tasks, folds) -> list:
     """Multi-step requests made of two held-out tasks of the same fold (the
     i-th with the (i + n/2)-th, in file order): "<first> Then <second>",
@@ -301,8 +319,7 @@ def main() -> None:
     assert sorted(s for f in FOLDS for s in f) == sorted(servers), "FOLDS must cover every server once"
     query = ev.DESIGN["query"]
     variants = [
-        # what ships: the tuning procedure (grid, chosen on the training folds) and the long-request handling
-        Variant("toolgate-search", minilm, grid(segment_weights=(ev.DESIGN["clause_weight"],)), split=query),
+        shipped(minilm),
         Variant("first design (before)", minilm, [first_setting()]),
         # ideas, measured (README "What was tried")
         Variant("tuned, no long-request handling", minilm, grid()),
@@ -330,11 +347,8 @@ def main() -> None:
     for v in variants:
         held = {k: [] for k in sets}
         pooled = {k: [] for k in sets}
-        for fold in FOLDS:
+        for fold, s, m in fold_settings(catalog, tasks, v):
             out = set(fold)
-            train_catalog = [t for t in catalog if t.server not in out]
-            train = restrict([t for t in tasks if t.server not in out], {t.id for t in train_catalog})
-            s, m = tune(train_catalog, train, v)
             chosen.setdefault(v.name, []).append((fold, s, m))
             for label, ts in sets.items():
                 test = [t for t in ts if t.server in out]
