@@ -279,7 +279,9 @@ fn is_personal(up: &UpstreamHandle, principal: &Principal) -> bool {
 /// declare).
 pub(crate) fn client_context(session: &GwSession, forward_roots: bool) -> ClientContext {
     ClientContext {
-        capabilities: Some(declared_capabilities(session, forward_roots)),
+        // A sessionless client's request always carries its own (the
+        // envelope requires them), and those win: none are built for it.
+        capabilities: (!session.is_sessionless()).then(|| declared_capabilities(session, forward_roots)),
         log_level: session.state.log_level(),
         param_headers: session.modern().and_then(|m| m.param_headers.clone()).unwrap_or_default(),
     }

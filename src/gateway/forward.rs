@@ -114,14 +114,14 @@ pub struct Forwarder {
 fn check_param_headers(cx: Forwarding<'_>, entry: &ToolEntry, params: &Value) -> Result<(), ErrorObject> {
     let Some(sent) = cx.session.modern().and_then(|m| m.param_headers.as_deref()) else { return Ok(()) };
     let Some(up) = cx.resolved.call().and_then(|c| c.upstream.clone()) else { return Ok(()) };
-    let Some(specs) = up.era.tools.get(&entry.original) else { return Ok(()) };
+    let Some(tool) = up.era.tools.get(&entry.original).filter(|t| !t.params.is_empty()) else { return Ok(()) };
     // A call routed through the call tool was sent for the call tool's
     // schema, which mirrors no argument in a header.
     let check = match entry.mode {
         Mode::Passthrough if !cx.resolved.is_routed() => ParamCheck::Required,
         _ => ParamCheck::PresentOnly,
     };
-    headers::check_client_params(&specs, params.get("arguments").and_then(Value::as_object), sent, check)
+    headers::check_client_params(&tool.params, params.get("arguments").and_then(Value::as_object), sent, check)
 }
 
 /// toolgate's `serverInfo` for a client of `version` (`title` exists from

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 pub use envelope::ClientContext;
-pub use headers::ToolHeaders;
+pub use headers::{ToolHeaders, ToolRouting};
 
 use super::peer::ServerHello;
 

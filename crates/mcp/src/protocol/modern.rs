@@ -245,6 +245,27 @@ impl Envelope {
             _ => Err(envelope_error(&missing, "the _meta envelope lacks a required field")),
         }
     }
+
+    /// [`Envelope::read`], moving `clientInfo` out of `_meta` instead of
+    /// copying it: a server reads it from the envelope, and every leg onward
+    /// names its own client (toolgate's `clientInfo` replaces it on a
+    /// modern upstream's leg, and a handshake-era one gets no envelope).
+    /// Everything else in `_meta` stays as sent.
+    pub fn take(params: Option<&mut Value>) -> Result<Envelope, ErrorObject> {
+        let Some(params) = params else { return Self::read(None) };
+        // Found by a scan (the maps are small; a lookup would hash the long
+        // keys), removed with one lookup.
+        let meta = params.as_object_mut().and_then(|p| p.iter_mut().find(|(k, _)| *k == "_meta")).map(|(_, m)| m);
+        let info = meta
+            .and_then(Value::as_object_mut)
+            .filter(|m| m.iter().any(|(k, v)| k == meta::CLIENT_INFO && v.is_object()))
+            .and_then(|m| m.shift_remove(meta::CLIENT_INFO));
+        // (A refused request is answered from its id alone: what was moved
+        // out is not put back.)
+        let mut envelope = Self::read(Some(params))?;
+        envelope.client_info = info;
+        Ok(envelope)
+    }
 }
 
 fn envelope_error(missing: &[&str], why: &str) -> ErrorObject {

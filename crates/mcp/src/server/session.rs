@@ -440,7 +440,15 @@ impl<S> Session<S> {
         if in_flight.len() >= self.max_in_flight && !in_flight.contains_key(id) {
             return None;
         }
-        let token = self.closed.child_token();
+        // A token of its own, not a child of `closed`: a child costs a node
+        // in the session's tree, added and removed under its lock on every
+        // request. Closing cancels what is in flight here instead (`close`
+        // cancels `closed`, then drains this table under its lock), and a
+        // request that begins once the session is closed starts cancelled.
+        let token = CancellationToken::new();
+        if self.closed.is_cancelled() {
+            token.cancel();
+        }
         in_flight.insert(id.clone(), token.clone());
         Some(token)
     }

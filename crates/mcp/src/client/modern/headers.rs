@@ -63,7 +63,7 @@ pub fn request_headers(
     version: &'static str,
     request_method: &str,
     params: Option<&Value>,
-    tool: Option<&[ParamHeader]>,
+    tool: Option<&ToolRouting>,
     client: &[(HeaderName, HeaderValue)],
 ) -> Vec<(HeaderName, HeaderValue)> {
     let mut out = Vec::with_capacity(4);
@@ -78,10 +78,18 @@ pub fn request_headers(
         method::RESOURCES_READ => Some("uri"),
         _ => None,
     };
-    if let Some(name) = name_key.and_then(|k| member(params?, k)).and_then(Value::as_str) {
-        out.push((HeaderName::from_static(header::NAME), encode_value(name)));
+    // A known tool's name was encoded once, as the table was built.
+    match tool {
+        Some(tool) if request_method == method::TOOLS_CALL => {
+            out.push((HeaderName::from_static(header::NAME), tool.name.clone()));
+        }
+        _ => {
+            if let Some(name) = name_key.and_then(|k| member(params?, k)).and_then(Value::as_str) {
+                out.push((HeaderName::from_static(header::NAME), encode_value(name)));
+            }
+        }
     }
-    let declared = tool.unwrap_or_default();
+    let declared = tool.map(|t| &*t.params).unwrap_or_default();
     let arguments =
         params.filter(|_| !declared.is_empty()).and_then(|p| member(p, "arguments")).and_then(Value::as_object);
     for spec in declared {
@@ -98,29 +106,44 @@ pub fn request_headers(
     out
 }
 
-/// The `x-mcp-header` annotations of one upstream's tools, by upstream tool
-/// name: rebuilt on every crawl, read by every modern `tools/call`.
+/// What the routing headers of a call to one tool need, made once per crawl.
+#[derive(Debug)]
+pub struct ToolRouting {
+    /// `Mcp-Name`: the tool's name, encoded (a call clones it, a count
+    /// on shared bytes, rather than encoding it again).
+    pub name: HeaderValue,
+    /// The arguments it mirrors in headers (`x-mcp-header`); empty when it
+    /// declares none, or invalid ones.
+    pub params: Box<[ParamHeader]>,
+}
+
+impl ToolRouting {
+    /// The routing of tool `name`, which mirrors `params`.
+    pub fn new(name: &str, params: Vec<ParamHeader>) -> Self {
+        Self { name: encode_value(name), params: params.into() }
+    }
+}
+
+/// The routing headers of one upstream's tools, by upstream tool name:
+/// rebuilt on every crawl, read by every modern `tools/call`.
 #[derive(Default)]
-pub struct ToolHeaders(ArcSwap<HashMap<String, Arc<[ParamHeader]>>>);
+pub struct ToolHeaders(ArcSwap<HashMap<String, Arc<ToolRouting>>>);
 
 impl ToolHeaders {
-    /// Replaces the table with the annotations of `tools` (tools with
-    /// invalid annotations, or none, get no entry).
+    /// Replaces the table with the routing of `tools` (a tool with invalid
+    /// annotations mirrors nothing).
     pub fn update(&self, tools: &[Value]) {
         let mut table = HashMap::new();
         for tool in tools.iter().filter_map(Value::as_object) {
             let Some(name) = tool.get("name").and_then(Value::as_str) else { continue };
-            if let Ok(specs) = annotations(tool)
-                && !specs.is_empty()
-            {
-                table.insert(name.to_owned(), Arc::from(specs));
-            }
+            let params = annotations(tool).unwrap_or_default();
+            table.insert(name.to_owned(), Arc::new(ToolRouting::new(name, params)));
         }
         self.0.store(Arc::new(table));
     }
 
-    /// The headers tool `name` declares.
-    pub fn get(&self, name: &str) -> Option<Arc<[ParamHeader]>> {
+    /// The routing of tool `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<ToolRouting>> {
         self.0.load().get(name).cloned()
     }
 }

@@ -29,6 +29,30 @@ fn the_envelope_names_what_is_missing() {
 }
 
 #[test]
+fn taking_the_envelope_moves_client_info_out_and_keeps_the_rest() {
+    let info = json!({"name": "host", "version": "1"});
+    let mut params = json!({"name": "t", "_meta": {
+        "progressToken": 3,
+        meta::PROTOCOL_VERSION: "2026-07-28",
+        meta::CLIENT_INFO: info,
+        meta::CLIENT_CAPABILITIES: {"sampling": {}},
+        "vendor/key": true}});
+    let read = Envelope::read(Some(&params)).unwrap();
+    let taken = Envelope::take(Some(&mut params)).unwrap();
+    assert_eq!(taken, read, "the same envelope as read");
+    assert_eq!(taken.client_info, Some(info));
+    let keys: Vec<&str> = params["_meta"].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["progressToken", meta::PROTOCOL_VERSION, meta::CLIENT_CAPABILITIES, "vendor/key"], "in order");
+    // A clientInfo that is not an object is no client info, and stays.
+    let mut odd =
+        json!({"_meta": {meta::PROTOCOL_VERSION: "2026-07-28", meta::CLIENT_CAPABILITIES: {}, meta::CLIENT_INFO: 7}});
+    assert_eq!(Envelope::take(Some(&mut odd)).unwrap().client_info, None);
+    assert_eq!(odd["_meta"][meta::CLIENT_INFO], 7);
+    assert_eq!(Envelope::take(Some(&mut json!({}))).unwrap_err().code, -32602);
+    assert_eq!(Envelope::take(None).unwrap_err().code, -32602);
+}
+
+#[test]
 fn header_values_are_trimmed_and_base64_decoded() {
     assert_eq!(decode_header_value(b"  get_weather\t").as_deref(), Some("get_weather"));
     // "héllo wörld" in standard base64.

@@ -8,7 +8,9 @@
 //! the TypeScript SDK and the conformance suite expect:
 //!
 //! - a. the `_meta` envelope (protocol version and client capabilities) →
-//!   `-32602` naming what is missing (HTTP 400);
+//!   `-32602` naming what is missing (HTTP 400); its `clientInfo` moves out
+//!   of the request into [`ModernContext::client_info`] (each leg onward
+//!   names its own client);
 //! - b. `MCP-Protocol-Version` present and equal to the envelope's → `-32020`;
 //! - c. a revision toolgate serves → `-32022` with `{supported, requested}`;
 //! - d. `Mcp-Method` present and equal to the body's `method` → `-32020`;
@@ -38,7 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{Map, Value, json};
 
 use super::Engine;
-use crate::jsonrpc::{ErrorObject, Outcome, Request, Response, codes};
+use crate::jsonrpc::{ErrorObject, Outcome, Request, Response, codes, member};
 use crate::protocol::modern::{self, Envelope, header, meta, result};
 use crate::server::caller::Caller;
 use crate::server::handler::{Handler, ModernContext};
@@ -64,18 +66,29 @@ pub struct RoutingHeaders {
 }
 
 impl RoutingHeaders {
-    /// The routing headers of an HTTP request.
+    /// The routing headers of an HTTP request (of a name sent twice, the
+    /// first value, as a lookup finds it).
     pub fn from_headers(headers: &http::HeaderMap) -> Self {
-        Self {
-            protocol_version: headers.get(crate::protocol::header::PROTOCOL_VERSION).cloned(),
-            method: headers.get(header::METHOD).cloned(),
-            name: headers.get(header::NAME).cloned(),
-            params: headers
-                .iter()
-                .filter(|(name, _)| name.as_str().starts_with(header::PARAM_PREFIX))
-                .map(|(name, value)| (name.clone(), value.clone()))
-                .collect(),
+        // One pass over the request's headers: three lookups would hash
+        // each name, and the `Mcp-Param-*` ones need a pass anyway.
+        let mut routing = Self::default();
+        for (name, value) in headers {
+            let Some(rest) = name.as_str().strip_prefix("mcp-") else { continue };
+            let slot = match rest {
+                "protocol-version" => &mut routing.protocol_version,
+                "method" => &mut routing.method,
+                "name" => &mut routing.name,
+                _ if name.as_str().starts_with(header::PARAM_PREFIX) => {
+                    routing.params.push((name.clone(), value.clone()));
+                    continue;
+                }
+                _ => continue,
+            };
+            if slot.is_none() {
+                *slot = Some(value.clone());
+            }
         }
+        routing
     }
 
     /// `MCP-Protocol-Version` as text, optional white space (spaces and
@@ -110,7 +123,7 @@ impl<H: Handler> Engine<H> {
     /// Takes a request that claims the modern era (see the module doc).
     pub async fn accept_modern(
         &self,
-        request: Request,
+        mut request: Request,
         headers: Option<&RoutingHeaders>,
         caller: &Caller,
     ) -> ModernAccepted<H::State> {
@@ -118,8 +131,8 @@ impl<H: Handler> Engine<H> {
             response: Response::error(Some(request.id), error),
             status,
         };
-        // a. The envelope.
-        let envelope = match Envelope::read(request.params.as_ref()) {
+        // a. The envelope (its `clientInfo` moves to the context).
+        let envelope = match Envelope::take(request.params.as_mut()) {
             Ok(envelope) => envelope,
             Err(e) => return refuse(request, e, 400),
         };
@@ -223,15 +236,16 @@ impl<H: Handler> Engine<H> {
     }
 }
 
-/// The id of the `n`th transient session, `sessionless-<n>`, written in
-/// place (one allocation, the id's own).
+/// The id of the `n`th transient session, `sessionless-<n>` (one
+/// allocation, the id's own).
 fn transient_id(n: u64) -> Arc<str> {
-    use std::io::Write as _;
-    let mut buf = [0u8; 32];
-    let mut free = &mut buf[..];
-    let _ = write!(free, "sessionless-{n}");
-    let len = 32 - free.len();
-    Arc::from(std::str::from_utf8(&buf[..len]).unwrap_or("sessionless"))
+    const PREFIX: &str = "sessionless-";
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(n);
+    let mut buf = [0u8; PREFIX.len() + 20];
+    buf[..PREFIX.len()].copy_from_slice(PREFIX.as_bytes());
+    buf[PREFIX.len()..PREFIX.len() + digits.len()].copy_from_slice(digits.as_bytes());
+    Arc::from(std::str::from_utf8(&buf[..PREFIX.len() + digits.len()]).unwrap_or(PREFIX))
 }
 
 /// d and e: `Mcp-Method` and `Mcp-Name` mirror the body.
@@ -241,7 +255,7 @@ fn check_routing(request: &Request, headers: &RoutingHeaders) -> Result<(), Erro
         return Err(modern::header_mismatch("Mcp-Method", sent_method.as_deref(), &request.method));
     }
     let Some(param) = modern::method::name_param(&request.method) else { return Ok(()) };
-    let body = request.params.as_ref().and_then(|p| p.get(param)).and_then(Value::as_str).unwrap_or_default();
+    let body = request.params.as_ref().and_then(|p| member(p, param)).and_then(Value::as_str).unwrap_or_default();
     match headers.name.as_ref().map(http::HeaderValue::as_bytes) {
         None => Err(modern::header_mismatch("Mcp-Name", None, body)),
         Some(raw) => match modern::decode_header_value(raw) {

@@ -2,7 +2,7 @@
 //! its order, `server/discover`, and what a modern answer gets on the way out.
 
 use super::*;
-use crate::protocol::modern::{self, meta};
+use crate::protocol::modern::{self, header, meta};
 use crate::server::engine::{ModernAccepted, RoutingHeaders};
 use http::HeaderValue;
 
@@ -203,6 +203,12 @@ async fn param_headers_reach_the_application_untouched_and_only_over_http() {
     let routing = RoutingHeaders::from_headers(&http_headers);
     let names: Vec<&str> = routing.params.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["mcp-param-region"], "only Mcp-Param-*");
+    // The one pass finds what a lookup by each header's own name finds.
+    assert_eq!(routing.protocol_version.as_ref(), http_headers.get(crate::protocol::header::PROTOCOL_VERSION));
+    assert_eq!(routing.method.as_ref(), http_headers.get(header::METHOD));
+    assert_eq!(routing.name.as_ref(), http_headers.get(header::NAME));
+    http_headers.append("mcp-name", http::HeaderValue::from_static("second"));
+    assert_eq!(RoutingHeaders::from_headers(&http_headers).name.unwrap(), "echo", "the first of two");
     let call = || request("tools/call", with_meta(json!({"name": "echo", "arguments": {"region": "é"}})));
     let accepted = engine.accept_modern(call(), Some(&routing), &Caller::anonymous()).await;
     let ModernAccepted::Run { session, .. } = accepted else { panic!("refused") };

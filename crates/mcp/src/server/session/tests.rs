@@ -105,6 +105,9 @@ async fn closing_wakes_waiters_and_cancels_in_flight_work() {
     assert!(matches!(waiter.await.unwrap(), Err(ClientRequestError::SessionClosed)));
     assert!(s.client_supports("sampling/createMessage"));
     assert!(!s.client_supports("elicitation/create"));
+    // A request that begins once the session is closed starts cancelled.
+    let late = s.begin_request(&Id::number(2)).expect("room for a request");
+    assert!(late.is_cancelled());
 }
 
 #[tokio::test]

@@ -30,7 +30,8 @@ fn request_headers_mirror_the_body() {
         (HeaderName::from_static("mcp-param-region"), HeaderValue::from_static("forged")),
         (HeaderName::from_static("x-other"), HeaderValue::from_static("no")),
     ];
-    let h = request_headers("2026-07-28", "tools/call", Some(&params), Some(&specs), &client);
+    let routing = ToolRouting::new("test_custom_headers", specs);
+    let h = request_headers("2026-07-28", "tools/call", Some(&params), Some(&routing), &client);
     assert_eq!(header(&h, "mcp-protocol-version"), Some("2026-07-28"));
     assert_eq!(header(&h, "mcp-method"), Some("tools/call"));
     assert_eq!(header(&h, "mcp-name"), Some("test_custom_headers"));
@@ -58,16 +59,30 @@ fn names_are_mirrored_for_reads_and_prompts_only() {
     assert_eq!(header(&list, "mcp-method"), Some("tools/list"));
 }
 #[test]
-fn the_table_keeps_only_tools_with_valid_annotations() {
+fn the_table_holds_each_tools_name_header_and_only_valid_annotations() {
     let table = ToolHeaders::default();
     table.update(&[
         json!({"name": "good", "inputSchema": {"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "R"}}}}),
         json!({"name": "bad", "inputSchema": {"type": "object", "properties": {"r": {"type": "number", "x-mcp-header": "R"}}}}),
         json!({"name": "plain", "inputSchema": {"type": "object"}}),
     ]);
-    assert_eq!(table.get("good").map(|s| s.len()), Some(1));
-    assert!(table.get("bad").is_none());
-    assert!(table.get("plain").is_none());
+    assert_eq!(table.get("good").map(|t| t.params.len()), Some(1));
+    assert_eq!(table.get("bad").map(|t| t.params.len()), Some(0), "invalid annotations mirror nothing");
+    assert_eq!(table.get("plain").map(|t| t.params.len()), Some(0));
+    assert!(table.get("absent").is_none());
+    // Each name's header is made once, as the table is built, and encoded
+    // as one sent with the call would be.
+    table.update(&[json!({"name": "héllo", "inputSchema": {"type": "object"}})]);
+    let routing = table.get("héllo").expect("listed");
+    assert_eq!(routing.name, encode_value("héllo"));
+    let params = json!({"name": "héllo", "arguments": {}});
+    let h = request_headers("2026-07-28", "tools/call", Some(&params), Some(&routing), &[]);
+    assert_eq!(header(&h, "mcp-name"), Some("=?base64?aMOpbGxv?="));
+    assert_eq!(
+        request_headers("2026-07-28", "tools/call", Some(&params), None, &[]),
+        h,
+        "the same as encoded per call"
+    );
 }
 #[test]
 fn only_unknown_client_param_headers_are_forwarded() {
@@ -86,7 +101,7 @@ fn only_unknown_client_param_headers_are_forwarded() {
         (HeaderName::from_static("mcp-method"), HeaderValue::from_static("forged/method")),
         (HeaderName::from_static("mcp-name"), HeaderValue::from_static("forged")),
     ];
-    let h = request_headers("2026-07-28", "tools/call", Some(&params), Some(&specs), &client);
+    let h = request_headers("2026-07-28", "tools/call", Some(&params), Some(&ToolRouting::new("t", specs)), &client);
     assert_eq!(header(&h, "mcp-param-custom"), Some("=?base64?w6k=?="), "forwarded as sent");
     assert_eq!(header(&h, "mcp-param-region"), Some("eu"));
     assert_eq!(header(&h, "mcp-param-gone"), None);
