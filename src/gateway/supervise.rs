@@ -104,7 +104,7 @@ async fn refresh_tools(gateway: &Weak<Gateway>, up: &Arc<UpstreamHandle>, peer: 
         match crawl(peer, up.config.timeout, method::TOOLS_LIST, "tools").await {
             Ok(tools) => {
                 tracing::info!(tools = tools.len(), "tool list loaded");
-                up.era.tools.update(&tools);
+                up.era.tools.update(&tools, peer.sends_routing_headers());
                 up.set_tools(tools);
             }
             Err(e) => {

@@ -27,7 +27,7 @@ use super::peer::ServerHello;
 #[derive(Default)]
 pub struct UpstreamEra {
     known: Mutex<Option<ServerHello>>,
-    /// The annotated parameters of the upstream's tools.
+    /// The routing headers of the upstream's tools.
     pub tools: ToolHeaders,
     /// The resource URIs toolgate's clients subscribed to there.
     pub resources: subscriptions::ResourceSubscriptions,

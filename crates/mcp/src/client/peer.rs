@@ -427,6 +427,12 @@ impl Peer {
         self.modern.get().map(|m| m.version)
     }
 
+    /// Whether its requests carry the modern routing headers (a modern leg
+    /// over HTTP).
+    pub fn sends_routing_headers(&self) -> bool {
+        self.modern().is_some() && self.transport.carries_headers()
+    }
+
     pub(crate) fn transport(&self) -> &dyn Transport {
         &*self.transport
     }

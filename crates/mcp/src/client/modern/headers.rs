@@ -131,13 +131,19 @@ pub struct ToolHeaders(ArcSwap<HashMap<String, Arc<ToolRouting>>>);
 
 impl ToolHeaders {
     /// Replaces the table with the routing of `tools` (a tool with invalid
-    /// annotations mirrors nothing).
-    pub fn update(&self, tools: &[Value]) {
+    /// annotations mirrors nothing). Every tool gets an entry when `names`
+    /// (the upstream's leg sends routing headers, so its calls need each
+    /// name's header); otherwise only those that mirror arguments, which a
+    /// sessionless client's own headers are checked against whatever the
+    /// leg, so a large catalog of a leg without headers holds no table.
+    pub fn update(&self, tools: &[Value], names: bool) {
         let mut table = HashMap::new();
         for tool in tools.iter().filter_map(Value::as_object) {
             let Some(name) = tool.get("name").and_then(Value::as_str) else { continue };
             let params = annotations(tool).unwrap_or_default();
-            table.insert(name.to_owned(), Arc::new(ToolRouting::new(name, params)));
+            if names || !params.is_empty() {
+                table.insert(name.to_owned(), Arc::new(ToolRouting::new(name, params)));
+            }
         }
         self.0.store(Arc::new(table));
     }

@@ -61,18 +61,24 @@ fn names_are_mirrored_for_reads_and_prompts_only() {
 #[test]
 fn the_table_holds_each_tools_name_header_and_only_valid_annotations() {
     let table = ToolHeaders::default();
-    table.update(&[
+    let tools = [
         json!({"name": "good", "inputSchema": {"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "R"}}}}),
         json!({"name": "bad", "inputSchema": {"type": "object", "properties": {"r": {"type": "number", "x-mcp-header": "R"}}}}),
         json!({"name": "plain", "inputSchema": {"type": "object"}}),
-    ]);
+    ];
+    // A leg without routing headers: only the tools that mirror arguments.
+    table.update(&tools, false);
+    assert_eq!(table.get("good").map(|t| t.params.len()), Some(1));
+    assert!(table.get("bad").is_none());
+    assert!(table.get("plain").is_none());
+    table.update(&tools, true);
     assert_eq!(table.get("good").map(|t| t.params.len()), Some(1));
     assert_eq!(table.get("bad").map(|t| t.params.len()), Some(0), "invalid annotations mirror nothing");
     assert_eq!(table.get("plain").map(|t| t.params.len()), Some(0));
     assert!(table.get("absent").is_none());
     // Each name's header is made once, as the table is built, and encoded
     // as one sent with the call would be.
-    table.update(&[json!({"name": "héllo", "inputSchema": {"type": "object"}})]);
+    table.update(&[json!({"name": "héllo", "inputSchema": {"type": "object"}})], true);
     let routing = table.get("héllo").expect("listed");
     assert_eq!(routing.name, encode_value("héllo"));
     let params = json!({"name": "héllo", "arguments": {}});
