@@ -60,10 +60,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
 
-    emb = ev.Embeddings(args.threads)
-    table = ev.StaticTable(emb, ev.DESIGN["static"]["pool"])
-    catalog = ev.load_catalog(ev.REPO / "tests" / "corpus")
-    tasks = ev.load_tasks(HERE / "tasks.jsonl", catalog)
+    emb, table, catalog, tasks = ho.load(args.threads)
     names = [t.id for t in catalog]
     every = list(range(len(tasks)))
     scores = {"toolgate-search": toolgate_scores(catalog, tasks, table), **ho.references(catalog, tasks, emb)}

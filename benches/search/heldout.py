@@ -301,6 +301,15 @@ def row(name, m) -> str:
     return f"| {name} | {100 * m['r@1']:.1f} | {100 * m['r@5']:.1f} | {100 * m['r@10']:.1f} | {m['mrr']:.3f} |" + both
 
 
+def load(threads: int):
+    """The embedding model (its cache), the static table, the held-out
+    catalog and its tasks: what every script over this set starts from."""
+    emb = ev.Embeddings(threads)
+    table = ev.StaticTable(emb, ev.DESIGN["static"]["pool"])
+    catalog = ev.load_catalog(ev.REPO / "tests" / "corpus")
+    return emb, table, catalog, ev.load_tasks(HERE / "tasks.jsonl", catalog)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true")
@@ -310,10 +319,7 @@ def main() -> None:
                              "the first design, and the tuning without the long-request handling)")
     args = parser.parse_args()
 
-    emb = ev.Embeddings(args.threads)
-    minilm = ev.StaticTable(emb, ev.DESIGN["static"]["pool"])
-    catalog = ev.load_catalog(ev.REPO / "tests" / "corpus")
-    tasks = ev.load_tasks(HERE / "tasks.jsonl", catalog)
+    emb, minilm, catalog, tasks = load(args.threads)
     names = [t.id for t in catalog]
     servers = {t.server for t in catalog}
     assert sorted(s for f in FOLDS for s in f) == sorted(servers), "FOLDS must cover every server once"
