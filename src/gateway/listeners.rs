@@ -61,6 +61,16 @@ impl Listeners {
         self.open.lock().is_empty()
     }
 
+    /// Adds an open stream, acknowledging it under the lock that everyone
+    /// who tells listeners about a change takes: a change made once the
+    /// client has seen the acknowledgement reaches the stream, and nothing
+    /// reaches it before the acknowledgement (its first message).
+    fn register(&self, id: Arc<str>, open: Open, acknowledge: impl FnOnce() -> bool) {
+        let mut streams = self.open.lock();
+        acknowledge();
+        streams.insert(id, open);
+    }
+
     /// Ends the stream of the listening session `id` (its client was
     /// removed from `[auth]`); `false` if it is not one.
     pub fn end(&self, id: &str) -> bool {
@@ -150,16 +160,17 @@ impl Gateway {
             session.state.subscribe(uri);
             held.push((index, uri.clone()));
         }
-        session.deliver_to(listen.sink(), honoured.clone());
-        listen.acknowledge(&honoured);
-        let end = CancellationToken::new();
-        let id = session.id_arc();
-        self.listeners.open.lock().insert(id.clone(), (session.clone(), end.clone()));
-        let _registered = Registered { listeners: &self.listeners, id };
-        tracing::debug!(client = %principal.id(), notifications = %honoured.to_value(), "listen stream open");
+        // Subscribed upstream before the acknowledgement promises the URIs
+        // (a handshake-era upstream has answered `resources/subscribe`).
         for (index, uri) in &held {
             hold(&self.forwarder, *index, uri).await;
         }
+        session.deliver_to(listen.sink(), honoured.clone());
+        let end = CancellationToken::new();
+        let id = session.id_arc();
+        self.listeners.register(id.clone(), (session.clone(), end.clone()), || listen.acknowledge(&honoured));
+        let _registered = Registered { listeners: &self.listeners, id };
+        tracing::debug!(client = %principal.id(), notifications = %honoured.to_value(), "listen stream open");
         let shutdown = self.shutdown_token();
         tokio::select! {
             () = listen.ended() => {}

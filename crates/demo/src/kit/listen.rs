@@ -50,9 +50,14 @@ impl Listening {
             resource_subscriptions: if subscribes { asked.resource_subscriptions.clone() } else { Vec::new() },
         };
         session.deliver_to(listen.sink(), honoured.clone());
-        listen.acknowledge(&honoured);
         let id = session.id_arc();
-        self.open.lock().insert(id.clone(), session.clone());
+        {
+            // Acknowledged under the lock `broadcast` takes: what the client
+            // triggers once it has seen the acknowledgement reaches the stream.
+            let mut open = self.open.lock();
+            listen.acknowledge(&honoured);
+            open.insert(id.clone(), session.clone());
+        }
         listen.ended().await;
         self.open.lock().remove(&id);
     }
