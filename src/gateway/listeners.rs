@@ -185,3 +185,6 @@ impl Gateway {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -51,14 +51,20 @@ impl Listening {
         };
         session.deliver_to(listen.sink(), honoured.clone());
         let id = session.id_arc();
-        {
-            // Acknowledged under the lock `broadcast` takes: what the client
-            // triggers once it has seen the acknowledgement reaches the stream.
-            let mut open = self.open.lock();
-            listen.acknowledge(&honoured);
-            open.insert(id.clone(), session.clone());
-        }
+        self.register(id.clone(), session.clone(), || listen.acknowledge(&honoured));
         listen.ended().await;
         self.open.lock().remove(&id);
     }
+
+    /// Adds an open stream, acknowledging it under the lock `broadcast`
+    /// takes: what the client triggers once it has seen the acknowledgement
+    /// reaches the stream.
+    fn register(&self, id: Arc<str>, session: Arc<Session<SessionState>>, acknowledge: impl FnOnce() -> bool) {
+        let mut open = self.open.lock();
+        acknowledge();
+        open.insert(id, session);
+    }
 }
+
+#[cfg(test)]
+mod tests;
