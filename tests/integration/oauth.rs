@@ -259,8 +259,10 @@ async fn each_user_consents_at_first_use_and_then_calls_as_themselves() -> Resul
 #[tokio::test]
 async fn replicas_share_sealed_tokens_register_once_refresh_once_and_revoke() -> Result<()> {
     let Some(redis) = RedisServer::start() else { return Ok(()) };
-    // Tokens live 62 s: due for refresh (a minute before expiry) 2 s after they are issued.
-    let auth_server = NodePeer::start("oauth_as.mjs", &["--access-ttl", "62"]).await?;
+    // Tokens live 66 s: due for refresh (a minute before expiry) 6 s after
+    // they are issued, so the refreshed one is not due again while the
+    // concurrent calls below finish on a loaded machine.
+    let auth_server = NodePeer::start("oauth_as.mjs", &["--access-ttl", "66"]).await?;
     let issuer = auth_server.at("issuer");
     let up = protected(&issuer).await?;
     let (a, b, _) = two_replicas(&redis, "local", &up).await?;
@@ -282,7 +284,7 @@ async fn replicas_share_sealed_tokens_register_once_refresh_once_and_revoke() ->
     ensure!(values.iter().all(|v| !holds_a_jwt(v) && !v.contains(CLIENT_SECRET)), "{values:?}");
 
     // Once due, calls on both replicas at once refresh it once.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    tokio::time::sleep(Duration::from_secs(7)).await;
     let mut on_a = Client::with_bearer(&a.url, ALICE_KEY)?;
     on_a.initialize(json!({})).await?;
     on_a.read_descriptions("whoami").await?;
