@@ -47,15 +47,11 @@ fn idle_sessions_expire_but_pinned_ones_live_on() {
     assert!(pinned.is_pinned());
     std::thread::sleep(Duration::from_millis(500));
     assert!(store.get(idle.id()).is_none(), "idle past the timeout");
-    // moka's timer wheel hands expired entries over at about one-second ticks.
-    for _ in 0..30 {
-        store.run_pending();
-        if idle.closed().is_cancelled() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(idle.closed().is_cancelled());
+    let listed: Vec<_> = store.sessions().iter().map(|s| s.id().to_owned()).collect();
+    assert_eq!(listed, [pinned.id().to_owned()], "an expired session is not listed");
+    assert!(!idle.closed().is_cancelled(), "ended on the sweep, not on the lookup");
+    store.run_pending();
+    assert!(idle.closed().is_cancelled(), "the sweep ends it");
     assert_eq!(ended.try_recv().map(|s| s.id().to_owned()).ok(), Some(idle.id().to_owned()));
     assert!(store.get(pinned.id()).is_some(), "a pinned session does not expire");
     assert!(!pinned.closed().is_cancelled());
@@ -72,4 +68,18 @@ fn lookups_keep_a_session_alive() {
     }
     store.run_pending();
     assert!(store.get(s.id()).is_some(), "600 ms of traffic every 100 ms kept it alive");
+}
+
+#[test]
+fn the_same_id_again_ends_the_session_it_replaces() {
+    let limits = Limits { max_sessions: 2, ..Limits::default() };
+    let (store, mut ended) = SessionStore::<()>::with_limits(Duration::from_secs(60), limits);
+    let first = add(&store).expect("room");
+    let again = Arc::new(Session::new(first.id_arc(), Version::LATEST, &json!({}), (), Caller::anonymous()));
+    store.insert(store.reserve().expect("room"), again.clone());
+    assert!(first.closed().is_cancelled(), "the replaced session is closed");
+    assert_eq!(ended.try_recv().map(|s| Arc::ptr_eq(&s, &first)).ok(), Some(true));
+    assert!(Arc::ptr_eq(&store.get(first.id()).expect("the newcomer"), &again));
+    assert!(add(&store).is_some(), "the replaced session gave its place back");
+    assert!(add(&store).is_none(), "two places, two sessions");
 }
