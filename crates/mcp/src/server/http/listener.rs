@@ -47,6 +47,7 @@ use super::App;
 
 mod peer;
 mod places;
+mod repoll;
 
 pub use peer::{BadNetwork, TrustedProxies, parse_network};
 pub use places::{REFUSAL_WINDOW, REFUSALS_BEFORE_CLOSE};
@@ -188,9 +189,9 @@ async fn accept(
         // A connection's task, outside any request; tracked so that
         // shutdown can close and wait for every connection.
         #[allow(clippy::disallowed_methods)]
-        connections.spawn(async move {
+        connections.spawn(repoll::Repoll::new(async move {
             serve_connection(tcp, app, &options, activity, place).await;
-        });
+        }));
     }
 }
 
