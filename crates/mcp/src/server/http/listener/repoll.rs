@@ -12,9 +12,9 @@
 //! call against the floor's 0.35 and 0.09). [`Repoll`] gives the future a
 //! waker of its own: a wake that arrives while the future is being polled
 //! only marks it, and once the poll returns `Pending` the future is polled
-//! again in the same turn (at most [`TURNS`] times, then it yields as
-//! before). A wake at any other time wakes the task, as the task's own
-//! waker would.
+//! again in the same turn (at most [`TURNS`] times, and only while the task
+//! has tokio's budget left, then it yields as before). A wake at any other
+//! time wakes the task, as the task's own waker would.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -63,6 +63,11 @@ impl<F: Future> Future for Repoll<F> {
             let state = this.relay.state.swap(0, Ordering::AcqRel);
             if polled.is_ready() || state & WOKEN == 0 {
                 return polled;
+            }
+            // Out of tokio's budget for this turn, the future's resources
+            // pend and wake it again at once: polling it would change nothing.
+            if !tokio::task::coop::has_budget_remaining() {
+                break;
             }
         }
         // Still waking itself: let the other tasks run first.

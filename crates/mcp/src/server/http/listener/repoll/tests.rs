@@ -96,3 +96,21 @@ fn a_wake_from_elsewhere_wakes_the_task() {
     assert_eq!(task.0.load(Ordering::SeqCst), 1, "a wake after the poll reaches the task");
     assert!(Pin::new(&mut future).poll(&mut Context::from_waker(&waker)).is_ready());
 }
+
+#[tokio::test]
+async fn out_of_tokio_budget_it_yields_at_once() {
+    let polls = Arc::new(AtomicUsize::new(0));
+    let future = Repoll::new(WakesItself { times: usize::MAX, polls: polls.clone() });
+    let mut future = std::pin::pin!(future);
+    let (task, waker) = task();
+    // Spend the task's budget as a busy connection would.
+    while tokio::task::coop::has_budget_remaining() {
+        tokio::task::coop::consume_budget().await;
+        if !tokio::task::coop::has_budget_remaining() {
+            break;
+        }
+    }
+    assert!(future.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+    assert_eq!(polls.load(Ordering::SeqCst), 1, "not polled again without budget");
+    assert_eq!(task.0.load(Ordering::SeqCst), 1, "it yields");
+}
