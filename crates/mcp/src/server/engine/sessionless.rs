@@ -73,12 +73,11 @@ impl RoutingHeaders {
         // each name, and the `Mcp-Param-*` ones need a pass anyway.
         let mut routing = Self::default();
         for (name, value) in headers {
-            let Some(rest) = name.as_str().strip_prefix("mcp-") else { continue };
-            let slot = match rest {
-                "protocol-version" => &mut routing.protocol_version,
-                "method" => &mut routing.method,
-                "name" => &mut routing.name,
-                _ if name.as_str().starts_with(header::PARAM_PREFIX) => {
+            let slot = match name.as_str() {
+                header::METHOD => &mut routing.method,
+                header::NAME => &mut routing.name,
+                _ if *name == crate::protocol::header::PROTOCOL_VERSION => &mut routing.protocol_version,
+                n if n.starts_with(header::PARAM_PREFIX) => {
                     routing.params.push((name.clone(), value.clone()));
                     continue;
                 }
