@@ -14,12 +14,14 @@
 //!   an in-process server in tests), and the layers a call goes through.
 //! - [`uri_template`]: matching URIs against resource templates (RFC 6570).
 //! - [`boxed`]: futures boxed where they are made (a call's futures are large).
+//! - [`chunks`]: a body gathered from its chunks (one chunk kept, not copied).
 
 // One audited exception: `client::stdio::orphan` (the parent-death signal
 // set between fork and exec).
 #![deny(unsafe_code)]
 
 pub mod boxed;
+pub mod chunks;
 pub mod client;
 pub mod jsonrpc;
 pub mod protocol;

@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use super::error::{Cause, HttpStatus, UpstreamError, report};
 use super::target::{HttpTarget, with_credentials};
 use super::transport::{Inbox, Transport};
+use crate::chunks::Chunks;
 use crate::jsonrpc::{Body, Id, Message, Outcome, Response, member};
 use crate::protocol::{self, Version};
 
@@ -604,25 +605,42 @@ impl Posted<'_> {
                 if r.content_length().is_some_and(|n| n > limit as u64) {
                     return Err(too_large());
                 }
-                let mut body = bytes::BytesMut::new();
+                let mut body = Chunks::default();
                 while let Some(chunk) = r.chunk().await.map_err(|e| transport.http_error(e))? {
                     if body.len() + chunk.len() > limit {
                         return Err(too_large());
                     }
-                    body.extend_from_slice(&chunk);
+                    body.push(chunk);
                 }
-                Ok(body.freeze())
+                Ok(body.into_bytes())
             }
             Posted::Plain(r, mut lease) => {
                 use http_body_util::BodyExt as _;
-                match lease.drive(http_body_util::Limited::new(r.into_body(), limit).collect()).await {
-                    Ok(collected) => {
+                let mut body = r.into_body();
+                // Chunks, not `collect`: the usual answer is one chunk, kept
+                // as it came.
+                let read = lease
+                    .drive(async {
+                        let mut chunks = Chunks::default();
+                        while let Some(frame) = body.frame().await {
+                            let Ok(data) = frame?.into_data() else { continue };
+                            if chunks.len() + data.len() > limit {
+                                return Ok(None);
+                            }
+                            chunks.push(data);
+                        }
+                        Ok(Some(chunks.into_bytes()))
+                    })
+                    .await;
+                match read {
+                    Ok(Some(bytes)) => {
                         lease.release();
-                        Ok(collected.to_bytes())
+                        Ok(bytes)
                     }
-                    Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+                    Ok(None) => Err(too_large()),
                     Err(e) => {
-                        let make = if lost::connection_lost(&*e) { closed } else { http };
+                        let e: hyper::Error = e;
+                        let make = if lost::connection_lost(&e) { closed } else { http };
                         Err(transport.error(make, Cause::msg(e.to_string())))
                     }
                 }

@@ -4,11 +4,12 @@
 // foldhash: these maps are looked up on every call (see Cargo.toml).
 use foldhash::{HashMap, HashMapExt as _};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc::error::TryRecvError;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::caller::Caller;
@@ -18,6 +19,7 @@ use super::limits::{DEFAULT_MAX_REQUESTS_PER_SESSION, DEFAULT_STREAM_BUFFER};
 use super::replay::{self, Replay};
 use crate::jsonrpc::{Id, Message, Notification, Outcome, Request, Response};
 use crate::protocol::{Version, method};
+use link::{Link, Received};
 
 /// One frame on a response stream.
 #[derive(Debug, Clone)]
@@ -39,67 +41,70 @@ pub enum Frame {
 /// notifications are dropped (and counted) until the client catches up.
 /// Final responses and server-to-client requests are never dropped: there is
 /// one final per request, and the requests in flight are capped per session.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Downlink {
-    tx: mpsc::UnboundedSender<Frame>,
-    queue: Arc<Queue>,
+    link: Arc<Link>,
     /// For a modern request: the rank of its `logLevel` (`Some(None)`: it
     /// sent none, so no `notifications/message` may go out for it).
     log_floor: Option<Option<u8>>,
 }
 
-/// What a [`Downlink`] holds back.
-#[derive(Debug)]
-struct Queue {
-    /// Notifications sent and not yet received.
-    notes: AtomicUsize,
-    capacity: usize,
-    /// Notifications dropped because the queue was full.
-    dropped: AtomicU64,
-    /// The application asks for a streamed answer (it is forwarding work
-    /// that may take a while): the transport streams it unless the answer is
-    /// ready within a short grace period (Streamable HTTP). A flag, not a
-    /// frame: the transport reads it right after it polls the work, in the
-    /// same wake-up, and nothing else on the way back has to skip it.
-    stream: AtomicBool,
+impl Clone for Downlink {
+    fn clone(&self) -> Self {
+        self.link.add_sender();
+        Downlink { link: self.link.clone(), log_floor: self.log_floor }
+    }
+}
+
+impl Drop for Downlink {
+    fn drop(&mut self) {
+        self.link.drop_sender();
+    }
 }
 
 /// The receiving end of a [`Downlink`], drained by the transport.
 #[derive(Debug)]
 pub struct Frames {
-    rx: mpsc::UnboundedReceiver<Frame>,
-    queue: Arc<Queue>,
+    link: Arc<Link>,
+}
+
+impl Drop for Frames {
+    fn drop(&mut self) {
+        self.link.close();
+    }
 }
 
 impl Frames {
     /// The next frame; `None` once every [`Downlink`] is gone.
     pub async fn recv(&mut self) -> Option<Frame> {
-        let frame = self.rx.recv().await;
-        self.took(frame)
+        std::future::poll_fn(|cx| self.poll_recv(cx)).await
     }
 
     /// The next frame if one is queued.
-    pub fn try_recv(&mut self) -> Result<Frame, mpsc::error::TryRecvError> {
-        let frame = self.rx.try_recv()?;
-        self.took(Some(frame)).ok_or(mpsc::error::TryRecvError::Disconnected)
+    pub fn try_recv(&mut self) -> Result<Frame, TryRecvError> {
+        match self.link.try_recv() {
+            Received::Frame(frame) => Ok(self.took(frame)),
+            Received::Empty => Err(TryRecvError::Empty),
+            Received::Ended => Err(TryRecvError::Disconnected),
+        }
     }
 
     /// Polls for the next frame.
     pub fn poll_recv(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Frame>> {
-        let frame = std::task::ready!(self.rx.poll_recv(cx));
-        std::task::Poll::Ready(self.took(frame))
+        let frame = std::task::ready!(self.link.poll_recv(cx));
+        std::task::Poll::Ready(frame.map(|f| self.took(f)))
     }
 
     /// Whether the application asked for a streamed answer since the last
     /// look (see [`Downlink::prefer_stream`]).
     pub fn take_stream_hint(&self) -> bool {
         // A plain load first: the usual answer is no, without a write.
-        self.queue.stream.load(Ordering::Relaxed) && self.queue.stream.swap(false, Ordering::AcqRel)
+        self.link.stream.load(Ordering::Relaxed) && self.link.stream.swap(false, Ordering::AcqRel)
     }
 
-    fn took(&self, frame: Option<Frame>) -> Option<Frame> {
-        if let Some(Frame::Message(Message::Notification(_))) = &frame {
-            self.queue.notes.fetch_sub(1, Ordering::AcqRel);
+    fn took(&self, frame: Frame) -> Frame {
+        if let Frame::Message(Message::Notification(_)) = &frame {
+            self.link.notes.fetch_sub(1, Ordering::AcqRel);
         }
         frame
     }
@@ -114,14 +119,8 @@ impl Downlink {
 
     /// A downlink holding at most `capacity` notifications.
     pub fn with_capacity(capacity: usize) -> (Downlink, Frames) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let queue = Arc::new(Queue {
-            notes: AtomicUsize::new(0),
-            capacity,
-            dropped: AtomicU64::new(0),
-            stream: AtomicBool::new(false),
-        });
-        (Downlink { tx, queue: queue.clone(), log_floor: None }, Frames { rx, queue })
+        let link = Arc::new(Link::new(capacity));
+        (Downlink { link: link.clone(), log_floor: None }, Frames { link })
     }
 
     /// Sends a message related to the request. Returns `false` when the
@@ -136,7 +135,8 @@ impl Downlink {
     /// without one, is dropped, as the 2026-07-28 revision requires.
     pub fn for_modern(&self, log_level: Option<&str>) -> Downlink {
         let floor = log_level.map(|l| crate::protocol::modern::log_rank(l).unwrap_or(0));
-        Downlink { tx: self.tx.clone(), queue: self.queue.clone(), log_floor: Some(floor) }
+        self.link.add_sender();
+        Downlink { link: self.link.clone(), log_floor: Some(floor) }
     }
 
     /// Whether a modern request's log floor lets `message` through.
@@ -156,25 +156,26 @@ impl Downlink {
             return Ok(());
         }
         let note = matches!(message, Message::Notification(_));
+        let link = &self.link;
         if note {
-            let queued = self.queue.notes.fetch_add(1, Ordering::AcqRel);
-            if queued >= self.queue.capacity {
-                self.queue.notes.fetch_sub(1, Ordering::AcqRel);
-                if self.tx.is_closed() {
+            let queued = link.notes.fetch_add(1, Ordering::AcqRel);
+            if queued >= link.capacity {
+                link.notes.fetch_sub(1, Ordering::AcqRel);
+                if link.is_closed() {
                     return Err(message);
                 }
-                let dropped = self.queue.dropped.fetch_add(1, Ordering::Relaxed);
+                let dropped = link.dropped.fetch_add(1, Ordering::Relaxed);
                 if dropped.is_power_of_two() || dropped == 0 {
                     tracing::debug!(dropped = dropped + 1, "the client reads slowly: notification dropped");
                 }
                 return Ok(());
             }
         }
-        match self.tx.send(Frame::Message(message)) {
+        match link.send(Frame::Message(message)) {
             Ok(()) => Ok(()),
-            Err(mpsc::error::SendError(frame)) => {
+            Err(frame) => {
                 if note {
-                    self.queue.notes.fetch_sub(1, Ordering::AcqRel);
+                    link.notes.fetch_sub(1, Ordering::AcqRel);
                 }
                 match frame {
                     Frame::Message(m) => Err(m),
@@ -186,12 +187,12 @@ impl Downlink {
 
     /// How many notifications were dropped because the client read slowly.
     pub fn dropped(&self) -> u64 {
-        self.queue.dropped.load(Ordering::Relaxed)
+        self.link.dropped.load(Ordering::Relaxed)
     }
 
     /// Sends the final response (never dropped).
     pub(crate) fn finish(&self, response: Response) -> bool {
-        self.tx.send(Frame::Final(response)).is_ok()
+        self.link.send(Frame::Final(response)).is_ok()
     }
 
     /// Asks for a streamed answer: the transport streams it unless it is
@@ -199,17 +200,17 @@ impl Downlink {
     /// transports stream everything anyway). Read by
     /// [`Frames::take_stream_hint`] when the work yields.
     pub fn prefer_stream(&self) {
-        self.queue.stream.store(true, Ordering::Release);
+        self.link.stream.store(true, Ordering::Release);
     }
 
     /// Marks the end of the requests this downlink serves.
     pub(crate) fn end(&self) {
-        let _ = self.tx.send(Frame::End);
+        let _ = self.link.send(Frame::End);
     }
 
     /// Whether the receiving end is gone.
     pub fn is_closed(&self) -> bool {
-        self.tx.is_closed()
+        self.link.is_closed()
     }
 }
 
@@ -602,5 +603,6 @@ impl<S> Drop for Awaiting<'_, S> {
     }
 }
 
+mod link;
 #[cfg(test)]
 mod tests;

@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::response::Response;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use http_body_util::BodyExt as _;
 
 use super::reply;
+use crate::chunks::Chunks;
 use crate::jsonrpc::codes;
 
 /// Why a body was not read.
@@ -65,11 +66,11 @@ pub async fn read(body: Body, headers: &HeaderMap, limit: usize, within: Duratio
         return Err(BodyError::TooLarge { limit });
     }
     let started = tokio::time::Instant::now();
-    let mut collected = BytesMut::new();
+    let mut collected = Chunks::default();
     loop {
         let frame = match tokio::time::timeout_at(started + within, body.frame()).await {
             Err(_) => return Err(BodyError::TimedOut { after: within }),
-            Ok(None) => return Ok(collected.freeze()),
+            Ok(None) => return Ok(collected.into_bytes()),
             Ok(Some(Err(_))) => return Err(BodyError::Broken),
             Ok(Some(Ok(frame))) => frame,
         };
@@ -78,7 +79,7 @@ pub async fn read(body: Body, headers: &HeaderMap, limit: usize, within: Duratio
             discard(&mut body, within.saturating_sub(started.elapsed())).await;
             return Err(BodyError::TooLarge { limit });
         }
-        collected.extend_from_slice(&data);
+        collected.push(data);
     }
 }
 

@@ -1,4 +1,5 @@
 use super::*;
+use tokio::sync::mpsc;
 
 fn session() -> Session<()> {
     Session::new(
