@@ -80,7 +80,7 @@ fn classify(outcome: &Outcome) -> (&'static str, Option<usize>) {
         Outcome::Result(v) => (if v.get("isError") == Some(&Value::Bool(true)) { "tool_error" } else { "ok" }, None),
         Outcome::Prepared(raw) => {
             let text = raw.get();
-            let failed = text.contains("\"isError\":true") || text.contains("\"isError\": true");
+            let failed = crate::metrics::labels::text_says_tool_error(text);
             (if failed { "tool_error" } else { "ok" }, Some(text.len()))
         }
     }

@@ -227,18 +227,26 @@ impl Via {
 
 /// Whether a `tools/call` result says the tool failed (`isError: true`).
 /// Results from upstreams stay JSON text ([`jsonrpc::Outcome::Prepared`]);
-/// the key is looked for in the text rather than parsing it (compact, or
-/// with a space after the colon as Python's `json` writes it). A nested
-/// object with such a member is taken for the result's own.
-fn is_tool_error(outcome: &jsonrpc::Outcome) -> bool {
+/// the key is looked for in the text rather than parsing it
+/// ([`text_says_tool_error`]).
+pub(crate) fn is_tool_error(outcome: &jsonrpc::Outcome) -> bool {
     match outcome {
         jsonrpc::Outcome::Result(v) => v.get("isError").and_then(serde_json::Value::as_bool) == Some(true),
-        jsonrpc::Outcome::Prepared(raw) => {
-            let text = raw.get();
-            text.contains("\"isError\":true") || text.contains("\"isError\": true")
-        }
+        jsonrpc::Outcome::Prepared(raw) => text_says_tool_error(raw.get()),
         jsonrpc::Outcome::Error(_) => false,
     }
+}
+
+/// Whether a result's JSON text has an `"isError"` member whose value is
+/// `true`, with any whitespace around the colon. One pass over the text (it
+/// was two, one per spacing). A nested object with such a member is taken
+/// for the result's own.
+pub(crate) fn text_says_tool_error(text: &str) -> bool {
+    const KEY: &str = "\"isError\"";
+    text.match_indices(KEY).any(|(at, _)| {
+        let after = text[at + KEY.len()..].trim_start();
+        after.strip_prefix(':').is_some_and(|value| value.trim_start().starts_with("true"))
+    })
 }
 
 #[cfg(test)]

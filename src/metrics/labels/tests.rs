@@ -50,6 +50,13 @@ fn outcomes_of_results() {
         "inside a string"
     );
     assert_eq!(Outcome::of(call, &raw(r#"{"isError":false}"#), false, false), Outcome::Ok);
+    // Any whitespace around the colon; the first mention need not be the member.
+    assert_eq!(Outcome::of(call, &raw("{\"isError\" :\n\ttrue}"), false, false), Outcome::ToolError);
+    assert_eq!(
+        Outcome::of(call, &raw(r#"{"content":[{"type":"text","text":"isError"}],"isError":true}"#), false, false),
+        Outcome::ToolError
+    );
+    assert_eq!(Outcome::of(call, &raw(r#"{"isError" : "true"}"#), false, false), Outcome::Ok);
     assert_eq!(Outcome::of(call, &error, false, false), Outcome::Error);
     assert_eq!(Outcome::of(call, &failed, true, false), Outcome::Refused);
     assert_eq!(Outcome::of(call, &error, true, true), Outcome::Cancelled);

@@ -53,20 +53,20 @@ pub fn settle_answer(outcome: &mut Outcome) -> Option<InputRequired> {
 /// from a peer stays raw, and the usual one is read member by member once:
 /// an input request (when the caller `asks`) is told from a final result
 /// by its `resultType`, and a final one's fields are dropped from the text,
-/// the rest (the content) never parsed into a tree.
+/// the rest (the content) never parsed into a tree. (The text is not
+/// searched for `resultType` first: a modern upstream's results carry it,
+/// so the search cost a scan of the whole text, about 900 instructions a
+/// call, before the members were read anyway.)
 fn read_raw(outcome: &mut Outcome, asks: bool) -> bool {
     let Outcome::Prepared(raw) = outcome else { return true };
-    // Without a `resultType`, neither an input request nor anything to strip.
-    if !raw.get().contains(result::RESULT_TYPE) {
-        return false;
-    }
     match strip_raw(raw.get(), asks) {
-        Some(Some(stripped)) => {
+        Stripped::Unchanged => false,
+        Stripped::Text(stripped) => {
             *outcome = Outcome::Prepared(stripped.into());
             false
         }
         // An input request, or text this does not read: as a tree.
-        Some(None) | None => match serde_json::from_str::<Value>(raw.get()) {
+        Stripped::Asks | Stripped::Unread => match serde_json::from_str::<Value>(raw.get()) {
             Ok(v) => {
                 *outcome = Outcome::Result(v);
                 true
@@ -91,25 +91,41 @@ fn strip_tree(outcome: &mut Outcome) {
     }
 }
 
+/// What [`strip_raw`] made of a result's text.
+enum Stripped {
+    /// Nothing to strip: the text stays as it is.
+    Unchanged,
+    /// The text without the modern-only members.
+    Text(Box<RawValue>),
+    /// An input request (when the caller asks): the caller reads it.
+    Asks,
+    /// Text this does not handle: the caller parses it instead.
+    Unread,
+}
+
 /// [`strip_modern_fields`] on a result's JSON text: its top-level members
 /// are read as text, and written again without the modern-only ones and
 /// with `_meta` cleaned; nothing is parsed into a tree unless `_meta` keeps
 /// members besides the upstream's identity (then it is, as it is small).
-/// `None` for text this does not handle (not an object, an escaped key, a
-/// repeated `_meta` or `resultType`): the caller parses it instead; and
-/// `Some(None)` for an input request when `asks` (the caller reads it).
-fn strip_raw(text: &str, asks: bool) -> Option<Option<Box<RawValue>>> {
-    let members: Members<'_> = serde_json::from_str(text).ok()?;
+/// A result without a top-level `resultType` is [`Stripped::Unchanged`];
+/// text this does not handle (not an object, an escaped key, a repeated
+/// `_meta` or `resultType`) is [`Stripped::Unread`].
+fn strip_raw(text: &str, asks: bool) -> Stripped {
+    let Ok(members) = serde_json::from_str::<Members<'_>>(text) else { return Stripped::Unread };
+    // Without a `resultType`, neither an input request nor anything to strip.
+    if members.get(result::RESULT_TYPE).is_none() {
+        return Stripped::Unchanged;
+    }
     // Repeated: the caller's tree keeps the last, as a parser would.
     if members.count("_meta") > 1 || members.count(result::RESULT_TYPE) > 1 {
-        return None;
+        return Stripped::Unread;
     }
     if asks && let Some(kind) = members.get(result::RESULT_TYPE).map(RawValue::get) {
         // `"input_required"` as written, or written with escapes (rare:
         // the tree tells).
         let plain = kind.strip_prefix('"').and_then(|k| k.strip_suffix('"'));
         if plain == Some(result::INPUT_REQUIRED) || kind.contains('\\') {
-            return Some(None);
+            return Stripped::Asks;
         }
     }
     let meta = members.get("_meta").map(clean_meta);
@@ -119,7 +135,7 @@ fn strip_raw(text: &str, asks: bool) -> Option<Option<Box<RawValue>>> {
         ("_meta", Some(Meta::Rewritten(m))) => Some((key, &**m)),
         _ => Some((key, value)),
     });
-    Some(Some(members::object(kept)))
+    Stripped::Text(members::object(kept))
 }
 
 /// What becomes of a result's `_meta`.

@@ -94,4 +94,9 @@ fn an_answer_read_as_text_is_told_an_input_request_or_a_final_result_stripped() 
     let mut o = raw(text);
     assert!(settle_answer(&mut o).is_none());
     assert!(matches!(&o, Outcome::Prepared(r) if r.get() == text));
+    // Only a top-level `resultType` counts, not the word in the content.
+    let text = r#"{"content":[{"type":"text","text":"resultType"}],"_meta":{"io.modelcontextprotocol/serverInfo":{}}}"#;
+    let mut o = raw(text);
+    assert!(settle_answer(&mut o).is_none());
+    assert!(matches!(&o, Outcome::Prepared(r) if r.get() == text));
 }
