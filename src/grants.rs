@@ -24,7 +24,8 @@ pub mod redis;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+// foldhash: a session's grants are looked up on every call it makes.
+use foldhash::{HashMap, HashMapExt as _};
 use std::fmt;
 use std::sync::Arc;
 
@@ -205,16 +206,19 @@ impl Grants {
 
     /// The grants of a shared session, starting with `known` (what its
     /// record held when this replica adopted it).
-    pub fn replicated(link: Arc<SessionLink>, known: HashMap<String, u64>) -> Self {
+    pub fn replicated(link: Arc<SessionLink>, known: &std::collections::HashMap<String, u64>) -> Self {
+        let known = known.iter().map(|(tool, fingerprint)| (tool.clone(), *fingerprint)).collect();
         Self::Replicated { local: Mutex::new(known), link }
     }
 
     /// What this replica knows of a session's grants (to write its record
     /// back); empty for a sessionless client's.
-    pub fn known(&self) -> HashMap<String, u64> {
+    pub fn known(&self) -> std::collections::HashMap<String, u64> {
         match self {
-            Self::Session(map) | Self::Replicated { local: map, .. } => map.lock().clone(),
-            Self::Shared { .. } => HashMap::new(),
+            Self::Session(map) | Self::Replicated { local: map, .. } => {
+                map.lock().iter().map(|(tool, fingerprint)| (tool.clone(), *fingerprint)).collect()
+            }
+            Self::Shared { .. } => std::collections::HashMap::new(),
         }
     }
 

@@ -171,16 +171,18 @@ impl ToolCall {
         params: Option<&Value>,
     ) -> Self {
         let mut view = views.catalog_for(session);
+        let mut found = view.catalog.get(name).cloned();
         // Not there (the describe tool included, whose tools may still be
         // loading): perhaps the catalog is.
-        if view.catalog.get(name).is_none() {
+        if found.is_none() {
             views.wait_ready(session).await;
             view = views.catalog_for(session);
+            found = view.catalog.get(name).cloned();
         }
         // No catalog tool takes the describe tool's name (it is reserved).
-        let target = match view.catalog.get(name) {
+        let target = match found {
             _ if view.catalog.describe_tool_name() == Some(name) => Target::Describe,
-            Some(entry) => Target::Tool(entry.clone()),
+            Some(entry) => Target::Tool(entry),
             None => Target::Other(name.into()),
         };
         let upstream = match &target {

@@ -125,7 +125,7 @@ impl GatewaySession {
     /// with what `record` says it had (its log level, subscriptions and
     /// grants; the caller puts its concerns in effect).
     pub fn shared_as(mut self, link: Arc<SessionLink>, record: &Record) -> Self {
-        self.grants = Grants::replicated(link.clone(), record.grants.clone());
+        self.grants = Grants::replicated(link.clone(), &record.grants);
         *self.log_level.get_mut() = record.state.log_level.clone();
         self.subscriptions.get_mut().extend(record.state.subscriptions.iter().cloned());
         for (id, upstream) in &record.tasks {

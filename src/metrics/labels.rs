@@ -238,11 +238,16 @@ pub(crate) fn is_tool_error(outcome: &jsonrpc::Outcome) -> bool {
 }
 
 /// Whether a result's JSON text has an `"isError"` member whose value is
-/// `true`, with any whitespace around the colon. One pass over the text (it
-/// was two, one per spacing). A nested object with such a member is taken
-/// for the result's own.
+/// `true`, with any whitespace around the colon. The usual result has no
+/// such key, and is scanned once (it was twice, once per spacing), by
+/// `contains`, whose search of a short needle is vectorized (`find` and
+/// `match_indices` are not: under callgrind they cost half as much again).
+/// A nested object with such a member is taken for the result's own.
 pub(crate) fn text_says_tool_error(text: &str) -> bool {
     const KEY: &str = "\"isError\"";
+    if !text.contains(KEY) {
+        return false;
+    }
     text.match_indices(KEY).any(|(at, _)| {
         let after = text[at + KEY.len()..].trim_start();
         after.strip_prefix(':').is_some_and(|value| value.trim_start().starts_with("true"))

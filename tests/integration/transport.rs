@@ -100,6 +100,33 @@ async fn batches_work_for_2025_03_26_clients() -> Result<()> {
 }
 
 #[tokio::test]
+async fn a_batch_of_one_is_answered_with_an_array_and_a_lone_request_without_one() -> Result<()> {
+    let gw = gateway().await?;
+    let mut c = Client::new(&gw.url);
+    c.version = "2025-03-26".into();
+    c.initialize(json!({})).await?;
+    // Answered by the gateway's handler (not inline as `ping` is), with the
+    // cached list as prepared text.
+    let list = json!({"jsonrpc": "2.0", "id": "l", "method": "tools/list"});
+    // A lone request's answer is a lone response; a batch of one, an array
+    // of one (the answer of a one-request POST is built on a path of its own).
+    for (body, array) in [(json!([list.clone()]), true), (list.clone(), false)] {
+        let response = c.raw(Method::POST).body(body.to_string()).send().await?;
+        assert_eq!(response.status(), StatusCode::OK);
+        let answer: serde_json::Value = serde_json::from_str(&response.text().await?)?;
+        let single = if array {
+            assert_eq!(answer.as_array().map(Vec::len), Some(1), "{answer}");
+            &answer[0]
+        } else {
+            &answer
+        };
+        assert_eq!(single["id"], "l", "{answer}");
+        assert!(single["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{answer}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_2026_era_probe_gets_the_answer_that_makes_clients_fall_back() -> Result<()> {
     let gw = gateway().await?;
     let c = Client::new(&gw.url);

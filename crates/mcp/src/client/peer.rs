@@ -501,7 +501,7 @@ impl Peer {
             && self.transport.carries_headers()
         {
             let tool = (method == method::TOOLS_CALL)
-                .then(|| params.as_ref()?.get("name")?.as_str())
+                .then(|| jsonrpc::member(params.as_ref()?, "name")?.as_str())
                 .flatten()
                 .and_then(|name| self.modern.get()?.era.as_ref()?.tools.get(name));
             let forwarded = client.as_ref().map(|c| c.param_headers.as_slice()).unwrap_or_default();

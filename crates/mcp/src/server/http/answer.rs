@@ -48,16 +48,32 @@ impl<S: Send + Sync + 'static> Streamed<S> {
 
     /// The JSON answer of the responses (`batch`: as an array).
     fn json(self, finals: Vec<RpcResponse>, batch: bool) -> Response {
+        let status = self.answered(finals.first());
+        json_answer(finals, batch, status)
+    }
+
+    /// The JSON answer of a POST's one request: no list is made for it.
+    fn json_one(self, answer: RpcResponse) -> Response {
+        let status = self.answered(Some(&answer));
+        match answer {
+            RpcResponse { id: Some(id), outcome: Outcome::Prepared(raw) } => reply::prepared(&id, raw),
+            other => json_answer(vec![other], false, status),
+        }
+    }
+
+    /// The HTTP status of a JSON answer whose first response is `first`. A
+    /// sessionless request is answered: its client's going away no longer
+    /// cancels it.
+    fn answered(self, first: Option<&RpcResponse>) -> StatusCode {
         match self {
-            Streamed::Session(_) => json_answer(finals, batch, StatusCode::OK),
+            Streamed::Session(_) => StatusCode::OK,
             Streamed::Sessionless(mut guard) => {
                 guard.disarm();
                 // A modern error answers with the HTTP status its code calls for.
-                let status = match finals.first().and_then(|r| r.outcome.error_code()) {
+                match first.and_then(|r| r.outcome.error_code()) {
                     Some(code) => StatusCode::from_u16(modern::http_status(code)).unwrap_or(StatusCode::OK),
                     None => StatusCode::OK,
-                };
-                json_answer(finals, batch, status)
+                }
             }
         }
     }
@@ -140,7 +156,11 @@ pub(super) async fn respond<H: Handler>(
 
     let keep_alive = state.options.keep_alive;
     let mut finals = answers;
-    finals.reserve_exact(expected - finals.len());
+    // The usual POST, one request not in a batch, is answered without a
+    // list (`json_one`).
+    if expected > 1 || batch {
+        finals.reserve_exact(expected - finals.len());
+    }
     // Set once the application asked for a stream: how long the answers
     // may still take to go out as plain JSON.
     let mut grace: Option<tokio::time::Instant> = None;
@@ -178,6 +198,9 @@ pub(super) async fn respond<H: Handler>(
         };
         match frame {
             Some(Frame::Final(r)) => {
+                if expected == 1 && !batch {
+                    return streamed.json_one(r);
+                }
                 finals.push(r);
                 if finals.len() == expected {
                     return streamed.json(finals, batch);
