@@ -234,7 +234,13 @@ fn refusal_reply((refusal, response): (super::Refusal, crate::jsonrpc::Response)
 /// Rejects an `MCP-Protocol-Version` header naming a revision toolgate does not
 /// speak (400, as the spec requires).
 fn check_version_header(headers: &HeaderMap) -> Result<(), Reject> {
-    match headers.get(protocol::header::PROTOCOL_VERSION) {
+    check_version_value(headers.get(protocol::header::PROTOCOL_VERSION))
+}
+
+/// [`check_version_header`] on the header's value, for a caller that has
+/// it already (a custom header's lookup hashes its name).
+fn check_version_value(value: Option<&http::HeaderValue>) -> Result<(), Reject> {
+    match value {
         None => Ok(()),
         Some(v) => match v.to_str().ok().and_then(Version::parse) {
             Some(_) => Ok(()),

@@ -94,7 +94,12 @@ fn host_name(authority: &str) -> &str {
             None => authority,
         };
     }
-    authority.split(':').next().unwrap_or(authority)
+    // A byte search: `split(':')` sets up a char searcher, a visible cost
+    // on a check made for every request.
+    match authority.bytes().position(|b| b == b':') {
+        Some(colon) => &authority[..colon],
+        None => authority,
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
 
 use super::answer::{self, Streamed};
-use super::{EmptyResponse, HttpState, accepts_all, check_version_header, reply, session_id};
+use super::{EmptyResponse, HttpState, accepts_all, check_version_value, reply, session_id};
 use crate::jsonrpc::{Body, Message, Response as RpcResponse, codes};
 use crate::protocol;
 use crate::server::caller::Caller;
@@ -28,7 +28,7 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, call
     let json_body = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json"));
+        .is_some_and(|v| media_type(v).eq_ignore_ascii_case("application/json"));
     if !json_body {
         return reply::error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -41,7 +41,8 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, call
             Ok(b) => b,
             Err(e) => return e.into_response(),
         };
-    let version = headers.get(protocol::header::PROTOCOL_VERSION).map(|v| String::from_utf8_lossy(v.as_bytes()));
+    let version_header = headers.get(protocol::header::PROTOCOL_VERSION);
+    let version = version_header.map(|v| text_of(v.as_bytes()));
     let body = match era::of_post(Body::decode(&bytes), version.as_deref()) {
         Era::Handshake(body) => body,
         Era::Sessionless(request) => return super::sessionless::serve(state, request, headers, caller).await,
@@ -59,7 +60,7 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, call
     if body.is_ok()
         && !era::opens_session(&body)
         && id.is_some()
-        && let Err(r) = check_version_header(headers)
+        && let Err(r) = check_version_value(version_header)
     {
         return r.into_response();
     }
@@ -128,4 +129,40 @@ pub(super) fn refusal_response<T: serde::Serialize + ?Sized>(
         response.headers_mut().insert(header::RETRY_AFTER, STORE_RETRY_AFTER);
     }
     response
+}
+
+/// A `Content-Type`'s media type: what comes before its parameters.
+fn media_type(value: &str) -> &str {
+    match value.bytes().position(|b| b == b';') {
+        Some(semicolon) => value[..semicolon].trim(),
+        None => value.trim(),
+    }
+}
+
+/// A header's bytes as text, borrowed when they are UTF-8 (always, in
+/// practice; `String::from_utf8_lossy` costs more even then).
+fn text_of(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{media_type, text_of};
+
+    #[test]
+    fn a_content_type_is_read_up_to_its_parameters() {
+        assert_eq!(media_type("application/json"), "application/json");
+        assert_eq!(media_type(" Application/JSON ; charset=utf-8"), "Application/JSON");
+        assert_eq!(media_type("application/json;"), "application/json");
+        assert_eq!(media_type(";x"), "");
+    }
+
+    #[test]
+    fn header_text_is_borrowed_when_it_is_utf8_and_mended_when_not() {
+        assert!(matches!(text_of(b"2025-11-25"), std::borrow::Cow::Borrowed("2025-11-25")));
+        assert_eq!(text_of(b"2025\xff"), "2025\u{fffd}");
+    }
 }

@@ -17,6 +17,9 @@ use parking_lot::Mutex;
 
 use super::Frame;
 
+/// Queue room (in frames) kept once the queue is drained; more is given back.
+const SHRINK_ABOVE: usize = 64;
+
 /// What the sending ends and the receiving end share.
 #[derive(Debug)]
 pub(super) struct Link {
@@ -94,6 +97,11 @@ impl Link {
             Some(frame) => {
                 // Keep the next one inline, so the queue stays in order.
                 state.head = state.rest.pop_front();
+                // A session-wide downlink (stdio, legacy SSE) lives long:
+                // room a burst needed is given back once it is drained.
+                if state.head.is_none() && state.rest.capacity() > SHRINK_ABOVE {
+                    state.rest = VecDeque::new();
+                }
                 Received::Frame(frame)
             }
             None if state.senders == 0 => Received::Ended,
@@ -210,6 +218,22 @@ mod tests {
         // What waited went with the receiver.
         let state = down.link.state.lock();
         assert!(state.head.is_none() && state.rest.is_empty());
+    }
+
+    #[test]
+    fn a_drained_queue_gives_back_the_room_a_burst_took() {
+        let (down, mut frames) = Downlink::with_capacity(1000);
+        for n in 0..500 {
+            assert!(down.send(note(n)));
+        }
+        assert!(down.link.state.lock().rest.capacity() >= 499);
+        for n in 0..500 {
+            assert_eq!(method(frames.try_recv().unwrap()), format!("n/{n}"));
+        }
+        assert!(down.link.state.lock().rest.capacity() <= super::SHRINK_ABOVE);
+        // And it still works after.
+        assert!(down.send(note(7)));
+        assert_eq!(method(frames.try_recv().unwrap()), "n/7");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
