@@ -240,7 +240,7 @@ mod tests {
     async fn a_waiting_receiver_is_woken_by_a_send_from_another_task() {
         // Room for all: none is dropped for a slow reader.
         let (down, mut frames) = Downlink::with_capacity(1000);
-        let sender = tokio::spawn(async move {
+        let sender = crate::spawn(async move {
             for n in 0..200 {
                 assert!(down.send(note(n)));
                 if n % 7 == 0 {
