@@ -229,7 +229,7 @@ impl Via {
 /// Results from upstreams stay JSON text ([`jsonrpc::Outcome::Prepared`]);
 /// the key is looked for in the text rather than parsing it
 /// ([`text_says_tool_error`]).
-pub(crate) fn is_tool_error(outcome: &jsonrpc::Outcome) -> bool {
+fn is_tool_error(outcome: &jsonrpc::Outcome) -> bool {
     match outcome {
         jsonrpc::Outcome::Result(v) => v.get("isError").and_then(serde_json::Value::as_bool) == Some(true),
         jsonrpc::Outcome::Prepared(raw) => text_says_tool_error(raw.get()),
