@@ -629,7 +629,7 @@ impl Posted<'_> {
                             }
                             chunks.push(data);
                         }
-                        Ok(Some(chunks.into_bytes()))
+                        Ok::<_, hyper::Error>(Some(chunks.into_bytes()))
                     })
                     .await;
                 match read {
@@ -639,7 +639,6 @@ impl Posted<'_> {
                     }
                     Ok(None) => Err(too_large()),
                     Err(e) => {
-                        let e: hyper::Error = e;
                         let make = if lost::connection_lost(&e) { closed } else { http };
                         Err(transport.error(make, Cause::msg(e.to_string())))
                     }

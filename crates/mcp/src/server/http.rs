@@ -257,6 +257,15 @@ fn check_version_value(value: Option<&http::HeaderValue>) -> Result<(), Reject> 
     }
 }
 
+/// A media range's or `Content-Type`'s type: what comes before its
+/// parameters, trimmed. A byte search: these are read on every request.
+fn media_type(value: &[u8]) -> &[u8] {
+    match value.iter().position(|&b| b == b';') {
+        Some(semicolon) => value[..semicolon].trim_ascii(),
+        None => value.trim_ascii(),
+    }
+}
+
 /// Whether an `Accept` header admits `wanted` (`type/subtype`).
 fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
     accepts_all(headers, &[wanted])
@@ -281,7 +290,7 @@ fn accepts_all(headers: &HeaderMap, wanted: &[&str]) -> bool {
     let mut seen = 0u32;
     for value in headers.get_all(header::ACCEPT) {
         for item in value.as_bytes().split(|&b| b == b',') {
-            let media = item.split(|&b| b == b';').next().unwrap_or_default().trim_ascii();
+            let media = media_type(item);
             for (i, w) in wanted.iter().enumerate() {
                 let kind = w.split_once('/').map_or(*w, |(k, _)| k);
                 if media.eq_ignore_ascii_case(w.as_bytes())

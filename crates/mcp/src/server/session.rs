@@ -135,8 +135,9 @@ impl Downlink {
     /// without one, is dropped, as the 2026-07-28 revision requires.
     pub fn for_modern(&self, log_level: Option<&str>) -> Downlink {
         let floor = log_level.map(|l| crate::protocol::modern::log_rank(l).unwrap_or(0));
-        self.link.add_sender();
-        Downlink { link: self.link.clone(), log_floor: Some(floor) }
+        let mut modern = self.clone();
+        modern.log_floor = Some(floor);
+        modern
     }
 
     /// Whether a modern request's log floor lets `message` through.

@@ -55,10 +55,7 @@ impl<S: Send + Sync + 'static> Streamed<S> {
     /// The JSON answer of a POST's one request: no list is made for it.
     fn json_one(self, answer: RpcResponse) -> Response {
         let status = self.answered(Some(&answer));
-        match answer {
-            RpcResponse { id: Some(id), outcome: Outcome::Prepared(raw) } => reply::prepared(&id, raw),
-            other => json_answer(vec![other], false, status),
-        }
+        json_single(answer, status)
     }
 
     /// The HTTP status of a JSON answer whose first response is `first`. A
@@ -288,26 +285,34 @@ impl Drop for Work {
 }
 
 fn json_answer(mut finals: Vec<RpcResponse>, batch: bool, status: StatusCode) -> Response {
-    if let ([RpcResponse { id: Some(_), outcome: Outcome::Prepared(_) }], false) = (finals.as_slice(), batch)
-        && let Some(RpcResponse { id: Some(id), outcome: Outcome::Prepared(raw) }) = finals.pop()
-    {
-        return reply::prepared(&id, raw);
-    }
-    // Room for the prepared results plus their envelopes.
-    let capacity = finals
-        .iter()
-        .map(|r| match &r.outcome {
-            Outcome::Prepared(raw) => raw.get().len() + 64,
-            _ => 256,
-        })
-        .sum();
-    if batch {
-        reply::json_sized(status, &finals.into_iter().map(Message::Response).collect::<Vec<_>>(), capacity)
-    } else {
-        match finals.pop() {
-            Some(r) => reply::json_sized(status, &Message::Response(r), capacity),
+    if !batch {
+        // Not a batch: one message, so at most one response.
+        return match finals.pop() {
+            Some(r) => json_single(r, status),
             None => StatusCode::ACCEPTED.into_response_empty(),
+        };
+    }
+    let capacity = finals.iter().map(room_for).sum();
+    reply::json_sized(status, &finals.into_iter().map(Message::Response).collect::<Vec<_>>(), capacity)
+}
+
+/// The JSON answer of one response outside a batch: a prepared result is
+/// spliced into its envelope as text.
+fn json_single(answer: RpcResponse, status: StatusCode) -> Response {
+    match answer {
+        RpcResponse { id: Some(id), outcome: Outcome::Prepared(raw) } => reply::prepared(&id, raw),
+        other => {
+            let capacity = room_for(&other);
+            reply::json_sized(status, &Message::Response(other), capacity)
         }
+    }
+}
+
+/// Room for a response's text: a prepared result plus its envelope.
+fn room_for(response: &RpcResponse) -> usize {
+    match &response.outcome {
+        Outcome::Prepared(raw) => raw.get().len() + 64,
+        _ => 256,
     }
 }
 

@@ -1,6 +1,6 @@
 use http::{HeaderMap, HeaderValue, header};
 
-use super::{accepts, accepts_all};
+use super::{accepts, accepts_all, media_type};
 
 fn accept(values: &[&str]) -> HeaderMap {
     let mut headers = HeaderMap::new();
@@ -35,4 +35,12 @@ fn a_post_needs_both_types_in_one_or_several_accept_lines() {
     assert!(accepts_all(&HeaderMap::new(), &[]), "nothing wanted");
     let many = ["text/event-stream"; 40];
     assert!(accepts_all(&accept(&["text/event-stream"]), &many), "more types than bits");
+}
+
+#[test]
+fn a_content_type_is_read_up_to_its_parameters() {
+    assert_eq!(media_type(b"application/json"), b"application/json");
+    assert_eq!(media_type(b" Application/JSON ; charset=utf-8"), b"Application/JSON");
+    assert_eq!(media_type(b"application/json;"), b"application/json");
+    assert_eq!(media_type(b";x"), b"");
 }
