@@ -1,9 +1,10 @@
 //! The queue between a request's [`Downlink`](super::Downlink) and the
 //! [`Frames`](super::Frames) its transport drains.
 //!
-//! Made for what a request usually sends: one frame, its final response.
-//! Everything lives in one allocation (the `Arc`), and the first waiting
-//! frame is held inline; only a second waiting frame starts a queue. tokio's
+//! Made for what a request usually sends: its final response, then the end
+//! of the POST's requests. Everything lives in one allocation (the `Arc`),
+//! and the first two waiting frames are held inline; only a third starts a
+//! queue. tokio's
 //! unbounded channel costs two allocations (its shared state and the first
 //! block of slots) before anything is sent, and the downlink's counters a
 //! third: three allocations for every request, where this takes one.
@@ -40,10 +41,13 @@ pub(super) struct Link {
 
 #[derive(Debug)]
 struct State {
-    /// The oldest waiting frame, inline (the usual request's only one);
+    /// The oldest waiting frame, inline (the usual request's response);
     /// `None` only when nothing waits.
     head: Option<Frame>,
-    /// The frames after `head`, in order.
+    /// The frame after `head`, inline (the usual request's `End`, queued
+    /// before the response is taken); `None` when at most one waits.
+    next: Option<Frame>,
+    /// The frames after `next`, in order.
     rest: VecDeque<Frame>,
     /// Sending ends alive; none left and nothing waiting is the end.
     senders: usize,
@@ -62,7 +66,7 @@ impl Link {
     /// A link with one sender.
     pub(super) fn new(capacity: usize) -> Self {
         Self {
-            state: Mutex::new(State { head: None, rest: VecDeque::new(), senders: 1 }),
+            state: Mutex::new(State { head: None, next: None, rest: VecDeque::new(), senders: 1 }),
             waker: AtomicWaker::new(),
             closed: AtomicBool::new(false),
             notes: AtomicUsize::new(0),
@@ -81,9 +85,12 @@ impl Link {
             if self.closed.load(Ordering::Acquire) {
                 return Err(frame);
             }
-            match state.head {
-                None => state.head = Some(frame),
-                Some(_) => state.rest.push_back(frame),
+            if state.head.is_none() {
+                state.head = Some(frame);
+            } else if state.next.is_none() {
+                state.next = Some(frame);
+            } else {
+                state.rest.push_back(frame);
             }
         }
         self.waker.wake();
@@ -95,11 +102,12 @@ impl Link {
         let mut state = self.state.lock();
         match state.head.take() {
             Some(frame) => {
-                // Keep the next one inline, so the queue stays in order.
-                state.head = state.rest.pop_front();
+                // Keep the next ones inline, so the queue stays in order.
+                state.head = state.next.take();
+                state.next = state.rest.pop_front();
                 // A session-wide downlink (stdio, legacy SSE) lives long:
                 // room a burst needed is given back once it is drained.
-                if state.head.is_none() && state.rest.capacity() > SHRINK_ABOVE {
+                if state.next.is_none() && state.rest.capacity() > SHRINK_ABOVE {
                     state.rest = VecDeque::new();
                 }
                 Received::Frame(frame)
@@ -148,7 +156,7 @@ impl Link {
         let dropped = {
             let mut state = self.state.lock();
             self.closed.store(true, Ordering::Release);
-            (state.head.take(), std::mem::take(&mut state.rest))
+            (state.head.take(), state.next.take(), std::mem::take(&mut state.rest))
         };
         // Dropped outside the lock: a frame's drop may run anything.
         drop(dropped);
@@ -180,14 +188,17 @@ mod tests {
     #[test]
     fn frames_come_out_in_the_order_they_went_in() {
         let (down, mut frames) = Downlink::with_capacity(100);
-        // Interleaved: the inline head and the queue behind it stay in order.
+        // Interleaved: the two inline frames and the queue behind them stay
+        // in order.
         assert!(down.send(note(1)));
         assert!(down.send(note(2)));
-        assert_eq!(method(frames.try_recv().unwrap()), "n/1");
         assert!(down.send(note(3)));
+        assert_eq!(method(frames.try_recv().unwrap()), "n/1");
+        assert!(down.send(note(4)));
         assert!(down.finish(Response::result(Id::number(7), serde_json::json!({}))));
         assert_eq!(method(frames.try_recv().unwrap()), "n/2");
         assert_eq!(method(frames.try_recv().unwrap()), "n/3");
+        assert_eq!(method(frames.try_recv().unwrap()), "n/4");
         assert_eq!(method(frames.try_recv().unwrap()), format!("final {:?}", Some(Id::number(7))));
         assert!(matches!(frames.try_recv(), Err(super::super::TryRecvError::Empty)));
     }
@@ -217,7 +228,17 @@ mod tests {
         assert!(!down.finish(Response::result(Id::number(1), serde_json::json!({}))));
         // What waited went with the receiver.
         let state = down.link.state.lock();
-        assert!(state.head.is_none() && state.rest.is_empty());
+        assert!(state.head.is_none() && state.next.is_none() && state.rest.is_empty());
+    }
+
+    #[test]
+    fn a_response_and_the_end_wait_without_a_queue() {
+        let (down, mut frames) = Downlink::with_capacity(100);
+        assert!(down.finish(Response::result(Id::number(1), serde_json::json!({}))));
+        down.end();
+        assert_eq!(down.link.state.lock().rest.capacity(), 0, "both held inline");
+        assert_eq!(method(frames.try_recv().unwrap()), format!("final {:?}", Some(Id::number(1))));
+        assert_eq!(method(frames.try_recv().unwrap()), "End");
     }
 
     #[test]
@@ -226,7 +247,7 @@ mod tests {
         for n in 0..500 {
             assert!(down.send(note(n)));
         }
-        assert!(down.link.state.lock().rest.capacity() >= 499);
+        assert!(down.link.state.lock().rest.capacity() >= 498);
         for n in 0..500 {
             assert_eq!(method(frames.try_recv().unwrap()), format!("n/{n}"));
         }
