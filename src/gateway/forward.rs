@@ -170,13 +170,16 @@ impl Forwarder {
     /// Answers one client request.
     pub async fn serve(&self, cx: Forwarding<'_>, request: Request) -> Outcome {
         let Request { method, params, .. } = request;
+        // Its method goes upstream with it (moved, not copied).
+        if method == method::TOOLS_CALL {
+            return self.call_tool(cx, method, params).await;
+        }
         match method.as_str() {
             method::TOOLS_LIST => {
                 self.reach.views.wait_ready(cx.session).await;
                 let view = self.reach.views.listing_for(cx.session);
                 self.pager.tools_page(view.catalog.forwarded_list_raw(), params.as_ref())
             }
-            method::TOOLS_CALL => self.call_tool(cx, params).await,
             method::RESOURCES_LIST | method::RESOURCES_TEMPLATES_LIST | method::PROMPTS_LIST => {
                 let kind = ListKind::of(&method).unwrap_or(ListKind::Resources);
                 self.merged_list(cx, kind, params.as_ref()).await
@@ -271,7 +274,7 @@ impl Forwarder {
         params: Option<Value>,
     ) -> Outcome {
         let task_augmented = params.as_ref().is_some_and(|p| member(p, "task").is_some());
-        let result = self.forward_to_raw(cx, up, method, params).await;
+        let result = self.forward_to_raw(cx, up, method.to_owned(), params).await;
         self.finish(cx, up, method, task_augmented, result).await
     }
 
@@ -281,25 +284,26 @@ impl Forwarder {
         &self,
         cx: Forwarding<'_>,
         up: &Arc<UpstreamHandle>,
-        method: &str,
+        method: String,
         params: Option<Value>,
     ) -> Result<Outcome, UpstreamError> {
         let index = up.index;
         // Every route above resolves only to upstreams the client may use;
         // this keeps it so whatever a future route gets wrong.
         if !cx.session.state.uses(index) {
-            return Ok(Outcome::error(ErrorObject::method_not_found(method)));
+            return Ok(Outcome::error(ErrorObject::method_not_found(&method)));
         }
+        let label = Method::of(&method);
         cx.ctx.span.record("upstream", &*up.label);
         cx.note.forwarded_to(index);
         // The upstream exchange, a child of the request's span (disabled,
         // at no cost, unless debug logging or tracing is on).
         let span = tracing::debug_span!(
             "upstream call",
-            otel.name = method,
+            otel.name = method.as_str(),
             otel.kind = "client",
             upstream = &*up.label,
-            method
+            method = method.as_str()
         );
         // A sessionless (2026) client's envelope goes to a modern upstream as
         // sent (its own capabilities win), but never into a handshake-era
@@ -323,7 +327,7 @@ impl Forwarder {
         let result = if translated {
             // Boxed, as below: a held call's state would otherwise size every
             // forwarded call's future.
-            Box::pin(self.mrtr.call(cx.exchange, &self.reach, up, method, params)).instrument(span).await
+            Box::pin(self.mrtr.call(cx.exchange, &self.reach, up, &method, params)).instrument(span).await
         } else {
             let route = self.reach.upward.route(cx.session, cx.ctx, index);
             let mut call = Call::new(method, params).routed(route).cancelled_by(cx.ctx.cancel.clone());
@@ -342,7 +346,7 @@ impl Forwarder {
                 .instrument(span)
                 .await
         };
-        self.reach.metrics.upstream_request(index, Method::of(method), &result, started.elapsed());
+        self.reach.metrics.upstream_request(index, label, &result, started.elapsed());
         result
     }
 
@@ -422,7 +426,8 @@ impl Forwarder {
         session
     }
 
-    async fn call_tool(&self, cx: Forwarding<'_>, params: Option<Value>) -> Outcome {
+    /// A `tools/call` (`method`, the client's own, goes upstream).
+    async fn call_tool(&self, cx: Forwarding<'_>, method: String, params: Option<Value>) -> Outcome {
         let Some(mut params) = params.filter(Value::is_object) else {
             return invalid("tools/call needs params with a tool name");
         };
@@ -489,7 +494,7 @@ impl Forwarder {
         let task_augmented = member(&params, "task").is_some();
         // Kept only where a refused credential may send the call again.
         let again = oauth.is_some().then(|| params.clone());
-        let outcome = self.forward_to_raw(cx, &up, method::TOOLS_CALL, Some(params)).await;
+        let outcome = self.forward_to_raw(cx, &up, method, Some(params)).await;
         let refused = match &outcome {
             Err(e) if e.is_unauthorized() => e,
             _ => return self.finish(cx, &up, method::TOOLS_CALL, task_augmented, outcome).await,
