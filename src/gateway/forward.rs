@@ -279,7 +279,7 @@ impl Forwarder {
     }
 
     /// [`Forwarder::forward_to`] up to the upstream's answer, before it is
-    /// made the client's.
+    /// made the client's. `method` becomes the upstream request's (moved).
     async fn forward_to_raw(
         &self,
         cx: Forwarding<'_>,

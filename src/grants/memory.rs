@@ -9,6 +9,8 @@
 //! moved forward in place when it is used: writing the entry again on every
 //! call cost moka an insert (about 5,000 instructions a call).
 
+use std::borrow::Borrow;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -27,13 +29,70 @@ struct Grant {
     expires: AtomicU64,
 }
 
+/// A grant's key: whose, and for which tool. Looked up through
+/// [`KeyView`], so a call's lookup borrows its tool name instead of copying
+/// it into a key of its own.
+struct GrantKey(Scope, Box<str>);
+
+/// A grant's key as borrowed parts (the stored key's, or a lookup's).
+trait KeyView {
+    fn parts(&self) -> (&str, &str);
+}
+
+impl KeyView for GrantKey {
+    fn parts(&self) -> (&str, &str) {
+        (self.0.as_str(), &self.1)
+    }
+}
+
+impl KeyView for (&Scope, &str) {
+    fn parts(&self) -> (&str, &str) {
+        (self.0.as_str(), self.1)
+    }
+}
+
+impl<'a> Borrow<dyn KeyView + 'a> for GrantKey {
+    fn borrow(&self) -> &(dyn KeyView + 'a) {
+        self
+    }
+}
+
+impl Hash for dyn KeyView + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl PartialEq for dyn KeyView + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn KeyView + '_ {}
+
+// The stored key hashes and compares as its view does, as `Borrow` requires.
+impl Hash for GrantKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.parts().hash(state);
+    }
+}
+
+impl PartialEq for GrantKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for GrantKey {}
+
 /// Grants by (scope, tool), each lasting `ttl` from its grant or last use.
 pub struct MemoryStore {
     ttl: Duration,
     /// What grant deadlines count from.
     epoch: Instant,
     /// foldhash: looked up on every call of a progressive tool.
-    grants: moka::sync::Cache<(Scope, Box<str>), Arc<Grant>, foldhash::fast::RandomState>,
+    grants: moka::sync::Cache<GrantKey, Arc<Grant>, foldhash::fast::RandomState>,
     /// The tasks sessionless clients created: (scope, task id) → the
     /// upstream that holds it, and until when the record lasts.
     tasks: moka::sync::Cache<(Scope, Box<str>), (Arc<str>, Instant)>,
@@ -58,7 +117,12 @@ impl MemoryStore {
 
     /// `ttl` from now, as a grant deadline.
     fn deadline(&self) -> u64 {
-        self.now().saturating_add(u64::try_from(self.ttl.as_nanos()).unwrap_or(u64::MAX))
+        self.deadline_from(self.now())
+    }
+
+    /// `ttl` from `now`, as a grant deadline.
+    fn deadline_from(&self, now: u64) -> u64 {
+        now.saturating_add(u64::try_from(self.ttl.as_nanos()).unwrap_or(u64::MAX))
     }
 
     /// Now, in nanoseconds after the epoch.
@@ -69,17 +133,20 @@ impl MemoryStore {
     /// Whether `scope` holds a live grant for this definition of `tool`; if
     /// so, its time starts over.
     pub fn allows(&self, scope: &Scope, tool: &str, fingerprint: u64) -> bool {
-        let key = (scope.clone(), Box::from(tool));
-        let Some(grant) = self.grants.get(&key) else { return false };
-        if grant.expires.load(Ordering::Relaxed) <= self.now() {
-            self.grants.invalidate(&key);
+        let key = (scope, tool);
+        let key: &dyn KeyView = &key;
+        let Some(grant) = self.grants.get(key) else { return false };
+        // Read once: the check and the refresh count from the same now.
+        let now = self.now();
+        if grant.expires.load(Ordering::Relaxed) <= now {
+            self.grants.invalidate(key);
             return false;
         }
         if grant.fingerprint != fingerprint {
             return false;
         }
         // Refreshed on use (moka's own clock restarted with the read).
-        grant.expires.fetch_max(self.deadline(), Ordering::Relaxed);
+        grant.expires.fetch_max(self.deadline_from(now), Ordering::Relaxed);
         true
     }
 
@@ -88,7 +155,7 @@ impl MemoryStore {
         let expires = self.deadline();
         for (tool, fingerprint) in tools {
             let grant = Arc::new(Grant { fingerprint: *fingerprint, expires: AtomicU64::new(expires) });
-            self.grants.insert((scope.clone(), Box::from(tool.as_str())), grant);
+            self.grants.insert(GrantKey(scope.clone(), Box::from(tool.as_str())), grant);
         }
     }
 
