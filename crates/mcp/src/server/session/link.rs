@@ -4,10 +4,10 @@
 //! Made for what a request usually sends: its final response, then the end
 //! of the POST's requests. Everything lives in one allocation (the `Arc`),
 //! and the first two waiting frames are held inline; only a third starts a
-//! queue. tokio's
-//! unbounded channel costs two allocations (its shared state and the first
-//! block of slots) before anything is sent, and the downlink's counters a
-//! third: three allocations for every request, where this takes one.
+//! queue. tokio's unbounded channel costs two allocations (its shared state
+//! and the first block of slots) before anything is sent, and the
+//! downlink's counters a third: three allocations for every request, where
+//! this takes one.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
