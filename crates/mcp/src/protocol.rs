@@ -121,6 +121,17 @@ pub mod header {
     /// The same names as text, as trace propagators and `_meta` spell them.
     pub const TRACEPARENT_KEY: &str = "traceparent";
     pub const TRACESTATE_KEY: &str = "tracestate";
+
+    /// A header value's bytes as text: borrowed when they are UTF-8 (always,
+    /// in practice), mended with U+FFFD when not. What
+    /// `String::from_utf8_lossy` gives, at less cost on the usual value:
+    /// these are read on every request.
+    pub fn text(value: &[u8]) -> std::borrow::Cow<'_, str> {
+        match std::str::from_utf8(value) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(value),
+        }
+    }
 }
 
 #[cfg(test)]

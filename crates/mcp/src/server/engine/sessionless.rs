@@ -97,7 +97,7 @@ impl RoutingHeaders {
         let white = |b: &u8| matches!(b, b' ' | b'\t');
         let start = bytes.iter().position(|b| !white(b)).unwrap_or(bytes.len());
         let end = bytes.iter().rposition(|b| !white(b)).map_or(start, |e| e + 1);
-        Some(String::from_utf8_lossy(&bytes[start..end]))
+        Some(crate::protocol::header::text(&bytes[start..end]))
     }
 }
 
@@ -249,7 +249,7 @@ fn transient_id(n: u64) -> Arc<str> {
 
 /// d and e: `Mcp-Method` and `Mcp-Name` mirror the body.
 fn check_routing(request: &Request, headers: &RoutingHeaders) -> Result<(), ErrorObject> {
-    let sent_method = headers.method.as_ref().map(|m| String::from_utf8_lossy(m.as_bytes()));
+    let sent_method = headers.method.as_ref().map(|m| crate::protocol::header::text(m.as_bytes()));
     if sent_method.as_deref() != Some(request.method.as_str()) {
         return Err(modern::header_mismatch("Mcp-Method", sent_method.as_deref(), &request.method));
     }

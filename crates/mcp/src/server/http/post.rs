@@ -42,7 +42,7 @@ pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, call
             Err(e) => return e.into_response(),
         };
     let version_header = headers.get(protocol::header::PROTOCOL_VERSION);
-    let version = version_header.map(|v| text_of(v.as_bytes()));
+    let version = version_header.map(|v| protocol::header::text(v.as_bytes()));
     let body = match era::of_post(Body::decode(&bytes), version.as_deref()) {
         Era::Handshake(body) => body,
         Era::Sessionless(request) => return super::sessionless::serve(state, request, headers, caller).await,
@@ -129,24 +129,4 @@ pub(super) fn refusal_response<T: serde::Serialize + ?Sized>(
         response.headers_mut().insert(header::RETRY_AFTER, STORE_RETRY_AFTER);
     }
     response
-}
-
-/// A header's bytes as text, borrowed when they are UTF-8 (always, in
-/// practice; `String::from_utf8_lossy` costs more even then).
-fn text_of(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => std::borrow::Cow::Borrowed(text),
-        Err(_) => String::from_utf8_lossy(bytes),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::text_of;
-
-    #[test]
-    fn header_text_is_borrowed_when_it_is_utf8_and_mended_when_not() {
-        assert!(matches!(text_of(b"2025-11-25"), std::borrow::Cow::Borrowed("2025-11-25")));
-        assert_eq!(text_of(b"2025\xff"), "2025\u{fffd}");
-    }
 }
