@@ -273,13 +273,12 @@ async fn serve_connection(
                 }
                 return;
             }
-            () = activity.wake.notified() => match activity.wanted.swap(WANT_NOTHING, Ordering::AcqRel) {
-                // Asked while idle; a request may have begun since.
-                WANT_EVICTION if activity.in_flight.load(Ordering::Acquire) == 0 => {
+            () = activity.wake.notified() => match activity.woken() {
+                Wanted::Leave => {
                     tracing::debug!("closing an idle connection: a new one takes its place");
                     return;
                 }
-                WANT_CLOSE if !graceful => {
+                Wanted::Finish if !graceful => {
                     graceful = true;
                     connection.as_mut().graceful_shutdown();
                 }
@@ -311,6 +310,17 @@ const WANT_NOTHING: u8 = 0;
 const WANT_EVICTION: u8 = 1;
 /// Finish what is in progress, then close.
 const WANT_CLOSE: u8 = 2;
+
+/// What a connection's task is to do when woken (see [`Activity::woken`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wanted {
+    /// Close now: asked to give way while idle.
+    Leave,
+    /// Finish what is in progress, then close.
+    Finish,
+    /// Nothing (asked to give way, but a request has begun since).
+    Nothing,
+}
 
 /// What a connection is doing, as seen from its socket and its requests.
 struct Activity {
@@ -364,6 +374,25 @@ impl Activity {
     fn evict(&self) {
         if self.wanted.compare_exchange(WANT_NOTHING, WANT_EVICTION, Ordering::AcqRel, Ordering::Acquire).is_ok() {
             self.wake.notify_one();
+        }
+    }
+
+    /// What the connection's task is asked to do, now that it was woken.
+    /// A connection that leaves stays asked: its place is freed only when
+    /// its task has ended, after its socket has closed, and until then it
+    /// must not look idle and unasked, or a new connection of its peer
+    /// could take it as its victim and be let in over the cap.
+    fn woken(&self) -> Wanted {
+        match self.wanted.load(Ordering::Acquire) {
+            WANT_EVICTION if self.in_flight.load(Ordering::Acquire) == 0 => Wanted::Leave,
+            WANT_EVICTION => {
+                // A request began since: the connection stays, and may be
+                // asked again once idle.
+                let _ = self.wanted.compare_exchange(WANT_EVICTION, WANT_NOTHING, Ordering::AcqRel, Ordering::Acquire);
+                Wanted::Nothing
+            }
+            WANT_CLOSE => Wanted::Finish,
+            _ => Wanted::Nothing,
         }
     }
 

@@ -279,3 +279,40 @@ async fn at_the_cap_an_idle_connection_gives_way_but_a_busy_one_does_not() {
     assert!(String::from_utf8_lossy(&buf[..n]).ends_with("slow done"), "the busy one was served in full");
     assert!(server.connections() <= 2);
 }
+
+/// The race behind a rare failure of `fairness::a_peer_or_a_proxied_client_is_held_to_its_own_connections`:
+/// an evicted connection's task has ended (its socket is closed) but its
+/// place is not freed yet. It must not be a victim again, or a new
+/// connection of its peer is let in over the cap.
+#[test]
+fn a_connection_leaving_its_place_is_no_victim_until_the_place_is_freed() {
+    let peer = std::net::IpAddr::from([127, 0, 0, 1]);
+    let places = Places::new(100, 2);
+    let busy = || {
+        let a = Arc::new(Activity::new());
+        a.in_flight.fetch_add(1, Ordering::AcqRel);
+        a
+    };
+    let idle = Arc::new(Activity::new());
+    places.admit(peer, true, &idle).unwrap();
+    places.admit(peer, true, &busy()).unwrap();
+    places.admit(peer, true, &busy()).unwrap();
+    // The idle one's task is woken and leaves; its place is still held.
+    assert_eq!(idle.woken(), Wanted::Leave);
+    assert!(!idle.evictable());
+    assert_eq!(places.admit(peer, true, &busy()), Err(places::Full::Peer), "a fourth over the cap of 2");
+}
+
+#[test]
+fn a_connection_asked_to_leave_after_a_request_began_stays_and_can_be_asked_again() {
+    let activity = Activity::new();
+    activity.evict();
+    activity.in_flight.fetch_add(1, Ordering::AcqRel);
+    assert_eq!(activity.woken(), Wanted::Nothing);
+    assert!(!activity.evictable(), "busy");
+    activity.in_flight.fetch_sub(1, Ordering::AcqRel);
+    assert!(activity.evictable(), "idle again and not asked");
+    activity.close();
+    assert_eq!(activity.woken(), Wanted::Finish);
+    assert!(!activity.evictable(), "closing: no victim");
+}
