@@ -161,9 +161,14 @@ pub(super) async fn respond<H: Handler>(
     // Set once the application asked for a stream: how long the answers
     // may still take to go out as plain JSON.
     let mut grace: Option<tokio::time::Instant> = None;
+    // The work was polled in this very turn, and waits: polling it again
+    // would only walk the whole request down to what it waits on.
+    let mut just_polled = false;
     loop {
         let next = std::future::poll_fn(|cx| {
-            work.poll(cx);
+            if !std::mem::take(&mut just_polled) {
+                work.poll(cx);
+            }
             // Read in the same wake-up as the work that asked for it.
             if grace.is_none() && rx.take_stream_hint() {
                 return std::task::Poll::Ready(Next::Stream);
@@ -189,6 +194,7 @@ pub(super) async fn respond<H: Handler>(
             // the grace period; then one JSON answer is cheaper for both sides.
             Next::Stream => {
                 grace = Some(tokio::time::Instant::now() + STREAM_GRACE);
+                just_polled = true;
                 continue;
             }
             Next::Frame(frame) => frame,
@@ -351,3 +357,6 @@ fn sessionless_sse<S: Send + Sync + 'static>(
 fn event(message: Message) -> Result<Sse, Infallible> {
     Ok(Sse::default().data(message.encode()))
 }
+
+#[cfg(test)]
+mod tests;

@@ -48,6 +48,7 @@ use super::App;
 mod peer;
 mod places;
 mod repoll;
+mod woken;
 
 pub use peer::{BadNetwork, TrustedProxies, parse_network};
 pub use places::{REFUSAL_WINDOW, REFUSALS_BEFORE_CLOSE};
@@ -225,6 +226,7 @@ async fn serve_connection(
     let watch = activity.clone();
     let place = Arc::new(place);
     let trusted = options.clone();
+    let spare = Arc::new(woken::Spare::default());
     let service = hyper::service::service_fn(move |request: http::Request<Incoming>| {
         let active = Active::begin(&watch);
         let h1 = request.version() < http::Version::HTTP_2;
@@ -234,7 +236,7 @@ async fn serve_connection(
         } else {
             Ok(())
         };
-        let answer = moved.is_ok().then(|| app.call(request.map(Body::new)));
+        let answer = moved.is_ok().then(|| woken::Woken::new(app.call(request.map(Body::new)), &spare));
         let place = place.clone();
         async move {
             let mut response = match answer {
