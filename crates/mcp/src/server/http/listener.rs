@@ -275,7 +275,7 @@ async fn serve_connection(
                 }
                 return;
             }
-            () = activity.wake.notified() => match activity.woken() {
+            () = activity.wake.notified() => match activity.asked() {
                 Wanted::Leave => {
                     tracing::debug!("closing an idle connection: a new one takes its place");
                     return;
@@ -313,7 +313,7 @@ const WANT_EVICTION: u8 = 1;
 /// Finish what is in progress, then close.
 const WANT_CLOSE: u8 = 2;
 
-/// What a connection's task is to do when woken (see [`Activity::woken`]).
+/// What a connection's task is to do when woken (see [`Activity::asked`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Wanted {
     /// Close now: asked to give way while idle.
@@ -384,7 +384,7 @@ impl Activity {
     /// its task has ended, after its socket has closed, and until then it
     /// must not look idle and unasked, or a new connection of its peer
     /// could take it as its victim and be let in over the cap.
-    fn woken(&self) -> Wanted {
+    fn asked(&self) -> Wanted {
         match self.wanted.load(Ordering::Acquire) {
             WANT_EVICTION if self.in_flight.load(Ordering::Acquire) == 0 => Wanted::Leave,
             WANT_EVICTION => {

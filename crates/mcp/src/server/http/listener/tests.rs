@@ -298,7 +298,7 @@ fn a_connection_leaving_its_place_is_no_victim_until_the_place_is_freed() {
     places.admit(peer, true, &busy()).unwrap();
     places.admit(peer, true, &busy()).unwrap();
     // The idle one's task is woken and leaves; its place is still held.
-    assert_eq!(idle.woken(), Wanted::Leave);
+    assert_eq!(idle.asked(), Wanted::Leave);
     assert!(!idle.evictable());
     assert_eq!(places.admit(peer, true, &busy()), Err(places::Full::Peer), "a fourth over the cap of 2");
 }
@@ -308,11 +308,11 @@ fn a_connection_asked_to_leave_after_a_request_began_stays_and_can_be_asked_agai
     let activity = Activity::new();
     activity.evict();
     activity.in_flight.fetch_add(1, Ordering::AcqRel);
-    assert_eq!(activity.woken(), Wanted::Nothing);
+    assert_eq!(activity.asked(), Wanted::Nothing);
     assert!(!activity.evictable(), "busy");
     activity.in_flight.fetch_sub(1, Ordering::AcqRel);
     assert!(activity.evictable(), "idle again and not asked");
     activity.close();
-    assert_eq!(activity.woken(), Wanted::Finish);
+    assert_eq!(activity.asked(), Wanted::Finish);
     assert!(!activity.evictable(), "closing: no victim");
 }
