@@ -44,7 +44,8 @@
 //!   what is served under `on_drift`.
 //! - [`import`]: other clients' MCP server lists as toolgate TOML (`toolgate import`).
 //!
-//! The `toolgate` binary (`src/main.rs`) is the command line over them.
+//! The `toolgate` binary (`src/main.rs`) is the command line over them, with
+//! the global allocator of `crates/alloc` (`toolgate-alloc`).
 
 #![forbid(unsafe_code)]
 

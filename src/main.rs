@@ -13,9 +13,10 @@ use toolgate::server::{Engine, Limits, SessionStore};
 
 /// Every proxied message allocates (and frees, often on another worker
 /// thread) dozens of small buffers; mimalloc does that in a fraction of the
-/// instructions glibc's malloc needs (benches/HISTORY.md).
+/// instructions glibc's malloc needs (benches/HISTORY.md). toolgate-alloc
+/// enters it by the alignment each allocation needs.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: toolgate_alloc::Allocator = toolgate_alloc::Allocator;
 
 /// A transparent MCP gateway with progressive disclosure.
 ///

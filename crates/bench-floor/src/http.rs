@@ -23,7 +23,7 @@ use hyper_util::rt::TokioExecutor;
 use toolgate_bench_floor as floor;
 
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: toolgate_alloc::Allocator = toolgate_alloc::Allocator;
 
 /// Headers that belong to one connection, not to the message (RFC 9110,
 /// 7.6.1), and `Host`, which the client sets for the upstream.

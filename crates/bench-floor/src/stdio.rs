@@ -38,7 +38,7 @@ use tokio::sync::{mpsc, oneshot};
 use toolgate_bench_floor as floor;
 
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: toolgate_alloc::Allocator = toolgate_alloc::Allocator;
 
 /// The revision the floor initializes its child with (the benchmark
 /// client's).
