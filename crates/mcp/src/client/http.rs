@@ -292,7 +292,7 @@ impl HttpTransport {
     }
 
     /// Sends a notification or a response (answered with 202, no body).
-    async fn send_other(&self, text: String) -> Result<(), UpstreamError> {
+    async fn send_other(&self, text: Vec<u8>) -> Result<(), UpstreamError> {
         let body = Bytes::from(text);
         let response = self.post(body).await?.send().await.map_err(|e| self.http_error(e))?;
         if response.status().is_success() {
@@ -509,7 +509,7 @@ impl Transport for HttpTransport {
         &'a self,
         call: u64,
         message: &'a Message,
-        text: String,
+        text: Vec<u8>,
         headers: Vec<(HeaderName, HeaderValue)>,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         let trace = trace_headers(message);
@@ -526,7 +526,7 @@ impl Transport for HttpTransport {
         }
     }
 
-    fn send_text<'a>(&'a self, _message: &'a Message, text: String) -> BoxFuture<'a, Result<(), UpstreamError>> {
+    fn send_text<'a>(&'a self, _message: &'a Message, text: Vec<u8>) -> BoxFuture<'a, Result<(), UpstreamError>> {
         Box::pin(self.send_other(text))
     }
 

@@ -109,8 +109,8 @@ impl Transport for MemoryTransport {
 
     /// The in-memory server takes messages, not text: the text (a modern
     /// request with its envelope) is decoded again.
-    fn send_text<'a>(&'a self, _message: &'a Message, text: String) -> BoxFuture<'a, Result<(), UpstreamError>> {
-        let sent = Message::decode(text.as_bytes())
+    fn send_text<'a>(&'a self, _message: &'a Message, text: Vec<u8>) -> BoxFuture<'a, Result<(), UpstreamError>> {
+        let sent = Message::decode(&text)
             .map_err(|e| UpstreamError::Protocol { upstream: self.label.clone(), source: Cause::msg(e.to_string()) })
             .and_then(|m| self.put(&m));
         Box::pin(async move { sent })

@@ -525,7 +525,7 @@ impl Peer {
         let request = Message::Request(request);
         let sent = async {
             if modern.is_some() {
-                let text = stamped.unwrap_or_else(|| request.encode());
+                let text = stamped.unwrap_or_else(|| request.encode().into_bytes());
                 self.transport.request_modern(id, &request, text, extra).await
             } else {
                 self.transport.request(id, &request).await

@@ -186,7 +186,7 @@ impl Opened {
 impl SseTransport {
     /// POSTs one message to the endpoint; the server accepts it (usually 202)
     /// and answers, if at all, on the stream.
-    async fn post(&self, text: String) -> Result<(), UpstreamError> {
+    async fn post(&self, text: Vec<u8>) -> Result<(), UpstreamError> {
         if self.stop.is_cancelled() {
             return Err(UpstreamError::Closed {
                 upstream: self.label.clone(),
@@ -228,7 +228,7 @@ impl SseTransport {
 }
 
 impl Transport for SseTransport {
-    fn send_text<'a>(&'a self, _message: &'a Message, text: String) -> BoxFuture<'a, Result<(), UpstreamError>> {
+    fn send_text<'a>(&'a self, _message: &'a Message, text: Vec<u8>) -> BoxFuture<'a, Result<(), UpstreamError>> {
         Box::pin(self.post(text))
     }
 

@@ -150,8 +150,8 @@ impl StdioTransport {
     /// Sends one encoded message as a line: written at once when it can be
     /// ([`Pipe::try_write`]), else queued for the writer task (waits while
     /// the queue is full).
-    async fn queue(&self, text: String) -> Result<(), UpstreamError> {
-        let mut line = text.into_bytes();
+    async fn queue(&self, text: Vec<u8>) -> Result<(), UpstreamError> {
+        let mut line = text;
         line.push(b'\n');
         if self.lines.lock().is_none() {
             return Err(self.closed("stdin is closed"));
@@ -198,20 +198,20 @@ impl Transport for StdioTransport {
         _call: u64,
         message: &'a Message,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
-        Box::pin(async move { self.queue(message.encode()).await.map(|()| None) })
+        Box::pin(async move { self.queue(message.encode().into_bytes()).await.map(|()| None) })
     }
 
     fn request_modern<'a>(
         &'a self,
         _call: u64,
         _message: &'a Message,
-        text: String,
+        text: Vec<u8>,
         _headers: Vec<(HeaderName, HeaderValue)>,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         Box::pin(async move { self.queue(text).await.map(|()| None) })
     }
 
-    fn send_text<'a>(&'a self, _message: &'a Message, text: String) -> BoxFuture<'a, Result<(), UpstreamError>> {
+    fn send_text<'a>(&'a self, _message: &'a Message, text: Vec<u8>) -> BoxFuture<'a, Result<(), UpstreamError>> {
         Box::pin(self.queue(text))
     }
 

@@ -51,7 +51,7 @@ pub trait Transport: Send + Sync {
         &'a self,
         call: u64,
         message: &'a Message,
-        text: String,
+        text: Vec<u8>,
         headers: Vec<(HeaderName, HeaderValue)>,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         let _ = (call, headers);
@@ -72,12 +72,12 @@ pub trait Transport: Send + Sync {
 
     /// Sends a notification or a response.
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), UpstreamError>> {
-        self.send_text(message, message.encode())
+        self.send_text(message, message.encode().into_bytes())
     }
 
     /// Sends `text`, the encoding of `message` (of a modern request, with
     /// the envelope `message` lacks): what every message comes to.
-    fn send_text<'a>(&'a self, message: &'a Message, text: String) -> BoxFuture<'a, Result<(), UpstreamError>>;
+    fn send_text<'a>(&'a self, message: &'a Message, text: Vec<u8>) -> BoxFuture<'a, Result<(), UpstreamError>>;
 
     /// The handshake is done: the revision it negotiated. Streamable HTTP
     /// sends it as a header from then on and opens its standalone stream.

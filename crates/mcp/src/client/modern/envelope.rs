@@ -93,7 +93,7 @@ pub fn stamp(params: &mut Option<Value>, version: &str, fallback: &Value, client
 /// params (the same members, by the same rules), written while it is
 /// serialized; the request itself is not changed. The envelope's keys and
 /// toolgate's `clientInfo` are constant text, written as they are.
-pub fn encode(request: &Request, version: &str, fallback: &Value, client: Option<&ClientContext>) -> String {
+pub fn encode(request: &Request, version: &str, fallback: &Value, client: Option<&ClientContext>) -> Vec<u8> {
     let envelope = Envelope {
         version,
         capabilities: client.and_then(|c| c.capabilities.as_ref()).filter(|c| c.is_object()).unwrap_or(fallback),
@@ -124,8 +124,9 @@ pub fn encode(request: &Request, version: &str, fallback: &Value, client: Option
         envelope.write_meta(&mut out, None);
     }
     out.extend_from_slice(b"}}");
-    // serde_json writes UTF-8, and so does everything above.
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    // UTF-8 (serde_json writes it, and so does everything above), left as
+    // bytes: the transports send bytes, and checking it again cost a scan.
+    out
 }
 
 /// What [`encode`] writes into `_meta` unless the request has its own.

@@ -54,14 +54,14 @@ impl Transport for Fake {
         &'a self,
         call: u64,
         _message: &'a Message,
-        text: String,
+        text: Vec<u8>,
         _headers: Vec<(http::HeaderName, http::HeaderValue)>,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
-        let message = Message::decode(text.as_bytes()).expect("the peer encodes JSON-RPC");
+        let message = Message::decode(&text).expect("the peer encodes JSON-RPC");
         Box::pin(std::future::ready(self.answer(call, message)))
     }
 
-    fn send_text<'a>(&'a self, message: &'a Message, _text: String) -> BoxFuture<'a, Result<(), UpstreamError>> {
+    fn send_text<'a>(&'a self, message: &'a Message, _text: Vec<u8>) -> BoxFuture<'a, Result<(), UpstreamError>> {
         self.sent.lock().push(message.clone());
         Box::pin(async { Ok(()) })
     }

@@ -75,7 +75,8 @@ fn stamped(request: &Request, version: &str, fallback: &Value, client: Option<&C
 }
 
 fn encoded(request: &Request, version: &str, fallback: &Value, client: Option<&ClientContext>) -> Value {
-    serde_json::from_str(&encode(request, version, fallback, client)).expect("encode writes JSON")
+    let text = encode(request, version, fallback, client);
+    serde_json::from_str(std::str::from_utf8(&text).expect("encode writes UTF-8")).expect("encode writes JSON")
 }
 
 #[test]
@@ -93,7 +94,7 @@ fn encode_writes_what_stamp_puts_in_and_leaves_the_request_alone() {
     let before = request.clone();
     let text = encode(&request, "2026-07-28", &json!({"roots": {}}), Some(&client));
     assert_eq!(request, before, "the request is not changed");
-    let v: Value = serde_json::from_str(&text).expect("JSON");
+    let v: Value = serde_json::from_str(std::str::from_utf8(&text).expect("UTF-8")).expect("JSON");
     assert_eq!(v["id"], 7);
     assert_eq!(v["params"]["arguments"], json!({"a": [1, "x"]}));
     let m = &v["params"]["_meta"];
