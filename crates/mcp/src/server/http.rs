@@ -26,11 +26,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::any;
 use http::{HeaderMap, Method, StatusCode, header};
+use hyper::body::Incoming;
 
 pub use admit::Admit;
 pub use app::App;
@@ -44,6 +46,7 @@ pub use listener::{
 /// Default time a request body may take to arrive, in total.
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
+use self::body::ReadBody;
 use super::caller::Caller;
 use super::engine::Engine;
 use super::handler::Handler;
@@ -110,8 +113,8 @@ pub fn app<H: Handler>(engine: Arc<Engine<H>>, options: HttpOptions) -> App {
 }
 
 impl<H: Handler> app::Serve for HttpState<H> {
-    fn serve(self: Arc<Self>, request: Request) -> futures::future::BoxFuture<'static, Response> {
-        crate::boxed::pinned(|| endpoint::<H>(State(self), request))
+    fn serve(self: Arc<Self>, request: http::Request<Incoming>) -> futures::future::BoxFuture<'static, Response> {
+        crate::boxed::pinned(|| endpoint::<H, _>(State(self), request))
     }
 }
 
@@ -131,13 +134,13 @@ fn build<H: Handler>(engine: Arc<Engine<H>>, options: HttpOptions) -> (Arc<HttpS
     }
     let router = router
         .layer(middleware::from_fn_with_state(state.clone(), guard_layer::<H>))
-        .route(&path, any(endpoint::<H>))
+        .route(&path, any(endpoint::<H, Body>))
         .with_state(state.clone());
     (state, router)
 }
 
 /// The DNS-rebinding check: a 403 for a refused `Host` or `Origin`.
-fn refused<H: Handler>(state: &HttpState<H>, request: &Request) -> Option<Response> {
+fn refused<H: Handler, B>(state: &HttpState<H>, request: &http::Request<B>) -> Option<Response> {
     let why = state.options.guard.check(request.headers(), request.uri()).err()?;
     tracing::warn!(%why, "request refused (DNS-rebinding protection)");
     Some(reply::error(StatusCode::FORBIDDEN, codes::SERVER_ERROR, &format!("Forbidden: {why}")))
@@ -150,7 +153,12 @@ async fn guard_layer<H: Handler>(State(state): State<Arc<HttpState<H>>>, request
     next.run(request).await
 }
 
-async fn endpoint<H: Handler>(State(state): State<Arc<HttpState<H>>>, mut request: Request) -> Response {
+/// The MCP endpoint. `B`: the request's body, hyper's own from the listener
+/// (`app::Serve`), axum's boxed one through the router.
+async fn endpoint<H: Handler, B: ReadBody>(
+    State(state): State<Arc<HttpState<H>>>,
+    mut request: http::Request<B>,
+) -> Response {
     if let Some(response) = refused(&state, &request) {
         return response;
     }

@@ -10,9 +10,10 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::Request;
+use axum::body::Body;
 use axum::response::Response;
 use futures::future::BoxFuture;
+use hyper::body::Incoming;
 use tower::ServiceExt as _;
 
 /// The routes a listener serves (see the module doc). A [`Router`] alone is
@@ -31,8 +32,9 @@ struct Endpoint {
 
 /// An endpoint that answers requests without the router.
 pub(super) trait Serve: Send + Sync + 'static {
-    /// The answer to `request` (any method) at the endpoint's path.
-    fn serve(self: Arc<Self>, request: Request) -> BoxFuture<'static, Response>;
+    /// The answer to `request` (any method) at the endpoint's path, its
+    /// body as hyper read it (not boxed).
+    fn serve(self: Arc<Self>, request: http::Request<Incoming>) -> BoxFuture<'static, Response>;
 }
 
 impl App {
@@ -50,11 +52,13 @@ impl App {
 
     /// The answer to `request`: the endpoint's for its path, else the
     /// router's.
-    pub(super) fn call(&self, request: Request) -> BoxFuture<'static, Response> {
+    /// The endpoint reads hyper's body as it is; the router takes it boxed
+    /// (`Body::new`), as axum's handlers do.
+    pub(super) fn call(&self, request: http::Request<Incoming>) -> BoxFuture<'static, Response> {
         match &self.endpoint {
             Some(endpoint) if request.uri().path() == &*endpoint.path => endpoint.serve.clone().serve(request),
             _ => {
-                let answer = self.router.clone().oneshot(request);
+                let answer = self.router.clone().oneshot(request.map(Body::new));
                 Box::pin(async move {
                     match answer.await {
                         Ok(response) => response,

@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::response::Response;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -56,8 +55,19 @@ impl BodyError {
 const DISCARD_BYTES: usize = 16 * 1024 * 1024;
 const DISCARD_TIME: Duration = Duration::from_secs(2);
 
+/// A request body [`read`] takes: hyper's own (the endpoint's, as the
+/// listener hands it over, not boxed) or axum's.
+pub trait ReadBody: http_body::Body<Data = Bytes, Error: std::fmt::Display> + Send + Unpin + 'static {}
+
+impl<B: http_body::Body<Data = Bytes, Error: std::fmt::Display> + Send + Unpin + 'static> ReadBody for B {}
+
 /// Reads a whole body of at most `limit` bytes within `within`.
-pub async fn read(body: Body, headers: &HeaderMap, limit: usize, within: Duration) -> Result<Bytes, BodyError> {
+pub async fn read<B: ReadBody>(
+    body: B,
+    headers: &HeaderMap,
+    limit: usize,
+    within: Duration,
+) -> Result<Bytes, BodyError> {
     let declared =
         headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     let mut body = body;
@@ -84,7 +94,7 @@ pub async fn read(body: Body, headers: &HeaderMap, limit: usize, within: Duratio
 }
 
 /// Reads and drops what is left of a refused body (bounded in bytes and time).
-async fn discard(body: &mut Body, within: Duration) {
+async fn discard<B: ReadBody>(body: &mut B, within: Duration) {
     let drain = async {
         let mut seen = 0;
         while let Some(Ok(frame)) = body.frame().await {

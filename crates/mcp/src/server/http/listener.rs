@@ -236,7 +236,7 @@ async fn serve_connection(
         } else {
             Ok(())
         };
-        let answer = moved.is_ok().then(|| woken::Woken::new(app.call(request.map(Body::new)), &spare));
+        let answer = moved.is_ok().then(|| woken::Woken::new(app.call(request), &spare));
         let place = place.clone();
         async move {
             let mut response = match answer {
@@ -252,7 +252,9 @@ async fn serve_connection(
                 }
                 active.0.close();
             }
-            Ok::<_, Infallible>(response.map(|body| Body::new(Tracked { body, _active: active })))
+            // Served as it is: hyper takes any body, and boxing this one again
+            // (`Body::new`) cost an allocation per request.
+            Ok::<_, Infallible>(response.map(|body| Tracked { body, _active: active }))
         }
     });
     let builder = auto::Builder::new(TokioExecutor::new());

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use axum::extract::Request;
 use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
 
 use super::answer::{self, Streamed};
+use super::body::ReadBody;
 use super::{EmptyResponse, HttpState, accepts_all, check_version_value, media_type, reply, session_id};
 use crate::jsonrpc::{Body, Message, Response as RpcResponse, codes};
 use crate::protocol;
@@ -15,7 +15,11 @@ use crate::server::engine::era::{self, Era};
 use crate::server::engine::{Accepted, Refusal};
 use crate::server::handler::Handler;
 
-pub async fn handle<H: Handler>(state: Arc<HttpState<H>>, request: Request, caller: Caller) -> Response {
+pub async fn handle<H: Handler, B: ReadBody>(
+    state: Arc<HttpState<H>>,
+    request: http::Request<B>,
+    caller: Caller,
+) -> Response {
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
     if !accepts_all(headers, &["application/json", "text/event-stream"]) {
