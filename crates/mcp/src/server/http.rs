@@ -31,7 +31,7 @@ use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::any;
-use http::{HeaderMap, Method, StatusCode, header};
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use hyper::body::Incoming;
 
 pub use admit::Admit;
@@ -283,10 +283,16 @@ fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
 /// count). Runs on every POST, so it reads the header once and compares in
 /// place instead of lowercasing copies.
 fn accepts_all(headers: &HeaderMap, wanted: &[&str]) -> bool {
+    accepts_all_of(|| headers.get_all(header::ACCEPT).iter(), wanted)
+}
+
+/// [`accepts_all`] over the `Accept` header's values (each call of `values`
+/// walks them from the start).
+fn accepts_all_of<'v, I: Iterator<Item = &'v HeaderValue>>(values: impl Fn() -> I, wanted: &[&str]) -> bool {
     // What the SDKs send on every POST, answered without parsing it.
     const BOTH: &[u8] = b"application/json, text/event-stream";
-    let mut values = headers.get_all(header::ACCEPT).iter();
-    if let (Some(only), None) = (values.next(), values.next())
+    let mut first = values();
+    if let (Some(only), None) = (first.next(), first.next())
         && only.as_bytes() == BOTH
         && wanted.iter().all(|w| matches!(*w, "application/json" | "text/event-stream"))
     {
@@ -296,7 +302,7 @@ fn accepts_all(headers: &HeaderMap, wanted: &[&str]) -> bool {
     // One bit per wanted type; none wanted: every header admits them.
     let all = u32::MAX.checked_shr(32 - wanted.len() as u32).unwrap_or(0);
     let mut seen = 0u32;
-    for value in headers.get_all(header::ACCEPT) {
+    for value in values() {
         for item in value.as_bytes().split(|&b| b == b',') {
             let media = media_type(item);
             for (i, w) in wanted.iter().enumerate() {

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use axum::response::Response;
 use futures::{StreamExt as _, stream};
-use http::{HeaderMap, HeaderValue, StatusCode};
+use http::{HeaderValue, StatusCode};
 use sse_stream::Sse;
 
 use super::grace::STREAM_GRACE;
@@ -119,12 +119,10 @@ pub(super) async fn respond<H: Handler>(
     requests: Vec<Request>,
     answers: Vec<RpcResponse>,
     batch: bool,
-    headers: &HeaderMap,
+    remote: Option<TraceHeaders>,
     streamed: Streamed<H::State>,
 ) -> Response {
     let expected = requests.len() + answers.len();
-    // The client's trace context, for a handler that traces requests.
-    let remote = TraceHeaders::from_headers(headers);
     let (downlink, mut rx) = Downlink::with_capacity(state.engine.store().limits().stream_buffer);
     let engine = state.engine.clone();
     let mut work = Work::new(move || async move {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::response::Response;
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, StatusCode, header};
+use http::{HeaderValue, StatusCode, header};
 use http_body_util::BodyExt as _;
 
 use super::reply;
@@ -62,14 +62,14 @@ pub trait ReadBody: http_body::Body<Data = Bytes, Error: std::fmt::Display> + Se
 impl<B: http_body::Body<Data = Bytes, Error: std::fmt::Display> + Send + Unpin + 'static> ReadBody for B {}
 
 /// Reads a whole body of at most `limit` bytes within `within`.
+/// `content_length`: the request's `Content-Length` header, if it has one.
 pub async fn read<B: ReadBody>(
     body: B,
-    headers: &HeaderMap,
+    content_length: Option<&HeaderValue>,
     limit: usize,
     within: Duration,
 ) -> Result<Bytes, BodyError> {
-    let declared =
-        headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    let declared = content_length.and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     let mut body = body;
     if declared.is_some_and(|n| n > limit as u64) {
         discard(&mut body, within).await;

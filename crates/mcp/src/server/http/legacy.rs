@@ -21,7 +21,7 @@ use std::sync::Arc;
 use axum::extract::{Query, Request, State};
 use axum::response::Response;
 use futures::{StreamExt, stream};
-use http::StatusCode;
+use http::{StatusCode, header};
 use parking_lot::Mutex;
 use serde::Deserialize;
 use sse_stream::Sse;
@@ -148,11 +148,17 @@ pub async fn post<H: Handler>(
         return reply::error(StatusCode::NOT_FOUND, codes::SESSION_NOT_FOUND, "Session not found");
     };
     let (parts, body) = request.into_parts();
-    let bytes =
-        match body::read(body, &parts.headers, state.options.max_body_bytes, state.options.body_read_timeout).await {
-            Ok(b) => b,
-            Err(e) => return e.into_response(),
-        };
+    let bytes = match body::read(
+        body,
+        parts.headers.get(header::CONTENT_LENGTH),
+        state.options.max_body_bytes,
+        state.options.body_read_timeout,
+    )
+    .await
+    {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
     // A body that is not JSON-RPC is refused here, where the client can see it.
     let body = match Body::decode(&bytes) {
         Ok(body) => body,

@@ -3,17 +3,17 @@
 use std::sync::Arc;
 
 use axum::response::Response;
-use http::{HeaderValue, StatusCode, header};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use super::answer::{self, Streamed};
 use super::body::ReadBody;
-use super::{EmptyResponse, HttpState, accepts_all, check_version_value, media_type, reply, session_id};
+use super::{EmptyResponse, HttpState, accepts_all, accepts_all_of, check_version_value, media_type, reply};
 use crate::jsonrpc::{Body, Message, Response as RpcResponse, codes};
 use crate::protocol;
 use crate::server::caller::Caller;
 use crate::server::engine::era::{self, Era};
 use crate::server::engine::{Accepted, Refusal};
-use crate::server::handler::Handler;
+use crate::server::handler::{Handler, TraceHeaders};
 
 pub async fn handle<H: Handler, B: ReadBody>(
     state: Arc<HttpState<H>>,
@@ -22,15 +22,16 @@ pub async fn handle<H: Handler, B: ReadBody>(
 ) -> Response {
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
-    if !accepts_all(headers, &["application/json", "text/event-stream"]) {
+    let seen = PostHeaders::read(headers);
+    if !seen.accepts_all(&["application/json", "text/event-stream"]) {
         return reply::error(
             StatusCode::NOT_ACCEPTABLE,
             codes::SERVER_ERROR,
             "Not Acceptable: Accept must list both application/json and text/event-stream",
         );
     }
-    let json_body = headers
-        .get(header::CONTENT_TYPE)
+    let json_body = seen
+        .content_type
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| media_type(v.as_bytes()).eq_ignore_ascii_case(b"application/json"));
     if !json_body {
@@ -40,12 +41,18 @@ pub async fn handle<H: Handler, B: ReadBody>(
             "Unsupported Media Type: Content-Type must be application/json",
         );
     }
-    let bytes =
-        match super::body::read(body, headers, state.options.max_body_bytes, state.options.body_read_timeout).await {
-            Ok(b) => b,
-            Err(e) => return e.into_response(),
-        };
-    let version_header = headers.get(protocol::header::PROTOCOL_VERSION);
+    let bytes = match super::body::read(
+        body,
+        seen.content_length,
+        state.options.max_body_bytes,
+        state.options.body_read_timeout,
+    )
+    .await
+    {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    let version_header = seen.version;
     let version = version_header.map(|v| protocol::header::text(v.as_bytes()));
     let body = match era::of_post(Body::decode(&bytes), version.as_deref()) {
         Era::Handshake(body) => body,
@@ -56,7 +63,7 @@ pub async fn handle<H: Handler, B: ReadBody>(
         }
         Era::Dropped | Era::Cancel(_) => return StatusCode::ACCEPTED.into_response_empty(),
     };
-    let id = session_id(headers);
+    let id = seen.session_id.map(|v| v.to_str().unwrap_or_default());
     // A request that names a session must speak a revision toolgate knows;
     // one without a session is refused by the engine (with its id, which a
     // 2026-era probe needs to fall back). A malformed body is answered as
@@ -80,8 +87,79 @@ pub async fn handle<H: Handler, B: ReadBody>(
         }
         Accepted::Run { session, requests, answered, batch } => {
             let streamed = Streamed::Session(session.clone());
-            answer::respond(&state, session, requests, answered, batch, headers, streamed).await
+            let remote = seen.trace();
+            answer::respond(&state, session, requests, answered, batch, remote, streamed).await
         }
+    }
+}
+
+/// The request headers a POST reads, found in one walk over them. Each
+/// lookup in a `HeaderMap` hashes its name and probes: the seven a POST
+/// made cost about 1,000 instructions, more than walking the handful of
+/// headers a request has. A lookup's rule holds: the first value of a
+/// name is the one read.
+struct PostHeaders<'a> {
+    headers: &'a HeaderMap,
+    /// The first `Accept` value, and whether there are more.
+    accept: Option<&'a HeaderValue>,
+    more_accept: bool,
+    content_type: Option<&'a HeaderValue>,
+    content_length: Option<&'a HeaderValue>,
+    version: Option<&'a HeaderValue>,
+    session_id: Option<&'a HeaderValue>,
+    traceparent: Option<&'a HeaderValue>,
+    tracestate: Option<&'a HeaderValue>,
+}
+
+impl<'a> PostHeaders<'a> {
+    fn read(headers: &'a HeaderMap) -> Self {
+        let mut seen = Self {
+            headers,
+            accept: None,
+            more_accept: false,
+            content_type: None,
+            content_length: None,
+            version: None,
+            session_id: None,
+            traceparent: None,
+            tracestate: None,
+        };
+        for (name, value) in headers {
+            let slot = if name == header::ACCEPT {
+                seen.more_accept |= seen.accept.is_some();
+                &mut seen.accept
+            } else if name == header::CONTENT_TYPE {
+                &mut seen.content_type
+            } else if name == header::CONTENT_LENGTH {
+                &mut seen.content_length
+            } else if name == protocol::header::PROTOCOL_VERSION {
+                &mut seen.version
+            } else if name == protocol::header::SESSION_ID {
+                &mut seen.session_id
+            } else if name == protocol::header::TRACEPARENT {
+                &mut seen.traceparent
+            } else if name == protocol::header::TRACESTATE {
+                &mut seen.tracestate
+            } else {
+                continue;
+            };
+            slot.get_or_insert(value);
+        }
+        seen
+    }
+
+    /// [`accepts_all`] of the request's `Accept` values.
+    fn accepts_all(&self, wanted: &[&str]) -> bool {
+        if self.more_accept {
+            return accepts_all(self.headers, wanted);
+        }
+        accepts_all_of(|| self.accept.into_iter(), wanted)
+    }
+
+    /// The request's trace context, as [`TraceHeaders::from_headers`] reads it.
+    fn trace(&self) -> Option<TraceHeaders> {
+        let traceparent = self.traceparent?.clone();
+        Some(TraceHeaders { traceparent, tracestate: self.tracestate.cloned() })
     }
 }
 
@@ -134,3 +212,6 @@ pub(super) fn refusal_response<T: serde::Serialize + ?Sized>(
     }
     response
 }
+
+#[cfg(test)]
+mod tests;

@@ -34,7 +34,8 @@ pub(super) async fn serve<H: Handler>(
         }
         ModernAccepted::Run { session, request } => {
             let streamed = Streamed::Sessionless(CancelOnDrop::new(session.clone()));
-            answer::respond(&state, session, vec![request], Vec::new(), false, headers, streamed).await
+            let remote = crate::server::handler::TraceHeaders::from_headers(headers);
+            answer::respond(&state, session, vec![request], Vec::new(), false, remote, streamed).await
         }
     }
 }
