@@ -51,9 +51,8 @@ impl App {
     }
 
     /// The answer to `request`: the endpoint's for its path, else the
-    /// router's.
-    /// The endpoint reads hyper's body as it is; the router takes it boxed
-    /// (`Body::new`), as axum's handlers do.
+    /// router's. The endpoint reads hyper's body as it is; the router takes
+    /// it boxed (`Body::new`), as axum's handlers do.
     pub(super) fn call(&self, request: http::Request<Incoming>) -> BoxFuture<'static, Response> {
         match &self.endpoint {
             Some(endpoint) if request.uri().path() == &*endpoint.path => endpoint.serve.clone().serve(request),

@@ -57,9 +57,9 @@ const DISCARD_TIME: Duration = Duration::from_secs(2);
 
 /// A request body [`read`] takes: hyper's own (the endpoint's, as the
 /// listener hands it over, not boxed) or axum's.
-pub trait ReadBody: http_body::Body<Data = Bytes, Error: std::fmt::Display> + Send + Unpin + 'static {}
+pub trait ReadBody: http_body::Body<Data = Bytes> + Send + Unpin + 'static {}
 
-impl<B: http_body::Body<Data = Bytes, Error: std::fmt::Display> + Send + Unpin + 'static> ReadBody for B {}
+impl<B: http_body::Body<Data = Bytes> + Send + Unpin + 'static> ReadBody for B {}
 
 /// Reads a whole body of at most `limit` bytes within `within`.
 /// `content_length`: the request's `Content-Length` header, if it has one.
