@@ -10,19 +10,15 @@
 //! test that needs a balancer needs Redis too (replicas share through it),
 //! so one switch skips them all.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::ports::free_port;
 
 /// The executable: `TOOLGATE_HAPROXY`, or `haproxy` on the `PATH`.
 fn executable() -> String {
     std::env::var("TOOLGATE_HAPROXY").unwrap_or_else(|_| "haproxy".into())
-}
-
-/// A free loopback port (bound, then let go: another process may take it
-/// in between, which on a test machine does not happen in practice).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
 }
 
 /// One `haproxy` process balancing over `servers`.

@@ -13,6 +13,8 @@
 //!   authentication tests.
 //! - [`haproxy`]: a real HAProxy balancing round-robin, without
 //!   stickiness, over servers on loopback ports ([`Balancer`]).
+//! - [`ports`]: free loopback ports for servers a test must name before
+//!   they start ([`free_port`]).
 //! - [`redis`]: a real `redis-server` on a free loopback port, stopped,
 //!   frozen and restarted at will ([`RedisServer`]), optionally with TLS
 //!   signed by a CA made for the test ([`TestCa`]) and an ACL user.
@@ -30,13 +32,15 @@ pub mod haproxy;
 pub mod jwt;
 pub mod modern;
 pub mod pipe;
+pub mod ports;
 pub mod process;
 pub mod redis;
 
 pub use bins::{fixture_exe, workspace_exe};
 pub use client::{Client, EventStream, MessageStream, RawEvent, Reply, VERSION, json_of, text_of};
-pub use haproxy::{Balancer, free_port};
+pub use haproxy::Balancer;
 pub use modern::{MODERN, modern_body, modern_post};
 pub use pipe::{PipeClient, first_text};
+pub use ports::free_port;
 pub use process::{Proc, START_TIMEOUT, StdoutLines, collect_stderr, start_http_server, start_reporting};
 pub use redis::{RedisServer, TestCa};

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::haproxy::free_port;
+use crate::ports::free_port;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 
 /// The executable: `TOOLGATE_REDIS_SERVER`, or `redis-server` on the `PATH`.
