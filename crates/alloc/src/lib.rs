@@ -22,6 +22,13 @@ use libmimalloc_sys as ffi;
 /// The alignment every mimalloc block has, whatever its size.
 const WORD: usize = core::mem::size_of::<usize>();
 
+/// Whether mimalloc's plain entry points serve `layout`: every block they
+/// return is word-aligned.
+#[inline]
+const fn plain(layout: &Layout) -> bool {
+    layout.align() <= WORD
+}
+
 /// mimalloc, entered by alignment (see the crate's documentation).
 pub struct Allocator;
 
@@ -34,7 +41,7 @@ unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: mimalloc's entry points accept any size and a power-of-two alignment.
         unsafe {
-            if layout.align() <= WORD {
+            if plain(&layout) {
                 ffi::mi_malloc(layout.size()) as *mut u8
             } else {
                 ffi::mi_malloc_aligned(layout.size(), layout.align()) as *mut u8
@@ -46,7 +53,7 @@ unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as in `alloc`.
         unsafe {
-            if layout.align() <= WORD {
+            if plain(&layout) {
                 ffi::mi_zalloc(layout.size()) as *mut u8
             } else {
                 ffi::mi_zalloc_aligned(layout.size(), layout.align()) as *mut u8
@@ -65,7 +72,7 @@ unsafe impl GlobalAlloc for Allocator {
         // SAFETY: `ptr` came from this allocator with `layout`'s alignment,
         // which the new block keeps.
         unsafe {
-            if layout.align() <= WORD {
+            if plain(&layout) {
                 ffi::mi_realloc(ptr as *mut c_void, new_size) as *mut u8
             } else {
                 ffi::mi_realloc_aligned(ptr as *mut c_void, new_size, layout.align()) as *mut u8

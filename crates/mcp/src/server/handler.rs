@@ -170,8 +170,16 @@ pub struct TraceHeaders {
 impl TraceHeaders {
     /// The trace context of a request with these headers, if it has one.
     pub fn from_headers(headers: &HeaderMap) -> Option<Self> {
-        let traceparent = headers.get(crate::protocol::header::TRACEPARENT)?.clone();
-        Some(Self { traceparent, tracestate: headers.get(crate::protocol::header::TRACESTATE).cloned() })
+        Self::from_values(
+            headers.get(crate::protocol::header::TRACEPARENT),
+            headers.get(crate::protocol::header::TRACESTATE),
+        )
+    }
+
+    /// The trace context of a request whose `traceparent` and `tracestate`
+    /// headers (the first value of each) were already found.
+    pub fn from_values(traceparent: Option<&HeaderValue>, tracestate: Option<&HeaderValue>) -> Option<Self> {
+        Some(Self { traceparent: traceparent?.clone(), tracestate: tracestate.cloned() })
     }
 }
 

@@ -56,7 +56,9 @@ pub async fn handle<H: Handler, B: ReadBody>(
     let version = version_header.map(|v| protocol::header::text(v.as_bytes()));
     let body = match era::of_post(Body::decode(&bytes), version.as_deref()) {
         Era::Handshake(body) => body,
-        Era::Sessionless(request) => return super::sessionless::serve(state, request, headers, caller).await,
+        Era::Sessionless(request) => {
+            return super::sessionless::serve(state, request, headers, seen.trace(), caller).await;
+        }
         Era::Refused(response, status) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
             return reply::json(status, &Message::Response(response));
@@ -158,8 +160,7 @@ impl<'a> PostHeaders<'a> {
 
     /// The request's trace context, as [`TraceHeaders::from_headers`] reads it.
     fn trace(&self) -> Option<TraceHeaders> {
-        let traceparent = self.traceparent?.clone();
-        Some(TraceHeaders { traceparent, tracestate: self.tracestate.cloned() })
+        TraceHeaders::from_values(self.traceparent, self.tracestate)
     }
 }
 

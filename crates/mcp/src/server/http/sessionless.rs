@@ -17,14 +17,16 @@ use super::reply;
 use crate::jsonrpc::{Message, Request, codes};
 use crate::server::caller::Caller;
 use crate::server::engine::{ModernAccepted, RoutingHeaders};
-use crate::server::handler::Handler;
+use crate::server::handler::{Handler, TraceHeaders};
 
 /// Serves a modern request: the engine's checks, then a run on a transient
-/// session.
+/// session. `remote`: the request's trace context, found in the POST's walk
+/// over its headers.
 pub(super) async fn serve<H: Handler>(
     state: Arc<super::HttpState<H>>,
     request: Request,
     headers: &HeaderMap,
+    remote: Option<TraceHeaders>,
     caller: Caller,
 ) -> Response {
     let routing = RoutingHeaders::from_headers(headers);
@@ -34,7 +36,6 @@ pub(super) async fn serve<H: Handler>(
         }
         ModernAccepted::Run { session, request } => {
             let streamed = Streamed::Sessionless(CancelOnDrop::new(session.clone()));
-            let remote = crate::server::handler::TraceHeaders::from_headers(headers);
             answer::respond(&state, session, vec![request], Vec::new(), false, remote, streamed).await
         }
     }
