@@ -79,9 +79,8 @@ fn classify(outcome: &Outcome) -> (&'static str, Option<usize>) {
         Outcome::Error(_) => ("protocol_error", None),
         Outcome::Result(v) => (if v.get("isError") == Some(&Value::Bool(true)) { "tool_error" } else { "ok" }, None),
         Outcome::Prepared(raw) => {
-            let text = raw.get();
-            let failed = crate::metrics::labels::text_says_tool_error(text);
-            (if failed { "tool_error" } else { "ok" }, Some(text.len()))
+            let failed = crate::metrics::labels::raw_says_tool_error(raw);
+            (if failed { "tool_error" } else { "ok" }, Some(raw.get().len()))
         }
     }
 }

@@ -226,14 +226,24 @@ impl Via {
 }
 
 /// Whether a `tools/call` result says the tool failed (`isError: true`).
-/// Results from upstreams stay JSON text ([`jsonrpc::Outcome::Prepared`]);
-/// the key is looked for in the text rather than parsing it
-/// ([`text_says_tool_error`]).
+/// Results from upstreams stay JSON text ([`jsonrpc::Outcome::Prepared`]),
+/// their members found as they were decoded: the member is read from
+/// those ([`raw_says_tool_error`]).
 fn is_tool_error(outcome: &jsonrpc::Outcome) -> bool {
     match outcome {
         jsonrpc::Outcome::Result(v) => v.get("isError").and_then(serde_json::Value::as_bool) == Some(true),
-        jsonrpc::Outcome::Prepared(raw) => text_says_tool_error(raw.get()),
+        jsonrpc::Outcome::Prepared(raw) => raw_says_tool_error(raw),
         jsonrpc::Outcome::Error(_) => false,
+    }
+}
+
+/// Whether a result held as text says the tool failed: its `isError`
+/// member (the last, as a parser keeps) where its members are known, else
+/// [`text_says_tool_error`].
+pub(crate) fn raw_says_tool_error(raw: &jsonrpc::Raw) -> bool {
+    match raw.object() {
+        Some(object) => object.values_of("isError").last() == Some("true"),
+        None => text_says_tool_error(raw.get()),
     }
 }
 

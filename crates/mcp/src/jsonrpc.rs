@@ -1,9 +1,12 @@
 //! JSON-RPC 2.0 envelopes as toolgate sees them on every leg.
 //!
 //! toolgate is a transparent proxy, so it decodes only the envelope: `id`,
-//! `method`, and `params`/`result`/`error` as opaque [`Value`]s. Payloads are
-//! rewritten only where the gateway has a reason to (see `gateway`); every
-//! other field, `_meta` included, is carried through as it arrived.
+//! `method`, `params` and `error` as opaque [`Value`]s, and a `result` as
+//! the text it came as ([`Raw`]), an object's top-level members found in
+//! the same pass ([`Object`]) for what rewrites or reads one of them.
+//! Payloads are rewritten only where the gateway has a reason to (see
+//! `gateway`); every other field, `_meta` included, is carried through as it
+//! arrived.
 //!
 //! Request ids are kept as the exact JSON text the peer sent ([`Id`]), so a
 //! response echoes `1` as `1` and `"1"` as `"1"`.
@@ -17,11 +20,15 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use object::Found;
+
 mod error;
 pub(crate) mod members;
+mod object;
 mod raw;
 
 pub use error::{ErrorObject, codes};
+pub use object::{Object, Writer as ObjectWriter};
 pub use raw::Raw;
 
 /// A JSON-RPC request id exactly as the peer wrote it (a string or an integer).
@@ -147,13 +154,17 @@ impl Id {
     /// Checks the JSON text of an id as a peer wrote it (a [`RawValue`]'s):
     /// the id kept inline, or `None` when it must be kept as written.
     fn check_text(text: &str) -> Result<Option<Self>, &'static str> {
-        let text = text.trim_start();
+        // A raw value has no whitespace around it; JSON's is ASCII anyway.
+        let text = text.trim_ascii_start();
         let (ok, exact) = match text.as_bytes().first() {
             // Without a backslash, serde_json writes the string back as it was.
-            Some(b'"') => (true, !text.contains('\\')),
-            // As serde_json writes it: `-0` is not, and stays as it came.
+            Some(b'"') => (true, memchr::memchr(b'\\', text.as_bytes()).is_none()),
+            // As serde_json writes it: `-0` is not, and stays as it came. A
+            // JSON number of digits alone (no fraction, no exponent) is an
+            // integer.
             Some(b'-' | b'0'..=b'9') => {
-                let integer = !text.contains(['.', 'e', 'E']);
+                let digits = text.strip_prefix('-').unwrap_or(text);
+                let integer = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
                 (integer, integer && canonical_integer(text))
             }
             _ => (false, false),
@@ -343,9 +354,11 @@ impl DecodeError {
     }
 }
 
-/// The envelope as read off the wire, before it is classified.
+/// The envelope as read off the wire, before it is classified. `R` is how
+/// `result` is read: its members found ([`Found`]), or, where they cannot
+/// be, as text ([`RawValue`]).
 #[derive(Deserialize)]
-struct Envelope<'a> {
+struct Envelope<'a, R> {
     /// Borrowed from the text: only compared.
     #[serde(default, borrow)]
     jsonrpc: Option<&'a RawValue>,
@@ -358,34 +371,85 @@ struct Envelope<'a> {
     params: Option<Value>,
     /// Kept as JSON text: a proxied result goes out again as it came in,
     /// without being parsed into (and serialized back from) a tree.
-    #[serde(default)]
-    result: Option<Box<RawValue>>,
+    #[serde(default = "absent")]
+    result: Option<R>,
     #[serde(default)]
     error: Option<Value>,
+}
+
+/// What comes before a response's id, and between it and its result
+/// ([`Message::encode`] and an HTTP answer write a result held as text
+/// between them).
+pub const PREPARED_HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
+/// See [`PREPARED_HEAD`].
+pub const PREPARED_RESULT: &str = r#","result":"#;
+
+/// Puts JSON text on one line: a line break in it can only be whitespace
+/// between tokens (JSON strings have none unescaped), so each becomes a
+/// space. Text a peer sent and toolgate holds as it came (a result) may
+/// have them; a stdio line may not.
+pub fn one_line(text: &mut String) {
+    if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_some() {
+        *text = text.replace(['\n', '\r'], " ");
+    }
+}
+
+/// A member not in the message (a default without asking `R` for one).
+fn absent<R>() -> Option<R> {
+    None
 }
 
 impl Message {
     /// Decodes one message (not a batch) from JSON text.
     pub fn decode(bytes: &[u8]) -> Result<Message, DecodeError> {
-        let env: Envelope = from_json(bytes).map_err(|e| {
+        let lenient = |e: serde_json::Error| {
             if e.is_syntax() || e.is_eof() {
                 DecodeError::Parse(e)
             } else {
                 DecodeError::Invalid { id: None, reason: e.to_string() }
             }
-        })?;
-        Self::classify(env)
+        };
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Self::decode_text(text, lenient),
+            // Not UTF-8: parsed as bytes, for the same error.
+            Err(_) => Self::classify(serde_json::from_slice::<Envelope<Box<RawValue>>>(bytes).map_err(lenient)?),
+        }
     }
 
     /// Decodes an element of a batch: the array parsed, so whatever is wrong
     /// with an element makes it an invalid request, not a parse error.
     fn decode_element(text: &str) -> Result<Message, DecodeError> {
-        let env: Envelope =
-            serde_json::from_str(text).map_err(|e| DecodeError::Invalid { id: None, reason: e.to_string() })?;
-        Self::classify(env)
+        Self::decode_text(text, |e| DecodeError::Invalid { id: None, reason: e.to_string() })
     }
 
-    fn classify(env: Envelope<'_>) -> Result<Message, DecodeError> {
+    /// Decodes `text`, a result's members found as it is read; a result
+    /// they cannot be found in (not an object, an escaped key) is read
+    /// again as text.
+    fn decode_text(text: &str, error: impl Fn(serde_json::Error) -> DecodeError) -> Result<Message, DecodeError> {
+        let mut env: Envelope<Found<'_>> = serde_json::from_str(text).map_err(&error)?;
+        let result = match env.result.take() {
+            None | Some(Found::Null) => None,
+            Some(Found::Members(members)) => match Object::found(text, members) {
+                Some(object) => Some(Raw::from(object)),
+                None => return Self::classify(serde_json::from_str::<Envelope<Box<RawValue>>>(text).map_err(error)?),
+            },
+            Some(Found::Other) => {
+                return Self::classify(serde_json::from_str::<Envelope<Box<RawValue>>>(text).map_err(error)?);
+            }
+        };
+        Self::classify_with(env, result)
+    }
+
+    /// Classifies an envelope whose result was read as text.
+    fn classify(mut env: Envelope<'_, Box<RawValue>>) -> Result<Message, DecodeError> {
+        // `"result": null` counts as absent, as it did when results were parsed.
+        let result = env.result.take().filter(|r| r.get() != "null").map(Raw::from);
+        Self::classify_with(env, result)
+    }
+
+    /// Classifies an envelope, its result (if any) given apart (what the
+    /// envelope holds of it is not read).
+    fn classify_with<R>(env: Envelope<'_, R>, result: Option<Raw>) -> Result<Message, DecodeError> {
         let id = match env.id {
             None => None,
             Some(raw) => {
@@ -402,15 +466,13 @@ impl Message {
         {
             return Err(invalid("\"params\" must be an object or an array"));
         }
-        // `"result": null` counts as absent, as it did when results were parsed.
-        let result = env.result.filter(|r| r.get() != "null");
         match (env.method, result, env.error) {
             (Some(method), None, None) => Ok(match id {
                 Some(id) => Message::Request(Request { id, method, params: env.params }),
                 None => Message::Notification(Notification { method, params: env.params }),
             }),
             (None, Some(result), None) => match id {
-                Some(id) => Ok(Message::Response(Response { id: Some(id), outcome: Outcome::Prepared(result.into()) })),
+                Some(id) => Ok(Message::Response(Response { id: Some(id), outcome: Outcome::Prepared(result) })),
                 None => Err(invalid("a result needs an id")),
             },
             (None, None, Some(error)) => {
@@ -423,9 +485,24 @@ impl Message {
         }
     }
 
-    /// Encodes the message as compact JSON (no newlines, as stdio requires).
+    /// Encodes the message as compact JSON on one line, as stdio requires.
+    ///
+    /// A result held as text is written around as it is, put on one line
+    /// ([`one_line`]): a pretty-printed answer over HTTP has line breaks.
     pub fn encode(&self) -> String {
-        serde_json::to_string(self).expect("messages always serialize")
+        let mut text = match self {
+            Message::Response(Response { id: Some(id), outcome: Outcome::Prepared(raw) }) => {
+                let mut text =
+                    String::with_capacity(PREPARED_HEAD.len() + PREPARED_RESULT.len() + raw.get().len() + 24);
+                for part in [PREPARED_HEAD, id.as_json(), PREPARED_RESULT, raw.get(), "}"] {
+                    text.push_str(part);
+                }
+                text
+            }
+            _ => serde_json::to_string(self).expect("messages always serialize"),
+        };
+        one_line(&mut text);
+        text
     }
 
     /// The message as a [`Value`].
@@ -469,7 +546,7 @@ impl Serialize for Message {
                 }
                 match &r.outcome {
                     Outcome::Result(v) => m.serialize_entry("result", v)?,
-                    Outcome::Prepared(raw) => m.serialize_entry("result", &**raw)?,
+                    Outcome::Prepared(raw) => m.serialize_entry("result", raw)?,
                     Outcome::Error(e) => m.serialize_entry("error", e)?,
                 }
             }

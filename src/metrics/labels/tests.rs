@@ -57,6 +57,22 @@ fn outcomes_of_results() {
         Outcome::ToolError
     );
     assert_eq!(Outcome::of(call, &raw(r#"{"isError" : "true"}"#), false, false), Outcome::Ok);
+    // A result decoded from an upstream's answer: its members are read,
+    // and only its own `isError` counts (the last, as a parser keeps).
+    let answered = |result: &str| {
+        let text = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+        let Ok(jsonrpc::Message::Response(r)) = jsonrpc::Message::decode(text.as_bytes()) else { panic!("{text}") };
+        assert!(matches!(&r.outcome, jsonrpc::Outcome::Prepared(raw) if raw.object().is_some()));
+        r.outcome
+    };
+    assert_eq!(Outcome::of(call, &answered(r#"{"content":[], "isError" : true }"#), false, false), Outcome::ToolError);
+    assert_eq!(Outcome::of(call, &answered(r#"{"content":[],"isError":false}"#), false, false), Outcome::Ok);
+    assert_eq!(
+        Outcome::of(call, &answered(r#"{"content":[{"type":"text","isError":true}]}"#), false, false),
+        Outcome::Ok,
+        "a nested member is not the result's"
+    );
+    assert_eq!(Outcome::of(call, &answered(r#"{"isError":true,"isError":false}"#), false, false), Outcome::Ok);
     assert_eq!(Outcome::of(call, &error, false, false), Outcome::Error);
     assert_eq!(Outcome::of(call, &failed, true, false), Outcome::Refused);
     assert_eq!(Outcome::of(call, &error, true, true), Outcome::Cancelled);

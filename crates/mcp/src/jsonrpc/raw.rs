@@ -1,16 +1,20 @@
 //! [`Raw`]: a result kept as JSON text, shared or owned.
 
+use std::borrow::Cow;
 use std::fmt;
-use std::ops::Deref;
 use std::sync::Arc;
 
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
+use super::object::Object;
+
 /// A result as JSON text ([`super::Outcome::Prepared`]): shared when it is
 /// served many times (a cached `tools/list`), owned when it passes through
 /// once (an upstream's answer). Owned, a proxied result is never copied
 /// into an `Arc` just to be held, nor again when it is rewritten as text.
+/// An upstream's result that is an object is held as an [`Object`], whose
+/// members were found as the message was decoded.
 #[derive(Clone)]
 pub struct Raw(Repr);
 
@@ -18,22 +22,33 @@ pub struct Raw(Repr);
 enum Repr {
     Shared(Arc<RawValue>),
     Owned(Box<RawValue>),
+    Object(Object),
 }
 
 impl Raw {
     /// The JSON text.
     pub fn get(&self) -> &str {
-        self.deref().get()
-    }
-}
-
-impl Deref for Raw {
-    type Target = RawValue;
-
-    fn deref(&self) -> &RawValue {
         match &self.0 {
-            Repr::Shared(raw) => raw,
-            Repr::Owned(raw) => raw,
+            Repr::Shared(raw) => raw.get(),
+            Repr::Owned(raw) => raw.get(),
+            Repr::Object(object) => object.text(),
+        }
+    }
+
+    /// The object and its members, when the text is held indexed.
+    pub fn object(&self) -> Option<&Object> {
+        match &self.0 {
+            Repr::Object(object) => Some(object),
+            Repr::Shared(_) | Repr::Owned(_) => None,
+        }
+    }
+
+    /// The object and its members: as held, or found now (`None`: the text
+    /// is not an object, or has a key with an escape).
+    pub fn to_object(&self) -> Option<Cow<'_, Object>> {
+        match &self.0 {
+            Repr::Object(object) => Some(Cow::Borrowed(object)),
+            Repr::Shared(_) | Repr::Owned(_) => Object::parse(self.get()).map(Cow::Owned),
         }
     }
 }
@@ -50,6 +65,12 @@ impl From<Box<RawValue>> for Raw {
     }
 }
 
+impl From<Object> for Raw {
+    fn from(object: Object) -> Self {
+        Raw(Repr::Object(object))
+    }
+}
+
 impl AsRef<[u8]> for Raw {
     fn as_ref(&self) -> &[u8] {
         self.get().as_bytes()
@@ -58,13 +79,23 @@ impl AsRef<[u8]> for Raw {
 
 impl fmt::Debug for Raw {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.deref(), f)
+        f.write_str(self.get())
     }
 }
 
 impl Serialize for Raw {
+    /// As the text it is. An [`Object`]'s text is checked again on this
+    /// path (serde_json writes text as it is only from a `RawValue`); the
+    /// usual ways out ([`super::Message::encode`], an HTTP answer) write it
+    /// without.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.deref().serialize(serializer)
+        match &self.0 {
+            Repr::Shared(raw) => raw.serialize(serializer),
+            Repr::Owned(raw) => raw.serialize(serializer),
+            Repr::Object(object) => RawValue::from_string(object.text().to_owned())
+                .map_err(serde::ser::Error::custom)?
+                .serialize(serializer),
+        }
     }
 }
 
@@ -73,14 +104,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shared_and_owned_hold_the_same_text_and_serialize_as_it() {
-        let text = r#"{"content":[{"type":"text","text":"hi"}]}"#;
+    fn shared_owned_and_indexed_hold_the_same_text_and_serialize_as_it() {
+        let text = r#"{"content":[{"type":"text","text":"hi"}], "isError" :false}"#;
         let owned = Raw::from(RawValue::from_string(text.to_owned()).unwrap());
         let shared = Raw::from(Arc::<RawValue>::from(RawValue::from_string(text.to_owned()).unwrap()));
-        for raw in [owned.clone(), shared.clone()] {
+        let indexed = Raw::from(Object::parse(text).unwrap());
+        for raw in [owned.clone(), shared.clone(), indexed.clone()] {
             assert_eq!(raw.get(), text);
             assert_eq!(serde_json::to_string(&raw).unwrap(), text);
+            assert_eq!(format!("{raw:?}"), text);
+            let object = raw.to_object().expect("an object");
+            assert_eq!(object.get("isError"), Some("false"));
         }
+        assert!(owned.object().is_none() && shared.object().is_none());
+        assert!(indexed.object().is_some());
         assert_eq!(AsRef::<[u8]>::as_ref(&owned), text.as_bytes());
+        let array = Raw::from(RawValue::from_string("[1]".to_owned()).unwrap());
+        assert!(array.to_object().is_none());
     }
 }

@@ -44,7 +44,7 @@ fn ids_are_echoed_exactly_as_written() {
 
 #[test]
 fn rejects_ids_mcp_forbids() {
-    for bad in [r#"1.5"#, r#"true"#, r#"{}"#, r#"[1]"#] {
+    for bad in [r#"1.5"#, r#"1e3"#, r#"-2E-1"#, r#"-0.0"#, r#"true"#, r#"{}"#, r#"[1]"#] {
         let text = format!(r#"{{"jsonrpc":"2.0","id":{bad},"method":"x"}}"#);
         assert!(matches!(Message::decode(text.as_bytes()), Err(DecodeError::Invalid { .. })), "{bad} accepted");
     }
@@ -145,4 +145,56 @@ mod props {
             prop_assert_eq!(decoded.as_u64(), u64::try_from(i).ok());
         }
     }
+}
+
+#[test]
+fn a_result_object_is_kept_as_written_with_its_members_found() {
+    let text = r#"{"jsonrpc":"2.0","id":3,"result": {"content":[{"type":"text","text":"a\"b"}] , "isError":false}}"#;
+    let Message::Response(r) = Message::decode(text.as_bytes()).unwrap() else { panic!("a response") };
+    let Outcome::Prepared(raw) = &r.outcome else { panic!("kept as text: {:?}", r.outcome) };
+    assert_eq!(raw.get(), r#"{"content":[{"type":"text","text":"a\"b"}] , "isError":false}"#);
+    let object = raw.object().expect("its members found");
+    assert_eq!(object.get("isError"), Some("false"));
+    assert_eq!(object.get("content"), Some(r#"[{"type":"text","text":"a\"b"}]"#));
+
+    // What is not an object with plain keys is kept as text, unindexed.
+    for (result, kept) in
+        [(r#"[1, 2]"#, r#"[1, 2]"#), (r#""s""#, r#""s""#), (r#"{"\u0061":1}"#, r#"{"\u0061":1}"#), (r#"{ }"#, "{}")]
+    {
+        let text = format!(r#"{{"jsonrpc":"2.0","id":3,"result":{result}}}"#);
+        let Message::Response(r) = Message::decode(text.as_bytes()).unwrap() else { panic!("a response") };
+        let Outcome::Prepared(raw) = &r.outcome else { panic!("kept as text") };
+        assert_eq!(raw.get(), kept);
+        assert_eq!(raw.object().is_some(), result.starts_with('{') && !result.contains('\\'), "{result}");
+    }
+    // `null` is no result, as before.
+    assert!(Message::decode(br#"{"jsonrpc":"2.0","id":3,"result":null}"#).is_err());
+    // A batch's elements are read the same way.
+    let Ok(Body::Batch(items)) = Body::decode(br#"[{"jsonrpc":"2.0","id":1,"result":{"a":1}}]"#) else { panic!() };
+    let Some(Ok(Message::Response(r))) = items.into_iter().next() else { panic!() };
+    assert!(matches!(&r.outcome, Outcome::Prepared(raw) if raw.object().is_some_and(|o| o.get("a") == Some("1"))));
+}
+
+#[test]
+fn a_result_with_line_breaks_is_encoded_on_one_line() {
+    // A pretty-printed answer (as an HTTP upstream may send) goes out to a
+    // stdio client as one line, with the same value.
+    let text = "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\r\n  \"content\": [\n    {\"type\": \"text\", \"text\": \"a\\nb\"}\n  ]\n}}";
+    let m = Message::decode(text.as_bytes()).unwrap();
+    let line = m.encode();
+    assert!(!line.contains(['\n', '\r']), "{line}");
+    let value: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(value["result"], json!({"content": [{"type": "text", "text": "a\nb"}]}));
+    assert_eq!(value["id"], json!(3));
+    // The same through serde (a batch's answers), and for a result held whole.
+    let whole = Message::Response(Response {
+        id: Some(Id::number(3)),
+        outcome: Outcome::Prepared(RawValue::from_string("[\n1]".to_owned()).unwrap().into()),
+    });
+    assert_eq!(whole.encode(), r#"{"jsonrpc":"2.0","id":3,"result":[ 1]}"#);
+    assert_eq!(serde_json::to_value(&m).unwrap()["result"], value["result"]);
+    // What that rests on: a line break inside a string is refused, whether
+    // the result is indexed or held whole.
+    assert!(Message::decode(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"t\":\"a\nb\"}}").is_err());
+    assert!(Message::decode(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":[\"a\nb\"]}").is_err());
 }

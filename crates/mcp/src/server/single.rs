@@ -290,7 +290,10 @@ impl<H: Handler> Writer<'_, H> {
         }
         let messages: Vec<Message> = responses.into_iter().map(Message::Response).collect();
         match serde_json::to_string(&messages) {
-            Ok(text) => self.line(Arc::from(text)).await,
+            Ok(mut text) => {
+                crate::jsonrpc::one_line(&mut text);
+                self.line(Arc::from(text)).await
+            }
             Err(e) => tracing::error!(error = %e, "cannot encode a batch answer"),
         }
     }

@@ -14,8 +14,8 @@ use serde_json::{Map, Value, json};
 use super::super::error::UpstreamError;
 use super::super::peer::{Call, Returned};
 use super::super::service::Step;
-use crate::jsonrpc::members::{self, Members};
-use crate::jsonrpc::{ErrorObject, Outcome, codes};
+use crate::jsonrpc::members;
+use crate::jsonrpc::{ErrorObject, Object, Outcome, codes};
 use crate::protocol::method;
 use crate::protocol::modern::{input, meta, result};
 
@@ -50,16 +50,20 @@ pub fn settle_answer(outcome: &mut Outcome) -> Option<InputRequired> {
 
 /// The raw-text part of [`strip_modern_fields`] and [`settle_answer`]:
 /// whether `outcome` is (now) a tree still to be read. A result decoded
-/// from a peer stays raw, and the usual one is read member by member once:
-/// an input request (when the caller `asks`) is told from a final result
-/// by its `resultType`, and a final one's fields are dropped from the text,
-/// the rest (the content) never parsed into a tree. (The text is not
-/// searched for `resultType` first: a modern upstream's results carry it,
-/// so the search cost a scan of the whole text, about 900 instructions a
-/// call, before the members were read anyway.)
+/// from a peer stays text, its members found as it was decoded: an input
+/// request (when the caller `asks`) is told from a final result by its
+/// `resultType`, and a final one's fields are dropped from the text, the
+/// rest (the content) never parsed into a tree. (The text is not searched
+/// for `resultType` first: a modern upstream's results carry it, so the
+/// search cost a scan of the whole text, about 900 instructions a call,
+/// before the members were read anyway.)
 fn read_raw(outcome: &mut Outcome, asks: bool) -> bool {
     let Outcome::Prepared(raw) = outcome else { return true };
-    match strip_raw(raw.get(), asks) {
+    let stripped = match raw.to_object() {
+        Some(top) => strip_object(&top, asks),
+        None => Stripped::Unread,
+    };
+    match stripped {
         Stripped::Unchanged => false,
         Stripped::Text(stripped) => {
             *outcome = Outcome::Prepared(stripped.into());
@@ -91,36 +95,32 @@ fn strip_tree(outcome: &mut Outcome) {
     }
 }
 
-/// What [`strip_raw`] made of a result's text.
+/// What [`strip_object`] made of a result.
 enum Stripped {
     /// Nothing to strip: the text stays as it is.
     Unchanged,
-    /// The text without the modern-only members.
-    Text(Box<RawValue>),
+    /// The result without the modern-only members.
+    Text(Object),
     /// An input request (when the caller asks): the caller reads it.
     Asks,
     /// Text this does not handle: the caller parses it instead.
     Unread,
 }
 
-/// [`strip_modern_fields`] on a result's JSON text: its top-level members
-/// are read as text, and written again without the modern-only ones and
-/// with `_meta` cleaned; nothing is parsed into a tree unless `_meta` keeps
-/// members besides the upstream's identity (then it is, as it is small).
-/// A result without a top-level `resultType` is [`Stripped::Unchanged`];
-/// text this does not handle (not an object, an escaped key, a repeated
-/// `_meta` or `resultType`) is [`Stripped::Unread`].
-fn strip_raw(text: &str, asks: bool) -> Stripped {
-    let Ok(members) = serde_json::from_str::<Members<'_>>(text) else { return Stripped::Unread };
+/// [`strip_modern_fields`] on a result's members: written again without
+/// the modern-only ones and with `_meta` cleaned; nothing is parsed into a
+/// tree unless `_meta` keeps members besides the upstream's identity (then
+/// it is, as it is small). A result without a top-level `resultType` is
+/// [`Stripped::Unchanged`]; a repeated `_meta` or `resultType` is
+/// [`Stripped::Unread`].
+fn strip_object(top: &Object, asks: bool) -> Stripped {
     // Without a `resultType`, neither an input request nor anything to strip.
-    if members.get(result::RESULT_TYPE).is_none() {
-        return Stripped::Unchanged;
-    }
+    let Some(kind) = top.get(result::RESULT_TYPE) else { return Stripped::Unchanged };
     // Repeated: the caller's tree keeps the last, as a parser would.
-    if members.count("_meta") > 1 || members.count(result::RESULT_TYPE) > 1 {
+    if top.count("_meta") > 1 || top.count(result::RESULT_TYPE) > 1 {
         return Stripped::Unread;
     }
-    if asks && let Some(kind) = members.get(result::RESULT_TYPE).map(RawValue::get) {
+    if asks {
         // `"input_required"` as written, or written with escapes (rare:
         // the tree tells).
         let plain = kind.strip_prefix('"').and_then(|k| k.strip_suffix('"'));
@@ -128,14 +128,17 @@ fn strip_raw(text: &str, asks: bool) -> Stripped {
             return Stripped::Asks;
         }
     }
-    let meta = members.get("_meta").map(clean_meta);
-    let kept = members.iter().filter_map(|&(key, value)| match (key, &meta) {
-        _ if result::MODERN_ONLY.contains(&key) => None,
-        ("_meta", Some(Meta::Dropped)) => None,
-        ("_meta", Some(Meta::Rewritten(m))) => Some((key, &**m)),
-        _ => Some((key, value)),
-    });
-    Stripped::Text(members::object(kept))
+    let meta = top.get("_meta").map(clean_meta);
+    let mut out = Object::writer(top.text().len());
+    for (key, value) in top.iter() {
+        match (key, &meta) {
+            _ if result::MODERN_ONLY.contains(&key) => {}
+            ("_meta", Some(Meta::Dropped)) => {}
+            ("_meta", Some(Meta::Rewritten(m))) => out.member(key, m.get()),
+            _ => out.member(key, value),
+        }
+    }
+    Stripped::Text(out.finish())
 }
 
 /// What becomes of a result's `_meta`.
@@ -149,19 +152,19 @@ enum Meta {
     Rewritten(Box<RawValue>),
 }
 
-/// `_meta` without the upstream's identity (`serverInfo`), as a tree
-/// would have it: dropped once empty, its other members written again.
-fn clean_meta(value: &RawValue) -> Meta {
-    if !value.get().starts_with('{') {
+/// `_meta` (its text) without the upstream's identity (`serverInfo`), as a
+/// tree would have it: dropped once empty, its other members written again.
+fn clean_meta(value: &str) -> Meta {
+    if !value.starts_with('{') {
         return Meta::Raw;
     }
     // The usual `_meta`: the identity alone, dropped without a tree.
-    if let Ok(members) = serde_json::from_str::<Members<'_>>(value.get())
-        && members.iter().all(|(key, _)| *key == meta::SERVER_INFO)
+    if let Some(members) = Object::parse(value)
+        && members.iter().all(|(key, _)| key == meta::SERVER_INFO)
     {
         return Meta::Dropped;
     }
-    let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(value.get()) else { return Meta::Raw };
+    let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(value) else { return Meta::Raw };
     m.remove(meta::SERVER_INFO);
     match m.is_empty() {
         true => Meta::Dropped,

@@ -51,8 +51,7 @@ const COPIED_RESULT: usize = 4096;
 /// envelope around it is written, and a large result is sent from where it
 /// is held, without being copied into a new buffer.
 pub fn prepared(id: &Id, result: Raw) -> Response {
-    const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
-    const RESULT: &str = r#","result":"#;
+    use crate::jsonrpc::{PREPARED_HEAD as HEAD, PREPARED_RESULT as RESULT};
     let (id, text) = (id.as_json(), result.get());
     let body = if text.len() <= COPIED_RESULT {
         let mut bytes = Vec::with_capacity(HEAD.len() + id.len() + RESULT.len() + text.len() + 1);

@@ -68,35 +68,54 @@ fn failures_are_tool_errors_for_calls_and_json_rpc_errors_otherwise() {
 
 #[test]
 fn an_answer_read_as_text_is_told_an_input_request_or_a_final_result_stripped() {
-    let raw = |t: &str| Outcome::Prepared(serde_json::value::RawValue::from_string(t.into()).expect("raw").into());
-    let mut o =
-        raw(r#"{"resultType":"input_required","inputRequests":{"k":{"method":"roots/list"}},"requestState":"s"}"#);
-    let asked = settle_answer(&mut o).expect("an input request");
-    assert_eq!(asked.state, Some(json!("s")));
-    assert!(asked.requests.contains_key("k"));
-    // Written with an escape: still one.
-    let mut o = raw(r#"{"resultType":"input\u005frequired","inputRequests":{}}"#);
-    assert!(settle_answer(&mut o).is_some());
-    // Two `resultType`s: the last one counts, as in a tree.
-    let mut o = raw(r#"{"resultType":"complete","resultType":"input_required","inputRequests":{}}"#);
-    assert!(settle_answer(&mut o).is_some());
+    // Each case as text held whole, and as an answer decoded (its members
+    // found then): the same outcome either way.
+    let whole = |t: &str| Outcome::Prepared(serde_json::value::RawValue::from_string(t.into()).expect("raw").into());
+    let decoded = |t: &str| {
+        let message = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{t}}}"#);
+        let Ok(crate::jsonrpc::Message::Response(r)) = crate::jsonrpc::Message::decode(message.as_bytes()) else {
+            panic!("an answer: {message}")
+        };
+        r.outcome
+    };
+    for (raw, indexed) in [(&whole as &dyn Fn(&str) -> Outcome, false), (&decoded, true)] {
+        let mut o =
+            raw(r#"{"resultType":"input_required","inputRequests":{"k":{"method":"roots/list"}},"requestState":"s"}"#);
+        let asked = settle_answer(&mut o).expect("an input request");
+        assert_eq!(asked.state, Some(json!("s")));
+        assert!(asked.requests.contains_key("k"));
+        // Written with an escape: still one.
+        let mut o = raw(r#"{"resultType":"input\u005frequired","inputRequests":{}}"#);
+        assert!(settle_answer(&mut o).is_some());
+        // Two `resultType`s: the last one counts, as in a tree.
+        let mut o = raw(r#"{"resultType":"complete","resultType":"input_required","inputRequests":{}}"#);
+        assert!(settle_answer(&mut o).is_some());
 
-    // A final result, stripped as text; `input_required` in its content
-    // does not make it a request.
-    let mut o = raw(
-        r#"{"content":[{"type":"text","text":"input_required"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{}}}"#,
-    );
-    assert!(settle_answer(&mut o).is_none());
-    let Outcome::Prepared(stripped) = &o else { panic!("stays raw: {o:?}") };
-    assert_eq!(stripped.get(), r#"{"content":[{"type":"text","text":"input_required"}]}"#);
-    // Without a `resultType`: untouched.
-    let text = r#"{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{}}}"#;
-    let mut o = raw(text);
-    assert!(settle_answer(&mut o).is_none());
-    assert!(matches!(&o, Outcome::Prepared(r) if r.get() == text));
-    // Only a top-level `resultType` counts, not the word in the content.
-    let text = r#"{"content":[{"type":"text","text":"resultType"}],"_meta":{"io.modelcontextprotocol/serverInfo":{}}}"#;
-    let mut o = raw(text);
-    assert!(settle_answer(&mut o).is_none());
-    assert!(matches!(&o, Outcome::Prepared(r) if r.get() == text));
+        // A final result, stripped as text; `input_required` in its content
+        // does not make it a request.
+        let mut o = raw(
+            r#"{"content":[{"type":"text","text":"input_required"}], "resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{}}}"#,
+        );
+        assert_eq!(matches!(&o, Outcome::Prepared(r) if r.object().is_some()), indexed);
+        assert!(settle_answer(&mut o).is_none());
+        let Outcome::Prepared(stripped) = &o else { panic!("stays raw: {o:?}") };
+        assert_eq!(stripped.get(), r#"{"content":[{"type":"text","text":"input_required"}]}"#);
+        let object = stripped.object().expect("a stripped result is indexed");
+        assert_eq!(object.iter().map(|(k, _)| k).collect::<Vec<_>>(), ["content"]);
+        // Without a `resultType`: untouched.
+        let text = r#"{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{}}}"#;
+        let mut o = raw(text);
+        assert!(settle_answer(&mut o).is_none());
+        assert!(matches!(&o, Outcome::Prepared(r) if r.get() == text));
+        // Only a top-level `resultType` counts, not the word in the content.
+        let text =
+            r#"{"content":[{"type":"text","text":"resultType"}],"_meta":{"io.modelcontextprotocol/serverInfo":{}}}"#;
+        let mut o = raw(text);
+        assert!(settle_answer(&mut o).is_none());
+        assert!(matches!(&o, Outcome::Prepared(r) if r.get() == text));
+        // An escaped key: read as a tree, with the same result.
+        let mut o = raw(r#"{"resultType":"complete","a\u0062":1}"#);
+        assert!(settle_answer(&mut o).is_none());
+        assert_eq!(o.result_value(), Some(json!({"ab": 1})));
+    }
 }

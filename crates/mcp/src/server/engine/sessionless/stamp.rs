@@ -5,9 +5,10 @@
 //! A result the application built ([`Outcome::Result`]) is changed in place.
 //! A result that is JSON text already ([`Outcome::Prepared`]: an upstream's
 //! answer as decoded, a cached list) is not decoded into a tree and encoded
-//! again: its top-level members (and `_meta`'s) are read as text, and
+//! again: its top-level members ([`Object`]: an upstream's were found as
+//! its answer was decoded; a cached list's are read now) and `_meta`'s are
 //! written again with the fields added or replaced, values copied as they
-//! are. Large tool results cost one scan and one copy.
+//! are. A large tool result costs one copy.
 
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
@@ -15,8 +16,8 @@ use std::sync::{Arc, LazyLock};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::jsonrpc::Outcome;
-use crate::jsonrpc::members::{self, Members};
+use crate::jsonrpc::members;
+use crate::jsonrpc::{Object, Outcome, Raw};
 use crate::protocol::modern::{meta, result};
 use crate::server::handler::{CacheHints, CacheScope};
 
@@ -27,21 +28,23 @@ pub struct ServerInfo {
     raw: Arc<RawValue>,
     /// `_meta` holding the identity alone, for the usual result, which has
     /// no `_meta` of its own.
-    meta_alone: Arc<RawValue>,
+    meta_alone: Arc<str>,
 }
 
 impl ServerInfo {
     /// Stamps `value` (an `Implementation`: `name`, `version`, …).
     pub fn new(value: Value) -> Self {
         let raw: Arc<RawValue> = Arc::from(members::raw(&value));
-        let meta_alone = Arc::from(members::object([(meta::SERVER_INFO, &*raw)].into_iter()));
+        let mut alone = Object::writer(raw.get().len() + meta::SERVER_INFO.len() + 8);
+        alone.member(meta::SERVER_INFO, raw.get());
+        let meta_alone = Arc::from(alone.finish().into_text());
         Self { value, raw, meta_alone }
     }
 
     /// Whether `sent`, the identity a result carries, is this one: the same
     /// text, or the same value written otherwise.
-    fn is(&self, sent: &RawValue) -> bool {
-        sent.get() == self.raw.get() || serde_json::from_str::<Value>(sent.get()).is_ok_and(|v| v == self.value)
+    fn is(&self, sent: &str) -> bool {
+        sent == self.raw.get() || serde_json::from_str::<Value>(sent).is_ok_and(|v| v == self.value)
     }
 }
 
@@ -66,11 +69,11 @@ impl Stamp<'_> {
                 self.apply_fields(&mut fields);
                 Outcome::Result(Value::Object(fields))
             }
-            Outcome::Prepared(raw) => match self.splice(raw.get()) {
-                Some(Some(spliced)) => Outcome::Prepared(spliced.into()),
-                Some(None) => self.reparsed(&raw),
-                // Not an object: nothing to stamp.
-                None => Outcome::Prepared(raw),
+            // Not an object: nothing to stamp.
+            Outcome::Prepared(raw) if !raw.get().trim_ascii_start().starts_with('{') => Outcome::Prepared(raw),
+            Outcome::Prepared(raw) => match raw.to_object().and_then(|top| self.splice(&top)) {
+                Some(spliced) => Outcome::Prepared(spliced.into()),
+                None => self.reparsed(raw),
             },
             other => other,
         }
@@ -78,10 +81,10 @@ impl Stamp<'_> {
 
     /// The slow path: a result whose top level could not be read key by
     /// key (duplicate keys, escaped keys), decoded whole.
-    fn reparsed(&self, raw: &RawValue) -> Outcome {
+    fn reparsed(&self, raw: Raw) -> Outcome {
         match serde_json::from_str::<Value>(raw.get()) {
             Ok(value) => self.apply(Outcome::Result(value)),
-            Err(_) => Outcome::Prepared(raw.to_owned().into()),
+            Err(_) => Outcome::Prepared(raw),
         }
     }
 
@@ -109,35 +112,33 @@ impl Stamp<'_> {
         }
     }
 
-    /// The stamped text of a JSON object: `None` if `text` is not an
-    /// object, `Some(None)` if its members cannot be read as text.
-    fn splice(&self, text: &str) -> Option<Option<Box<RawValue>>> {
-        if !text.trim_start().starts_with('{') {
-            return None;
-        }
-        let Ok(top) = serde_json::from_str::<Members<'_>>(text) else { return Some(None) };
+    /// The stamped object: `None` if its members cannot be spliced as
+    /// text (a stamped key appears twice; `_meta`'s cannot be read).
+    fn splice(&self, top: &Object) -> Option<Object> {
         if STAMPED.iter().any(|key| top.count(key) > 1) {
-            return Some(None);
+            return None;
         }
         // Added members go first; replaced ones keep their place. At most
         // four are added and two replaced: no list is allocated for them.
-        let mut added: [Option<(&str, Cow<'_, RawValue>)>; 4] = [None, None, None, None];
-        let mut replaced: [Option<(&str, Cow<'_, RawValue>)>; 2] = [None, None];
+        let mut added: [Option<(&str, Cow<'_, str>)>; 4] = [None, None, None, None];
+        let mut replaced: [Option<(&str, Cow<'_, str>)>; 2] = [None, None];
         let complete = match top.get(result::RESULT_TYPE) {
             None => {
-                added[0] = Some((result::RESULT_TYPE, Cow::Borrowed(&**COMPLETE)));
+                added[0] = Some((result::RESULT_TYPE, Cow::Borrowed(COMPLETE.get())));
                 true
             }
-            Some(kind) => serde_json::from_str::<&str>(kind.get()).ok() == Some(result::COMPLETE),
+            Some(kind) => serde_json::from_str::<&str>(kind).ok() == Some(result::COMPLETE),
         };
         if let Some(hints) = self.cache.filter(|_| complete) {
             if top.get(result::TTL_MS).is_none() {
-                added[1] = Some((result::TTL_MS, Cow::Owned(members::raw(&hints.ttl_ms))));
+                added[1] = Some((result::TTL_MS, Cow::Owned(hints.ttl_ms.to_string())));
             }
             match top.get(result::CACHE_SCOPE) {
-                None => added[2] = Some((result::CACHE_SCOPE, Cow::Owned(members::raw(hints.scope.as_str())))),
+                None => {
+                    added[2] = Some((result::CACHE_SCOPE, Cow::Owned(members::raw(hints.scope.as_str()).get().into())))
+                }
                 Some(_) if hints.scope == CacheScope::Private => {
-                    replaced[0] = Some((result::CACHE_SCOPE, Cow::Borrowed(&**PRIVATE)))
+                    replaced[0] = Some((result::CACHE_SCOPE, Cow::Borrowed(PRIVATE.get())))
                 }
                 Some(_) => {}
             }
@@ -147,22 +148,27 @@ impl Stamp<'_> {
             let stamped = match sent {
                 // The usual result: the identity alone, written once.
                 None => Cow::Borrowed(&*info.meta_alone),
-                Some(_) => match stamp_meta(sent, info) {
-                    Some(stamped) => Cow::Owned(stamped),
-                    None => return Some(None),
-                },
+                Some(_) => Cow::Owned(stamp_meta(sent, info)?),
             };
             match sent {
                 Some(_) => replaced[1] = Some(("_meta", stamped)),
                 None => added[3] = Some(("_meta", stamped)),
             }
         }
-        let added = added.iter().flatten().map(|(k, v)| (*k, &**v));
-        let kept = top.iter().map(|&(key, value)| {
-            (key, replaced.iter().flatten().find(|(k, _)| *k == key).map_or(value, |(_, v)| &**v))
-        });
-        Some(Some(members::object(added.chain(kept))))
+        let mut out = Object::writer(top.text().len() + info_len(self.server_info) + 64);
+        for (key, value) in added.iter().flatten() {
+            out.member(key, value);
+        }
+        for (key, value) in top.iter() {
+            out.member(key, replaced.iter().flatten().find(|(k, _)| *k == key).map_or(value, |(_, v)| v));
+        }
+        Some(out.finish())
     }
+}
+
+/// The bytes a stamped identity adds, at most.
+fn info_len(info: Option<&ServerInfo>) -> usize {
+    info.map_or(0, |i| i.meta_alone.len() + 16)
 }
 
 /// The constant values a stamp writes, encoded once.
@@ -174,21 +180,28 @@ static PRIVATE: LazyLock<Box<RawValue>> = LazyLock::new(|| members::raw(result::
 /// [`meta::UPSTREAM_SERVER_INFO`] unless that is taken. A `_meta` that is
 /// not an object is replaced. `None` where its members cannot be read as
 /// text (an escaped or doubled identity key): the caller uses a tree.
-fn stamp_meta(sent: Option<&RawValue>, info: &ServerInfo) -> Option<Box<RawValue>> {
-    let own = match sent.filter(|m| m.get().trim_start().starts_with('{')) {
-        Some(m) => serde_json::from_str::<Members<'_>>(m.get()).ok()?,
-        None => Members::default(),
+fn stamp_meta(sent: Option<&str>, info: &ServerInfo) -> Option<String> {
+    let own = match sent.filter(|m| m.trim_start().starts_with('{')) {
+        Some(m) => Object::parse(m)?,
+        None => Object::empty(),
     };
     if own.count(meta::SERVER_INFO) > 1 || own.count(meta::UPSTREAM_SERVER_INFO) > 1 {
         return None;
     }
     let previous = own.get(meta::SERVER_INFO);
     let moved = previous.filter(|p| own.get(meta::UPSTREAM_SERVER_INFO).is_none() && !info.is(p));
-    let info_raw: &RawValue = &info.raw;
-    let kept = own.iter().map(|&(key, value)| (key, if key == meta::SERVER_INFO { info_raw } else { value }));
-    let added = previous.is_none().then_some((meta::SERVER_INFO, info_raw));
-    let moved = moved.map(|previous| (meta::UPSTREAM_SERVER_INFO, previous));
-    Some(members::object(kept.chain(added).chain(moved)))
+    let info_raw = info.raw.get();
+    let mut out = Object::writer(own.text().len() + info_raw.len() + 64);
+    for (key, value) in own.iter() {
+        out.member(key, if key == meta::SERVER_INFO { info_raw } else { value });
+    }
+    if previous.is_none() {
+        out.member(meta::SERVER_INFO, info_raw);
+    }
+    if let Some(previous) = moved {
+        out.member(meta::UPSTREAM_SERVER_INFO, previous);
+    }
+    Some(out.finish().into_text())
 }
 
 #[cfg(test)]

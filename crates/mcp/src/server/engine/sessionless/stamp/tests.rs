@@ -15,9 +15,27 @@ fn prepared(text: &str) -> Outcome {
     Outcome::Prepared(RawValue::from_string(text.to_owned()).expect("valid JSON").into())
 }
 
-/// The stamped text of `text`, checking the built path agrees.
+/// `text` as an upstream's answer is decoded: its members found.
+fn decoded(text: &str) -> Outcome {
+    let message = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{text}}}"#);
+    let Ok(crate::jsonrpc::Message::Response(r)) = crate::jsonrpc::Message::decode(message.as_bytes()) else {
+        panic!("an answer: {message}")
+    };
+    r.outcome
+}
+
+/// The stamped text of `text`, checking the built path agrees, and that a
+/// result decoded with its members found is stamped the same (and stays
+/// indexed).
 fn stamped(stamp: &Stamp<'_>, text: &str) -> String {
     let Outcome::Prepared(raw) = stamp.apply(prepared(text)) else { panic!("stays prepared") };
+    let Outcome::Prepared(from_decoded) = stamp.apply(decoded(text)) else { panic!("stays prepared") };
+    assert_eq!(from_decoded.get(), raw.get(), "held whole or indexed, the same stamp");
+    let object = from_decoded.object().expect("a stamped result is indexed");
+    assert_eq!(object.get(result::RESULT_TYPE).map(|t| serde_json::from_str::<Value>(t).unwrap()), {
+        let v: Value = serde_json::from_str(raw.get()).unwrap();
+        v.get(result::RESULT_TYPE).cloned()
+    });
     let value: Value = serde_json::from_str(text).expect("valid");
     let Outcome::Result(built) = stamp.apply(Outcome::Result(value)) else { panic!("stays a result") };
     let spliced: Value = serde_json::from_str(raw.get()).expect("the splice is valid JSON");

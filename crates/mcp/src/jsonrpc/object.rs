@@ -1,0 +1,292 @@
+//! [`Object`]: a JSON object's text with where its top-level members are.
+//!
+//! A result an upstream sends is read once, as the message it came in is
+//! decoded: its members are found then (their keys borrowed, their values
+//! skipped as text), and what later rewrites a few of them (stripping a
+//! modern result for an older client, stamping one for a modern client)
+//! or asks after one (`isError`) reads the index instead of parsing the
+//! text again. A rewrite writes the new text from the old one's pieces and
+//! indexes it as it writes.
+
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, de};
+use serde_json::value::RawValue;
+
+/// Members a result usually has at most: room for them is made at once.
+const INLINE: usize = 8;
+
+/// A JSON object as text, and the byte ranges of its top-level members.
+///
+/// The text is valid JSON by construction: it is a slice of a message
+/// serde_json has read, or written by [`Writer`] from such slices.
+#[derive(Clone, Debug)]
+pub struct Object {
+    text: String,
+    /// On the heap: a result moves through many hands, and a small
+    /// `Object` moves cheaply.
+    members: Vec<Member>,
+}
+
+/// Where one member is in [`Object::text`]: its key without the quotes,
+/// and its value.
+#[derive(Clone, Copy, Debug)]
+struct Member {
+    key: (u32, u32),
+    value: (u32, u32),
+}
+
+impl Object {
+    /// The object's JSON text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The members in order: each key (unescaped: an object is indexed only
+    /// when none of its keys has an escape) and its value's JSON text.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.members.iter().map(|m| (self.slice(m.key), self.slice(m.value)))
+    }
+
+    /// The values' texts of the members named `key`, in order. Keys are
+    /// compared as bytes, without slicing the text at each one.
+    pub fn values_of<'a, 'k>(&'a self, key: &'k str) -> impl Iterator<Item = &'a str> + use<'a, 'k> {
+        let bytes = self.text.as_bytes();
+        self.members
+            .iter()
+            .filter(move |m| bytes.get(m.key.0 as usize..m.key.1 as usize) == Some(key.as_bytes()))
+            .map(|m| self.slice(m.value))
+    }
+
+    /// The value's text of the first member named `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values_of(key).next()
+    }
+
+    /// How many members are named `key`.
+    pub fn count(&self, key: &str) -> usize {
+        self.values_of(key).count()
+    }
+
+    fn slice(&self, (start, end): (u32, u32)) -> &str {
+        self.text.get(start as usize..end as usize).unwrap_or_default()
+    }
+
+    /// Indexes `text`, an object's JSON text (`None` when it is not an
+    /// object, or has a key with an escape).
+    pub fn parse(text: &str) -> Option<Object> {
+        match serde_json::from_str::<Found<'_>>(text).ok()? {
+            Found::Members(members) => Object::found(text, members),
+            Found::Null | Found::Other => None,
+        }
+    }
+
+    /// The text, given up.
+    pub fn into_text(self) -> String {
+        self.text
+    }
+
+    /// `{}`.
+    pub fn empty() -> Object {
+        Object { text: "{}".into(), members: Vec::new() }
+    }
+
+    /// The object whose members `members` are, read from `message` (their
+    /// keys and values are slices of it): its text from the `{` before the
+    /// first key to the `}` after the last value, copied once. An object
+    /// without members is `{}` (written so: nothing says where it was).
+    ///
+    /// `None` for members that are not slices of `message` as an object's
+    /// are; the caller keeps such text as it is.
+    pub(crate) fn found(message: &str, members: Members<'_>) -> Option<Object> {
+        let Some((first, last)) = members.ends else { return Some(Object::empty()) };
+        let base = message.as_ptr() as usize;
+        let at = |s: &str| (s.as_ptr() as usize).checked_sub(base).filter(|&at| at + s.len() <= message.len());
+        let bytes = message.as_bytes();
+        // A borrowed key has no escapes: its opening quote is just before it.
+        let first_at = at(first)?;
+        let open_quote = first_at.checked_sub(1).filter(|&q| bytes[q] == b'"')?;
+        let start = bytes[..open_quote].iter().rposition(|b| !b.is_ascii_whitespace()).filter(|&b| bytes[b] == b'{')?;
+        let value_end = at(last.get())? + last.get().len();
+        let end = value_end + bytes[value_end..].iter().position(|b| !b.is_ascii_whitespace())?;
+        if bytes[end] != b'}' {
+            return None;
+        }
+        // The members were placed from the first key on: from the `{` now.
+        let shift = u32::try_from(first_at - start).ok()?;
+        let mut indexed = members.members;
+        for m in &mut indexed {
+            m.key = (m.key.0.checked_add(shift)?, m.key.1.checked_add(shift)?);
+            m.value = (m.value.0.checked_add(shift)?, m.value.1.checked_add(shift)?);
+        }
+        Some(Object { text: message.get(start..=end)?.into(), members: indexed })
+    }
+
+    /// A writer of a new object, for about `capacity` bytes of text.
+    pub fn writer(capacity: usize) -> Writer {
+        Writer { text: String::with_capacity(capacity), members: Vec::with_capacity(INLINE) }
+    }
+}
+
+/// Writes an object member by member, indexing it as it goes
+/// ([`Object::writer`]).
+pub struct Writer {
+    text: String,
+    members: Vec<Member>,
+}
+
+impl Writer {
+    /// Adds a member. `value` must be JSON text (a member's value of an
+    /// [`Object`], or text serde_json wrote). `key` is one of an
+    /// [`Object`]'s keys or a constant: neither needs escaping (a key that
+    /// did would be written escaped, and found by that text).
+    pub fn member(&mut self, key: &str, value: &str) {
+        self.text.push(if self.members.is_empty() { '{' } else { ',' });
+        let key_start = self.text.len() + 1;
+        if key.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+            // Writing a string cannot fail.
+            self.text.push_str(&serde_json::to_string(key).unwrap_or_default());
+        } else {
+            self.text.push('"');
+            self.text.push_str(key);
+            self.text.push('"');
+        }
+        let key_end = self.text.len() - 1;
+        self.text.push(':');
+        let value_start = self.text.len();
+        self.text.push_str(value);
+        let at = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        self.members.push(Member { key: (at(key_start), at(key_end)), value: (at(value_start), at(self.text.len())) });
+    }
+
+    /// The object written.
+    pub fn finish(mut self) -> Object {
+        if self.members.is_empty() {
+            self.text.push('{');
+        }
+        self.text.push('}');
+        Object { text: self.text, members: self.members }
+    }
+}
+
+/// An object's members as read by [`Object::parse`] and by the decoder of
+/// a message's `result`, or why there are none to index.
+pub(crate) enum Found<'a> {
+    /// `null`.
+    Null,
+    /// An object's members, in order (none for `{}`).
+    Members(Members<'a>),
+    /// Anything else: not an object, or an object with an escaped key.
+    Other,
+}
+
+/// An object's members as read, before the object's own text is found
+/// ([`Object::found`]).
+pub(crate) struct Members<'a> {
+    /// The first key and the last value, borrowed from the text read:
+    /// where the object is in it.
+    ends: Option<(&'a str, &'a RawValue)>,
+    /// Each member's key and value, as byte ranges from the first key's
+    /// first byte (the list [`Object`] keeps, moved there as it is).
+    members: Vec<Member>,
+}
+
+impl<'de> Deserialize<'de> for Found<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(FoundVisitor)
+    }
+}
+
+struct FoundVisitor;
+
+impl<'de> Visitor<'de> for FoundVisitor {
+    type Value = Found<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Found<'de>, A::Error> {
+        let mut found = Members { ends: None, members: Vec::new() };
+        let mut indexable = true;
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            match key {
+                Key::Borrowed(key) if indexable => {
+                    let value = map.next_value::<&'de RawValue>()?;
+                    let first = found.ends.map_or(key, |(first, _)| first);
+                    // Addresses in the same text: how far each is from the first key.
+                    let from_first = |s: &str| {
+                        let at = u32::try_from((s.as_ptr() as usize).checked_sub(first.as_ptr() as usize)?).ok()?;
+                        Some((at, at.checked_add(u32::try_from(s.len()).ok()?)?))
+                    };
+                    match (from_first(key), from_first(value.get())) {
+                        (Some(key), Some(value)) => found.members.push(Member { key, value }),
+                        _ => indexable = false,
+                    }
+                    found.ends = Some((first, value));
+                }
+                _ => {
+                    indexable = false;
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(if indexable { Found::Members(found) } else { Found::Other })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Found<'de>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Found::Other)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Found<'de>, E> {
+        Ok(Found::Null)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Found<'de>, E> {
+        Ok(Found::Other)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Found<'de>, E> {
+        Ok(Found::Other)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Found<'de>, E> {
+        Ok(Found::Other)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Found<'de>, E> {
+        Ok(Found::Other)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Found<'de>, E> {
+        Ok(Found::Other)
+    }
+}
+
+/// A key as read: borrowed from the text, or (with an escape) not.
+enum Key<'a> {
+    Borrowed(&'a str),
+    Escaped,
+}
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key::Borrowed(key))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Key<'de>, E> {
+                Ok(Key::Escaped)
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests;
