@@ -281,7 +281,9 @@ pub(crate) fn client_context(session: &GwSession, forward_roots: bool) -> Client
     ClientContext {
         // A sessionless client's request always carries its own (the
         // envelope requires them), and those win: none are built for it.
-        capabilities: (!session.is_sessionless()).then(|| declared_capabilities(session, forward_roots)),
+        capabilities: (!session.is_sessionless()).then(|| {
+            session.state.declared_capabilities(forward_roots, || declared_capabilities(session, forward_roots))
+        }),
         log_level: session.state.log_level(),
         param_headers: session.modern().and_then(|m| m.param_headers.clone()).unwrap_or_default(),
     }

@@ -1,7 +1,7 @@
 //! What the gateway keeps per downstream session.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
@@ -77,6 +77,10 @@ pub struct GatewaySession {
     pub tasks: tasks::SessionTasks,
     /// Its record in the shared store (`[state] sessions = "shared"`).
     shared: Option<Arc<SessionLink>>,
+    /// The client's capabilities its upstream sessions declare for it,
+    /// without and with `roots` (see `connections::declared_capabilities`):
+    /// worked out once, as the client's never change.
+    declared: [OnceLock<Arc<Value>>; 2],
 }
 
 impl GatewaySession {
@@ -118,7 +122,14 @@ impl GatewaySession {
             concerns: RwLock::new(None),
             tasks: Default::default(),
             shared: None,
+            declared: Default::default(),
         }
+    }
+
+    /// The capabilities this session's client has its upstream sessions
+    /// declare (with `roots` or not), made by `make` the first time.
+    pub fn declared_capabilities(&self, forward_roots: bool, make: impl FnOnce() -> Value) -> Arc<Value> {
+        self.declared[usize::from(forward_roots)].get_or_init(|| Arc::new(make())).clone()
     }
 
     /// This state, for a session kept in the shared store through `link`,

@@ -8,6 +8,8 @@
 //! [`stamp`] puts the same envelope into a params tree, for toolgate's own
 //! requests and notifications.
 
+use std::sync::Arc;
+
 use http::{HeaderName, HeaderValue};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -22,9 +24,9 @@ use crate::protocol::modern::meta;
 pub struct ClientContext {
     /// The client's capabilities for this request. A modern downstream
     /// request carries its own in `_meta` (those win); for a 2025-era session
-    /// these are the ones it declared at `initialize`. `None`: the
-    /// connection's own (toolgate's).
-    pub capabilities: Option<Value>,
+    /// these are the ones it declared at `initialize`, shared: a session
+    /// works them out once. `None`: the connection's own (toolgate's).
+    pub capabilities: Option<Arc<Value>>,
     /// The log level the session asked for (`logging/setLevel`), stamped as
     /// `io.modelcontextprotocol/logLevel` unless the request has its own.
     pub log_level: Option<Value>,
@@ -78,7 +80,7 @@ pub fn stamp(params: &mut Option<Value>, version: &str, fallback: &Value, client
     let Value::Object(m) = meta_value else { return };
     m.insert(meta::PROTOCOL_VERSION.into(), Value::String(version.to_owned()));
     if !m.get(meta::CLIENT_CAPABILITIES).is_some_and(Value::is_object) {
-        let caps = client.and_then(|c| c.capabilities.clone()).filter(Value::is_object);
+        let caps = client.and_then(|c| c.capabilities.as_deref().cloned()).filter(Value::is_object);
         m.insert(meta::CLIENT_CAPABILITIES.into(), caps.unwrap_or_else(|| fallback.clone()));
     }
     m.insert(meta::CLIENT_INFO.into(), client_info());
@@ -96,7 +98,7 @@ pub fn stamp(params: &mut Option<Value>, version: &str, fallback: &Value, client
 pub fn encode(request: &Request, version: &str, fallback: &Value, client: Option<&ClientContext>) -> Vec<u8> {
     let envelope = Envelope {
         version,
-        capabilities: client.and_then(|c| c.capabilities.as_ref()).filter(|c| c.is_object()).unwrap_or(fallback),
+        capabilities: client.and_then(|c| c.capabilities.as_deref()).filter(|c| c.is_object()).unwrap_or(fallback),
         log_level: client.and_then(|c| c.log_level.as_ref()).filter(|l| l.is_string()),
     };
     // The envelope alone is about 300 bytes: room for it and small params.

@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use super::*;
@@ -17,7 +19,7 @@ fn toolgate_s_own_requests_get_a_whole_envelope() {
 fn a_legacy_session_s_capabilities_and_level_are_used_and_other_meta_survives() {
     let mut params = Some(json!({"name": "t", "_meta": {"progressToken": 7, "traceparent": "00-x", "vendor/k": 1}}));
     let client = ClientContext {
-        capabilities: Some(json!({"elicitation": {}})),
+        capabilities: Some(json!({"elicitation": {}}).into()),
         log_level: Some(json!("debug")),
         ..Default::default()
     };
@@ -43,7 +45,7 @@ fn a_modern_request_keeps_its_own_capabilities_and_level_but_gets_the_leg_s_vers
     }}));
     assert!(is_modern(params.as_ref()));
     let client = ClientContext {
-        capabilities: Some(json!({"roots": {}})),
+        capabilities: Some(json!({"roots": {}}).into()),
         log_level: Some(json!("debug")),
         ..Default::default()
     };
@@ -82,7 +84,7 @@ fn encoded(request: &Request, version: &str, fallback: &Value, client: Option<&C
 #[test]
 fn encode_writes_what_stamp_puts_in_and_leaves_the_request_alone() {
     let client = ClientContext {
-        capabilities: Some(json!({"elicitation": {}})),
+        capabilities: Some(json!({"elicitation": {}}).into()),
         log_level: Some(json!("debug")),
         ..Default::default()
     };
@@ -153,7 +155,7 @@ proptest::proptest! {
             p.insert("_meta".into(), m);
         }
         let request = Request { id: crate::jsonrpc::Id::string("r"), method: "tools/call".into(), params };
-        let client = ClientContext { capabilities, log_level, ..Default::default() };
+        let client = ClientContext { capabilities: capabilities.map(Arc::new), log_level, ..Default::default() };
         for client in [None, Some(&client)] {
             proptest::prop_assert_eq!(
                 encoded(&request, "2026-07-28", &fallback, client),
