@@ -28,7 +28,7 @@ mod object;
 mod raw;
 
 pub use error::{ErrorObject, codes};
-pub use object::{Object, Writer as ObjectWriter};
+pub use object::Object;
 pub use raw::Raw;
 
 /// A JSON-RPC request id exactly as the peer wrote it (a string or an integer).

@@ -121,15 +121,17 @@ impl Object {
         Some(Object { text: message.get(start..=end)?.into(), members: indexed })
     }
 
-    /// A writer of a new object, for about `capacity` bytes of text.
-    pub fn writer(capacity: usize) -> Writer {
+    /// A writer of a new object, for about `capacity` bytes of text. Only
+    /// this crate writes objects: what it writes is valid JSON because every
+    /// value written is (see [`Writer::member`]).
+    pub(crate) fn writer(capacity: usize) -> Writer {
         Writer { text: String::with_capacity(capacity), members: Vec::with_capacity(INLINE) }
     }
 }
 
 /// Writes an object member by member, indexing it as it goes
 /// ([`Object::writer`]).
-pub struct Writer {
+pub(crate) struct Writer {
     text: String,
     members: Vec<Member>,
 }
@@ -139,7 +141,7 @@ impl Writer {
     /// [`Object`], or text serde_json wrote). `key` is one of an
     /// [`Object`]'s keys or a constant: neither needs escaping (a key that
     /// did would be written escaped, and found by that text).
-    pub fn member(&mut self, key: &str, value: &str) {
+    pub(crate) fn member(&mut self, key: &str, value: &str) {
         self.text.push(if self.members.is_empty() { '{' } else { ',' });
         let key_start = self.text.len() + 1;
         if key.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
@@ -159,7 +161,7 @@ impl Writer {
     }
 
     /// The object written.
-    pub fn finish(mut self) -> Object {
+    pub(crate) fn finish(mut self) -> Object {
         if self.members.is_empty() {
             self.text.push('{');
         }
