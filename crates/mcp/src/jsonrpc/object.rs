@@ -121,6 +121,56 @@ impl Object {
         Some(Object { text: message.get(start..=end)?.into(), members: indexed })
     }
 
+    /// Removes the member at `index` (in [`Object::iter`]'s order), with
+    /// the comma that parted it from its neighbour; the rest of the text
+    /// stays as it was. Nothing happens for an index past the end.
+    pub(crate) fn remove(&mut self, index: usize) {
+        let Some(m) = self.members.get(index).copied() else { return };
+        let quote = |m: &Member| m.key.0.saturating_sub(1);
+        let (from, to) = match (index.checked_sub(1).and_then(|i| self.members.get(i)), self.members.get(index + 1)) {
+            // From the end of the previous value: `, "k": v`.
+            (Some(previous), _) => (previous.value.1, m.value.1),
+            // The first of several: `"k": v, ` up to the next key.
+            (None, Some(next)) => (quote(&m), quote(next)),
+            (None, None) => (quote(&m), m.value.1),
+        };
+        self.text.replace_range(from as usize..to as usize, "");
+        self.members.remove(index);
+        self.shift_after(index, from, -i64::from(to - from));
+    }
+
+    /// Replaces the value of the member at `index` with `value`, which must
+    /// be JSON text; the rest of the text stays as it was.
+    pub(crate) fn replace_value(&mut self, index: usize, value: &str) {
+        let Some(m) = self.members.get_mut(index) else { return };
+        let (from, to) = m.value;
+        let Ok(end) = u32::try_from(from as usize + value.len()) else { return };
+        m.value.1 = end;
+        self.text.replace_range(from as usize..to as usize, value);
+        self.shift_after(index + 1, to, i64::from(end) - i64::from(to));
+    }
+
+    /// How many members there are.
+    pub(crate) fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    /// The key of the member at `index`.
+    pub(crate) fn key_at(&self, index: usize) -> Option<&str> {
+        self.members.get(index).map(|m| self.slice(m.key))
+    }
+
+    /// Moves the ranges of the members from `first` on by `delta` bytes
+    /// (they all lie after `at`, where the text changed).
+    fn shift_after(&mut self, first: usize, at: u32, delta: i64) {
+        let moved = |n: u32| u32::try_from(i64::from(n) + delta).unwrap_or(n);
+        for m in self.members.iter_mut().skip(first) {
+            debug_assert!(m.key.0 >= at);
+            m.key = (moved(m.key.0), moved(m.key.1));
+            m.value = (moved(m.value.0), moved(m.value.1));
+        }
+    }
+
     /// A writer of a new object, for about `capacity` bytes of text. Only
     /// this crate writes objects: what it writes is valid JSON because every
     /// value written is (see [`Writer::member`]).

@@ -43,6 +43,19 @@ impl Raw {
         }
     }
 
+    /// The object and its members, to edit: held indexed from now on
+    /// (found now if the text was held whole). `None`: the text is not an
+    /// object, or has a key with an escape; it stays as it is.
+    pub(crate) fn object_mut(&mut self) -> Option<&mut Object> {
+        if !matches!(self.0, Repr::Object(_)) {
+            self.0 = Repr::Object(Object::parse(self.get())?);
+        }
+        match &mut self.0 {
+            Repr::Object(object) => Some(object),
+            Repr::Shared(_) | Repr::Owned(_) => None,
+        }
+    }
+
     /// The object and its members: as held, or found now (`None`: the text
     /// is not an object, or has a key with an escape).
     pub fn to_object(&self) -> Option<Cow<'_, Object>> {

@@ -59,16 +59,12 @@ pub fn settle_answer(outcome: &mut Outcome) -> Option<InputRequired> {
 /// before the members were read anyway.)
 fn read_raw(outcome: &mut Outcome, asks: bool) -> bool {
     let Outcome::Prepared(raw) = outcome else { return true };
-    let stripped = match raw.to_object() {
-        Some(top) => strip_object(&top, asks),
+    let stripped = match raw.object_mut() {
+        Some(top) => strip_object(top, asks),
         None => Stripped::Unread,
     };
     match stripped {
-        Stripped::Unchanged => false,
-        Stripped::Text(stripped) => {
-            *outcome = Outcome::Prepared(stripped.into());
-            false
-        }
+        Stripped::Done => false,
         // An input request, or text this does not read: as a tree.
         Stripped::Asks | Stripped::Unread => match serde_json::from_str::<Value>(raw.get()) {
             Ok(v) => {
@@ -97,25 +93,23 @@ fn strip_tree(outcome: &mut Outcome) {
 
 /// What [`strip_object`] made of a result.
 enum Stripped {
-    /// Nothing to strip: the text stays as it is.
-    Unchanged,
-    /// The result without the modern-only members.
-    Text(Object),
+    /// A final result, stripped in place (if it had anything to strip).
+    Done,
     /// An input request (when the caller asks): the caller reads it.
     Asks,
     /// Text this does not handle: the caller parses it instead.
     Unread,
 }
 
-/// [`strip_modern_fields`] on a result's members: written again without
-/// the modern-only ones and with `_meta` cleaned; nothing is parsed into a
-/// tree unless `_meta` keeps members besides the upstream's identity (then
-/// it is, as it is small). A result without a top-level `resultType` is
-/// [`Stripped::Unchanged`]; a repeated `_meta` or `resultType` is
-/// [`Stripped::Unread`].
-fn strip_object(top: &Object, asks: bool) -> Stripped {
+/// [`strip_modern_fields`] on a result's members, in its text: the
+/// modern-only ones are cut out and `_meta` is cleaned, the rest of the
+/// text left as it was; nothing is parsed into a tree unless `_meta` keeps
+/// members besides the upstream's identity (then it is, as it is small). A
+/// result without a top-level `resultType` has nothing to strip; a repeated
+/// `_meta` or `resultType` is [`Stripped::Unread`].
+fn strip_object(top: &mut Object, asks: bool) -> Stripped {
     // Without a `resultType`, neither an input request nor anything to strip.
-    let Some(kind) = top.get(result::RESULT_TYPE) else { return Stripped::Unchanged };
+    let Some(kind) = top.get(result::RESULT_TYPE) else { return Stripped::Done };
     // Repeated: the caller's tree keeps the last, as a parser would.
     if top.count("_meta") > 1 || top.count(result::RESULT_TYPE) > 1 {
         return Stripped::Unread;
@@ -129,16 +123,21 @@ fn strip_object(top: &Object, asks: bool) -> Stripped {
         }
     }
     let meta = top.get("_meta").map(clean_meta);
-    let mut out = Object::writer(top.text().len());
-    for (key, value) in top.iter() {
-        match (key, &meta) {
-            _ if result::MODERN_ONLY.contains(&key) => {}
-            ("_meta", Some(Meta::Dropped)) => {}
-            ("_meta", Some(Meta::Rewritten(m))) => out.member(key, m.get()),
-            _ => out.member(key, value),
+    // From the last member to the first: an edit moves only what follows it.
+    for index in (0..top.len()).rev() {
+        let Some(key) = top.key_at(index) else { continue };
+        let cut = result::MODERN_ONLY.contains(&key) || (key == "_meta" && matches!(meta, Some(Meta::Dropped)));
+        let rewritten = match &meta {
+            Some(Meta::Rewritten(m)) if key == "_meta" => Some(m),
+            _ => None,
+        };
+        if cut {
+            top.remove(index);
+        } else if let Some(m) = rewritten {
+            top.replace_value(index, m.get());
         }
     }
-    Stripped::Text(out.finish())
+    Stripped::Done
 }
 
 /// What becomes of a result's `_meta`.

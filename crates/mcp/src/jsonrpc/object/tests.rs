@@ -85,3 +85,67 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn members_are_cut_and_values_replaced_in_place() {
+    let text = r#"{ "a" : 1 , "b":[2],"c" :{"d":3}  }"#;
+    let mut object = Object::parse(text).unwrap();
+    object.remove(1);
+    assert_eq!(object.text(), r#"{ "a" : 1,"c" :{"d":3}  }"#, "the comma before it goes with it");
+    object.replace_value(1, r#""long value""#);
+    assert_eq!(object.get("c"), Some(r#""long value""#));
+    object.remove(0);
+    assert_eq!(object.iter().collect::<Vec<_>>(), [("c", r#""long value""#)]);
+    object.remove(0);
+    assert_eq!(object.iter().count(), 0);
+    serde_json::from_str::<serde_json::Value>(object.text()).expect("still JSON");
+    object.remove(0);
+    object.replace_value(3, "1");
+    assert_eq!(object.iter().count(), 0, "past the end: nothing");
+}
+
+proptest::proptest! {
+    /// Whatever is cut and replaced, in whatever order, the text stays the
+    /// JSON a tree would make (member order kept) and the index agrees
+    /// with a parser of the new text.
+    #[test]
+    fn edits_keep_the_text_and_the_index_true(
+        members in proptest::collection::vec(("[a-z]{1,6}", 0u32..1000), 1..8),
+        spaces in proptest::collection::vec("[ \t\n]{0,2}", 16),
+        edits in proptest::collection::vec((proptest::arbitrary::any::<bool>(), 0usize..8, 0u32..100_000), 0..10),
+    ) {
+        let mut text = String::from("{");
+        for (i, (key, n)) in members.iter().enumerate() {
+            if i > 0 {
+                text.push_str(&spaces[i % 16]);
+                text.push(',');
+            }
+            text.push_str(&format!("{}\"{key}\"{}:{}[{n}]", spaces[(i + 1) % 16], spaces[(i + 2) % 16], spaces[(i + 3) % 16]));
+        }
+        text.push_str(&spaces[15]);
+        text.push('}');
+        let mut object = Object::parse(&text).expect("an object");
+        let mut expected: Vec<(String, serde_json::Value)> =
+            members.iter().map(|(k, n)| (k.clone(), serde_json::json!([n]))).collect();
+        for (cut, at, n) in edits {
+            if cut {
+                object.remove(at);
+                if at < expected.len() {
+                    expected.remove(at);
+                }
+            } else {
+                object.replace_value(at, &format!("{{\"v\": {n}}}"));
+                if let Some((_, v)) = expected.get_mut(at) {
+                    *v = serde_json::json!({"v": n});
+                }
+            }
+            let seen: Vec<(String, serde_json::Value)> =
+                object.iter().map(|(k, v)| (k.to_owned(), serde_json::from_str(v).unwrap())).collect();
+            proptest::prop_assert_eq!(&seen, &expected);
+            let reparsed = Object::parse(object.text()).expect("still an object");
+            let again: Vec<(String, serde_json::Value)> =
+                reparsed.iter().map(|(k, v)| (k.to_owned(), serde_json::from_str(v).unwrap())).collect();
+            proptest::prop_assert_eq!(&again, &expected);
+        }
+    }
+}
