@@ -427,17 +427,16 @@ impl Message {
     /// again as text.
     fn decode_text(text: &str, error: impl Fn(serde_json::Error) -> DecodeError) -> Result<Message, DecodeError> {
         let mut env: Envelope<Found<'_>> = serde_json::from_str(text).map_err(&error)?;
-        let result = match env.result.take() {
-            None | Some(Found::Null) => None,
-            Some(Found::Members(members)) => match Object::found(text, members) {
-                Some(object) => Some(Raw::from(object)),
-                None => return Self::classify(serde_json::from_str::<Envelope<Box<RawValue>>>(text).map_err(error)?),
-            },
-            Some(Found::Other) => {
-                return Self::classify(serde_json::from_str::<Envelope<Box<RawValue>>>(text).map_err(error)?);
-            }
+        let indexed = match env.result.take() {
+            None | Some(Found::Null) => return Self::classify_with(env, None),
+            Some(Found::Members(members)) => Object::found(text, members),
+            Some(Found::Other) => None,
         };
-        Self::classify_with(env, result)
+        match indexed {
+            Some(object) => Self::classify_with(env, Some(Raw::from(object))),
+            // Not an object with plain keys: read again, the result as text.
+            None => Self::classify(serde_json::from_str::<Envelope<Box<RawValue>>>(text).map_err(error)?),
+        }
     }
 
     /// Classifies an envelope whose result was read as text.
@@ -490,19 +489,21 @@ impl Message {
     /// A result held as text is written around as it is, put on one line
     /// ([`one_line`]): a pretty-printed answer over HTTP has line breaks.
     pub fn encode(&self) -> String {
-        let mut text = match self {
+        match self {
             Message::Response(Response { id: Some(id), outcome: Outcome::Prepared(raw) }) => {
                 let mut text =
                     String::with_capacity(PREPARED_HEAD.len() + PREPARED_RESULT.len() + raw.get().len() + 24);
                 for part in [PREPARED_HEAD, id.as_json(), PREPARED_RESULT, raw.get(), "}"] {
                     text.push_str(part);
                 }
+                // Only text held as it came can have a line break.
+                one_line(&mut text);
                 text
             }
+            // serde_json writes no line break (and a message with an id-less
+            // result is not one).
             _ => serde_json::to_string(self).expect("messages always serialize"),
-        };
-        one_line(&mut text);
-        text
+        }
     }
 
     /// The message as a [`Value`].

@@ -1,6 +1,5 @@
 //! [`Raw`]: a result kept as JSON text, shared or owned.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -43,9 +42,9 @@ impl Raw {
         }
     }
 
-    /// The object and its members, to edit: held indexed from now on
-    /// (found now if the text was held whole). `None`: the text is not an
-    /// object, or has a key with an escape; it stays as it is.
+    /// The object and its members, to read or edit: held indexed from now
+    /// on (found now if the text was held whole, the same text). `None`: the
+    /// text is not an object, or has a key with an escape; it stays as it is.
     pub(crate) fn object_mut(&mut self) -> Option<&mut Object> {
         if !matches!(self.0, Repr::Object(_)) {
             self.0 = Repr::Object(Object::parse(self.get())?);
@@ -53,15 +52,6 @@ impl Raw {
         match &mut self.0 {
             Repr::Object(object) => Some(object),
             Repr::Shared(_) | Repr::Owned(_) => None,
-        }
-    }
-
-    /// The object and its members: as held, or found now (`None`: the text
-    /// is not an object, or has a key with an escape).
-    pub fn to_object(&self) -> Option<Cow<'_, Object>> {
-        match &self.0 {
-            Repr::Object(object) => Some(Cow::Borrowed(object)),
-            Repr::Shared(_) | Repr::Owned(_) => Object::parse(self.get()).map(Cow::Owned),
         }
     }
 }
@@ -126,13 +116,16 @@ mod tests {
             assert_eq!(raw.get(), text);
             assert_eq!(serde_json::to_string(&raw).unwrap(), text);
             assert_eq!(format!("{raw:?}"), text);
-            let object = raw.to_object().expect("an object");
+            let mut raw = raw;
+            let object = raw.object_mut().expect("an object");
             assert_eq!(object.get("isError"), Some("false"));
         }
         assert!(owned.object().is_none() && shared.object().is_none());
         assert!(indexed.object().is_some());
         assert_eq!(AsRef::<[u8]>::as_ref(&owned), text.as_bytes());
         let array = Raw::from(RawValue::from_string("[1]".to_owned()).unwrap());
-        assert!(array.to_object().is_none());
+        let mut array = array;
+        assert!(array.object_mut().is_none());
+        assert_eq!(array.get(), "[1]", "left as it is");
     }
 }

@@ -71,7 +71,7 @@ impl Stamp<'_> {
             }
             // Not an object: nothing to stamp.
             Outcome::Prepared(raw) if !raw.get().trim_ascii_start().starts_with('{') => Outcome::Prepared(raw),
-            Outcome::Prepared(raw) => match raw.to_object().and_then(|top| self.splice(&top)) {
+            Outcome::Prepared(mut raw) => match raw.object_mut().and_then(|top| self.splice(top)) {
                 Some(spliced) => Outcome::Prepared(spliced.into()),
                 None => self.reparsed(raw),
             },
