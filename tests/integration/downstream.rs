@@ -71,6 +71,71 @@ impl StdioGateway {
     }
 }
 
+/// A Streamable HTTP upstream (2025-11-25, JSON answers) that writes every
+/// answer pretty-printed, over several lines, as some servers do.
+async fn pretty_printing_upstream() -> Result<(String, tokio::sync::oneshot::Sender<()>)> {
+    use axum::response::IntoResponse as _;
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::any(|method: axum::http::Method, body: axum::body::Bytes| async move {
+            if method != axum::http::Method::POST {
+                return axum::http::StatusCode::METHOD_NOT_ALLOWED.into_response();
+            }
+            let Ok(message) = serde_json::from_slice::<Value>(&body) else {
+                return axum::http::StatusCode::BAD_REQUEST.into_response();
+            };
+            let Some(id) = message.get("id").cloned() else { return axum::http::StatusCode::ACCEPTED.into_response() };
+            let result = match message["method"].as_str().unwrap_or("") {
+                "initialize" => json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                                       "serverInfo": {"name": "pretty", "version": "1"}}),
+                "tools/list" => json!({"tools": [{"name": "lines", "description": "Answers over several lines.",
+                                                  "inputSchema": {"type": "object"}}]}),
+                "tools/call" => json!({"content": [{"type": "text", "text": "one\ntwo"}], "isError": false}),
+                _ => json!({}),
+            };
+            let body = serde_json::to_string_pretty(&json!({"jsonrpc": "2.0", "id": id, "result": result}))
+                .expect("a value is written");
+            let mut r = ([("content-type", "application/json")], body).into_response();
+            r.headers_mut().insert("mcp-session-id", axum::http::HeaderValue::from_static("pretty-session"));
+            r
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    Ok((url, stop))
+}
+
+/// A host speaking to `toolgate stdio` reads one message per line. An
+/// upstream's result passes through as the text it came as, so one written
+/// over several lines must still reach the host as one line: the host
+/// lists the tool, reads its description, calls it, and reads the answer.
+#[tokio::test]
+async fn a_pretty_printed_upstream_answer_reaches_a_stdio_host_as_one_line() -> Result<()> {
+    let (url, _stop) = pretty_printing_upstream().await?;
+    let mut gw = StdioGateway::start(&http_upstream("pretty", &url, "protocol = \"2025-11-25\"")).await?;
+    let (init, _) = gw
+        .request(1, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "host", "version": "1"}}))
+        .await?;
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    gw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await?;
+    let (listed, _) = gw.request(2, "tools/list", json!({})).await?;
+    let name = listed["result"]["tools"][0]["name"].as_str().context("a listed tool")?.to_owned();
+    gw.request(3, "resources/read", json!({"uri": format!("resource:///tool_descriptions?tools={name}")})).await?;
+    // `until` fails on any line that is not a whole JSON message.
+    let (called, others) = gw.request(4, "tools/call", json!({"name": name, "arguments": {}})).await?;
+    assert!(others.is_empty(), "nothing but the answer: {others:?}");
+    assert_eq!(called["result"], json!({"content": [{"type": "text", "text": "one\ntwo"}], "isError": false}));
+    Ok(())
+}
+
 #[tokio::test]
 async fn stdio_clients_get_the_whole_workflow_and_stdout_stays_clean() -> Result<()> {
     let mut gw = StdioGateway::start(&fixture_upstream("fx", &[], "")).await?;
