@@ -52,7 +52,10 @@ pub trait Step<Req>: Send + Sync {
 
 /// The stack for calls over `connections`, with the upstream's `timeout`.
 pub fn stack<C: Connections>(connections: C, timeout: Duration) -> Retry<Connect<C, Deadline<OnPeer>>> {
-    let enabled = connections.sessions_expire();
+    // A modern upstream mints no sessions, so none expires: its calls need
+    // nothing kept for another attempt (the peer hands no request back on
+    // a modern leg).
+    let enabled = connections.sessions_expire() && !connections.modern();
     Retry { enabled, inner: Connect { connections, inner: Deadline { after: timeout, inner: OnPeer } } }
 }
 

@@ -8,7 +8,9 @@
 //! poll walks it down to whatever it waits on, to find it still waiting.
 //! [`Woken`] gives the future a waker of its own, and on a poll of the task
 //! polls the future only if that waker was woken since the last poll; any
-//! wake also wakes the task, as the task's own waker would.
+//! wake also wakes the task, as the task's own waker would. The
+//! connection's own watch (its check timer and its wake) is polled the same
+//! way.
 
 use std::future::Future;
 use std::pin::Pin;
