@@ -53,6 +53,22 @@ pub fn http_upstream(name: &str, url: &str, extra: &str) -> String {
     format!("[[upstream]]\nname = {name:?}\nurl = {url:?}\n{extra}\n")
 }
 
+/// Serves `app` on a free loopback port until the returned sender fires or
+/// is dropped; returns the URL of its `/mcp` path (a scripted upstream's).
+pub async fn serve_mcp_app(app: axum::Router) -> Result<(String, tokio::sync::oneshot::Sender<()>)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    Ok((url, stop))
+}
+
 /// TOML for an `[[auth.clients]]` entry: `name`, its API key, and `policy`
 /// (more keys of the entry, one per line, or nothing).
 pub fn client_entry(name: &str, key: &str, policy: &str) -> String {

@@ -100,17 +100,7 @@ async fn pretty_printing_upstream() -> Result<(String, tokio::sync::oneshot::Sen
             r
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}/mcp", listener.local_addr()?);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stopped.await;
-            })
-            .await
-    });
-    Ok((url, stop))
+    serve_mcp_app(app).await
 }
 
 /// A host speaking to `toolgate stdio` reads one message per line. An

@@ -105,16 +105,7 @@ async fn scripted_upstream(
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}/mcp", listener.local_addr()?);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stopped.await;
-            })
-            .await
-    });
+    let (url, stop) = serve_mcp_app(app).await?;
     Ok((url, seen, stop))
 }
 
