@@ -50,12 +50,13 @@ pub trait Step<Req>: Send + Sync {
     fn call(&self, request: Req) -> impl Future<Output = Attempt> + Send;
 }
 
-/// The stack for calls over `connections`, with the upstream's `timeout`.
-pub fn stack<C: Connections>(connections: C, timeout: Duration) -> Retry<Connect<C, Deadline<OnPeer>>> {
+/// The stack for calls over `connections` (`modern`: whether their
+/// upstream speaks the sessionless revision), with the upstream's `timeout`.
+pub fn stack<C: Connections>(connections: C, modern: bool, timeout: Duration) -> Retry<Connect<C, Deadline<OnPeer>>> {
     // A modern upstream mints no sessions, so none expires: its calls need
     // nothing kept for another attempt (the peer hands no request back on
     // a modern leg).
-    let enabled = connections.sessions_expire() && !connections.modern();
+    let enabled = connections.sessions_expire() && !modern;
     Retry { enabled, inner: Connect { connections, inner: Deadline { after: timeout, inner: OnPeer } } }
 }
 
@@ -64,8 +65,9 @@ pub fn stack<C: Connections>(connections: C, timeout: Duration) -> Retry<Connect
 /// A modern upstream's result for a client of an older revision is
 /// translated (see [`rounds`](super::modern::rounds)).
 pub async fn call<C: Connections>(connections: C, timeout: Duration, call: Call) -> Result<Outcome, UpstreamError> {
-    let translate = !call.downstream_modern && connections.modern();
-    let stack = stack(connections, timeout);
+    let modern = connections.modern();
+    let translate = !call.downstream_modern && modern;
+    let stack = stack(connections, modern, timeout);
     if translate {
         super::modern::rounds::drive(&stack, call).await
     } else {
