@@ -150,6 +150,32 @@ impl Object {
         self.shift_after(index + 1, to, i64::from(end) - i64::from(to));
     }
 
+    /// Adds a member after the last one (`value` is JSON text, `key` as
+    /// [`Writer::member`] takes it), in the text as it is: the closing
+    /// brace moves, nothing before it does.
+    pub(crate) fn push(&mut self, key: &str, value: &str) {
+        // The text ends with its closing brace (see `found` and `Writer`).
+        if self.text.ends_with('}') {
+            self.text.pop();
+        }
+        if !self.members.is_empty() {
+            self.text.push(',');
+        }
+        let member = write_member(&mut self.text, key, value);
+        self.members.push(member);
+        self.text.push('}');
+    }
+
+    /// Room for `additional` more bytes of text (before [`Object::push`]es).
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.text.reserve(additional);
+    }
+
+    /// The index of the first member named `key`.
+    pub(crate) fn position(&self, key: &str) -> Option<usize> {
+        (0..self.members.len()).find(|&i| self.key_at(i) == Some(key))
+    }
+
     /// How many members there are.
     pub(crate) fn len(&self) -> usize {
         self.members.len()
@@ -193,21 +219,7 @@ impl Writer {
     /// did would be written escaped, and found by that text).
     pub(crate) fn member(&mut self, key: &str, value: &str) {
         self.text.push(if self.members.is_empty() { '{' } else { ',' });
-        let key_start = self.text.len() + 1;
-        if key.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
-            // Writing a string cannot fail.
-            self.text.push_str(&serde_json::to_string(key).unwrap_or_default());
-        } else {
-            self.text.push('"');
-            self.text.push_str(key);
-            self.text.push('"');
-        }
-        let key_end = self.text.len() - 1;
-        self.text.push(':');
-        let value_start = self.text.len();
-        self.text.push_str(value);
-        let at = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-        self.members.push(Member { key: (at(key_start), at(key_end)), value: (at(value_start), at(self.text.len())) });
+        self.members.push(write_member(&mut self.text, key, value));
     }
 
     /// The object written.
@@ -218,6 +230,27 @@ impl Writer {
         self.text.push('}');
         Object { text: self.text, members: self.members }
     }
+}
+
+/// Writes `"key":value` at the end of `text` (the key escaped if it needs
+/// it; `value` is JSON text), and says where it is.
+fn write_member(text: &mut String, key: &str, value: &str) -> Member {
+    text.reserve(key.len() + value.len() + 3);
+    let key_start = text.len() + 1;
+    if key.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        // Writing a string cannot fail.
+        text.push_str(&serde_json::to_string(key).unwrap_or_default());
+    } else {
+        text.push('"');
+        text.push_str(key);
+        text.push('"');
+    }
+    let key_end = text.len() - 1;
+    text.push(':');
+    let value_start = text.len();
+    text.push_str(value);
+    let at = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    Member { key: (at(key_start), at(key_end)), value: (at(value_start), at(text.len())) }
 }
 
 /// An object's members as read by [`Object::parse`] and by the decoder of

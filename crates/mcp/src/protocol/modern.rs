@@ -296,14 +296,15 @@ pub fn header_mismatch(header: &str, sent: Option<&str>, body: &str) -> ErrorObj
 /// The value of an `Mcp-*` header: optional white space trimmed, and a
 /// `=?base64?…?=` value decoded. `None` when the base64 is invalid or does
 /// not decode to UTF-8 (a malformed header).
-pub fn decode_header_value(raw: &[u8]) -> Option<String> {
+pub fn decode_header_value(raw: &[u8]) -> Option<std::borrow::Cow<'_, str>> {
     let text = std::str::from_utf8(raw).ok()?.trim_matches([' ', '\t']);
     match text.strip_prefix(header::BASE64_PREFIX).and_then(|t| t.strip_suffix(header::BASE64_SUFFIX)) {
         Some(encoded) => {
             let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).ok()?;
-            String::from_utf8(bytes).ok()
+            String::from_utf8(bytes).ok().map(std::borrow::Cow::Owned)
         }
-        None => Some(text.to_owned()),
+        // Plain text (the usual name) is the header's own, not copied.
+        None => Some(std::borrow::Cow::Borrowed(text)),
     }
 }
 

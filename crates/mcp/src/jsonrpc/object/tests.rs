@@ -35,6 +35,10 @@ fn an_empty_object_is_written_as_braces() {
         let object = Object::parse(text).expect("an object");
         assert_eq!(object.text(), "{}");
         assert_eq!(object.iter().count(), 0);
+        let mut object = object;
+        object.push("a", "1");
+        assert_eq!(object.text(), r#"{"a":1}"#, "the first member pushed takes no comma");
+        assert_eq!(object.get("a"), Some("1"));
     }
 }
 
@@ -112,7 +116,7 @@ proptest::proptest! {
     fn edits_keep_the_text_and_the_index_true(
         members in proptest::collection::vec(("[a-z]{1,6}", 0u32..1000), 1..8),
         spaces in proptest::collection::vec("[ \t\n]{0,2}", 16),
-        edits in proptest::collection::vec((proptest::arbitrary::any::<bool>(), 0usize..8, 0u32..100_000), 0..10),
+        edits in proptest::collection::vec((0u8..3, 0usize..8, 0u32..100_000), 0..10),
     ) {
         let mut text = String::from("{");
         for (i, (key, n)) in members.iter().enumerate() {
@@ -127,12 +131,16 @@ proptest::proptest! {
         let mut object = Object::parse(&text).expect("an object");
         let mut expected: Vec<(String, serde_json::Value)> =
             members.iter().map(|(k, n)| (k.clone(), serde_json::json!([n]))).collect();
-        for (cut, at, n) in edits {
-            if cut {
+        for (kind, at, n) in edits {
+            if kind == 0 {
                 object.remove(at);
                 if at < expected.len() {
                     expected.remove(at);
                 }
+            } else if kind == 2 {
+                // Added after the last member, whatever the edits before.
+                object.push(&format!("p{n}"), &format!("[{n}, true]"));
+                expected.push((format!("p{n}"), serde_json::json!([n, true])));
             } else {
                 object.replace_value(at, &format!("{{\"v\": {n}}}"));
                 if let Some((_, v)) = expected.get_mut(at) {

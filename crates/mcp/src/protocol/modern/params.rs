@@ -273,7 +273,7 @@ fn display_name(spec: &ParamHeader) -> &str {
 /// A sent `Mcp-Param-*` value, decoded: `None` when it is malformed (a plain
 /// value must be printable ASCII, as the encoding rules make it; base64 must
 /// be valid and decode to UTF-8).
-fn decode_param(raw: &[u8]) -> Option<String> {
+fn decode_param(raw: &[u8]) -> Option<std::borrow::Cow<'_, str>> {
     if !raw.iter().all(|&b| b == b'\t' || (0x20..0x7f).contains(&b)) {
         return None;
     }

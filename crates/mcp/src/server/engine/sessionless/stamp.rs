@@ -6,9 +6,10 @@
 //! A result that is JSON text already ([`Outcome::Prepared`]: an upstream's
 //! answer as decoded, a cached list) is not decoded into a tree and encoded
 //! again: its top-level members ([`Object`]: an upstream's were found as
-//! its answer was decoded; a cached list's are read now) and `_meta`'s are
-//! written again with the fields added or replaced, values copied as they
-//! are. A large tool result costs one copy.
+//! its answer was decoded; a cached list's are read now) are edited in its
+//! text, in place: a replaced value is cut in, added members go after the
+//! last one (where a tree's `entry` puts them), and the rest of the text
+//! does not move. Only a `_meta` of its own is written again.
 
 use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
@@ -71,9 +72,9 @@ impl Stamp<'_> {
             }
             // Not an object: nothing to stamp.
             Outcome::Prepared(raw) if !raw.get().trim_ascii_start().starts_with('{') => Outcome::Prepared(raw),
-            Outcome::Prepared(mut raw) => match raw.object_mut().and_then(|top| self.splice(top)) {
-                Some(spliced) => Outcome::Prepared(spliced.into()),
-                None => self.reparsed(raw),
+            Outcome::Prepared(mut raw) => match raw.object_mut().is_some_and(|top| self.splice(top)) {
+                true => Outcome::Prepared(raw),
+                false => self.reparsed(raw),
             },
             other => other,
         }
@@ -112,16 +113,19 @@ impl Stamp<'_> {
         }
     }
 
-    /// The stamped object: `None` if its members cannot be spliced as
-    /// text (a stamped key appears twice; `_meta`'s cannot be read).
-    fn splice(&self, top: &Object) -> Option<Object> {
+    /// Stamps the object in its text, in place: replaced members keep their
+    /// place, added ones go after the last (where a tree's `entry` puts
+    /// them). `false`, with nothing changed, if its members cannot be
+    /// spliced as text (a stamped key appears twice; `_meta`'s cannot be
+    /// read).
+    fn splice(&self, top: &mut Object) -> bool {
         if STAMPED.iter().any(|key| top.count(key) > 1) {
-            return None;
+            return false;
         }
-        // Added members go first; replaced ones keep their place. At most
-        // four are added and two replaced: no list is allocated for them.
+        // Everything is worked out before the text changes. At most four
+        // members are added and two replaced: no list is allocated for them.
         let mut added: [Option<(&str, Cow<'_, str>)>; 4] = [None, None, None, None];
-        let mut replaced: [Option<(&str, Cow<'_, str>)>; 2] = [None, None];
+        let mut replaced: [Option<(usize, Cow<'_, str>)>; 2] = [None, None];
         let complete = match top.get(result::RESULT_TYPE) {
             None => {
                 added[0] = Some((result::RESULT_TYPE, Cow::Borrowed(COMPLETE.get())));
@@ -133,42 +137,35 @@ impl Stamp<'_> {
             if top.get(result::TTL_MS).is_none() {
                 added[1] = Some((result::TTL_MS, Cow::Owned(hints.ttl_ms.to_string())));
             }
-            match top.get(result::CACHE_SCOPE) {
+            match top.position(result::CACHE_SCOPE) {
                 None => {
                     added[2] = Some((result::CACHE_SCOPE, Cow::Owned(members::raw(hints.scope.as_str()).get().into())))
                 }
-                Some(_) if hints.scope == CacheScope::Private => {
-                    replaced[0] = Some((result::CACHE_SCOPE, Cow::Borrowed(PRIVATE.get())))
+                Some(at) if hints.scope == CacheScope::Private => {
+                    replaced[0] = Some((at, Cow::Borrowed(PRIVATE.get())))
                 }
                 Some(_) => {}
             }
         }
         if let Some(info) = self.server_info {
-            let sent = top.get("_meta");
-            let stamped = match sent {
+            match top.position("_meta") {
                 // The usual result: the identity alone, written once.
-                None => Cow::Borrowed(&*info.meta_alone),
-                Some(_) => Cow::Owned(stamp_meta(sent, info)?),
-            };
-            match sent {
-                Some(_) => replaced[1] = Some(("_meta", stamped)),
-                None => added[3] = Some(("_meta", stamped)),
+                None => added[3] = Some(("_meta", Cow::Borrowed(&*info.meta_alone))),
+                Some(at) => {
+                    let Some(stamped) = stamp_meta(top.iter().nth(at).map(|(_, v)| v), info) else { return false };
+                    replaced[1] = Some((at, Cow::Owned(stamped)));
+                }
             }
         }
-        let mut out = Object::writer(top.text().len() + info_len(self.server_info) + 64);
+        top.reserve(added.iter().flatten().map(|(k, v)| k.len() + v.len() + 4).sum());
+        for (at, value) in replaced.iter().flatten() {
+            top.replace_value(*at, value);
+        }
         for (key, value) in added.iter().flatten() {
-            out.member(key, value);
+            top.push(key, value);
         }
-        for (key, value) in top.iter() {
-            out.member(key, replaced.iter().flatten().find(|(k, _)| *k == key).map_or(value, |(_, v)| v));
-        }
-        Some(out.finish())
+        true
     }
-}
-
-/// The bytes a stamped identity adds, at most.
-fn info_len(info: Option<&ServerInfo>) -> usize {
-    info.map_or(0, |i| i.meta_alone.len() + 16)
 }
 
 /// The constant values a stamp writes, encoded once.
