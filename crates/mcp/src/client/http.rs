@@ -22,7 +22,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
-use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
 use parking_lot::Mutex;
 use sse_stream::SseByteStream;
 
@@ -89,7 +89,7 @@ struct Inner {
 }
 
 /// The extra headers of a modern request (`None`: a handshake-era one).
-type Modern = Option<Vec<(HeaderName, HeaderValue)>>;
+type Modern = Option<HeaderMap>;
 
 impl HttpTransport {
     /// A session with `target` whose messages go to `inbox`.
@@ -169,7 +169,7 @@ impl HttpTransport {
     async fn exchange(
         &self,
         call: u64,
-        body: Bytes,
+        body: Vec<u8>,
         trace: Option<TraceValues>,
         modern: Modern,
     ) -> Result<Option<Response>, UpstreamError> {
@@ -177,10 +177,10 @@ impl HttpTransport {
         let response = match &self.0.plain {
             Some(plain) => {
                 let mut headers = match modern {
-                    Some(extra) => {
-                        let mut h = self.post_headers(extra.len());
-                        h.extend(extra);
-                        h
+                    // The routing headers' map has room for the POST's own.
+                    Some(mut routing) => {
+                        routing.extend(self.0.post_headers.iter().map(|(n, v)| (n.clone(), v.clone())));
+                        routing
                     }
                     None => self.plain_headers(),
                 };
@@ -196,8 +196,8 @@ impl HttpTransport {
             }
             None => {
                 let mut post = match modern {
-                    Some(extra) => extra.into_iter().fold(self.post_modern(body).await?, |p, (n, v)| p.header(n, v)),
-                    None => self.post(body).await?,
+                    Some(routing) => self.post_modern(Bytes::from(body)).await?.headers(routing),
+                    None => self.post(Bytes::from(body)).await?,
                 };
                 if let Some((parent, state)) = trace {
                     post = post.header(protocol::header::TRACEPARENT, parent);
@@ -502,7 +502,7 @@ impl Transport for HttpTransport {
         message: &'a Message,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         // Boxed: the exchange is a large future.
-        crate::boxed::pinned(|| self.exchange(call, Bytes::from(message.encode()), trace_headers(message), None))
+        crate::boxed::pinned(|| self.exchange(call, message.encode().into_bytes(), trace_headers(message), None))
     }
 
     fn request_modern<'a>(
@@ -510,10 +510,10 @@ impl Transport for HttpTransport {
         call: u64,
         message: &'a Message,
         text: Vec<u8>,
-        headers: Vec<(HeaderName, HeaderValue)>,
+        headers: HeaderMap,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         let trace = trace_headers(message);
-        crate::boxed::pinned(|| self.exchange(call, Bytes::from(text), trace, Some(headers)))
+        crate::boxed::pinned(|| self.exchange(call, text, trace, Some(headers)))
     }
 
     fn carries_headers(&self) -> bool {

@@ -496,7 +496,7 @@ impl Peer {
             jsonrpc::set_progress_token(&mut params, json!(id));
         }
         let modern = probe.or_else(|| self.modern());
-        let mut extra = Vec::new();
+        let mut extra = http::HeaderMap::new();
         if let Some(version) = modern
             && self.transport.carries_headers()
         {

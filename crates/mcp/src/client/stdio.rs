@@ -15,7 +15,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use http::{HeaderName, HeaderValue};
+use http::HeaderMap;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use parking_lot::Mutex;
@@ -206,7 +206,7 @@ impl Transport for StdioTransport {
         _call: u64,
         _message: &'a Message,
         text: Vec<u8>,
-        _headers: Vec<(HeaderName, HeaderValue)>,
+        _headers: HeaderMap,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         Box::pin(async move { self.queue(text).await.map(|()| None) })
     }

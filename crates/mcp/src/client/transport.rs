@@ -5,7 +5,7 @@
 //! legacy HTTP+SSE, or an in-memory one for tests.
 
 use futures::future::BoxFuture;
-use http::{HeaderName, HeaderValue};
+use http::HeaderMap;
 
 use super::error::UpstreamError;
 use crate::jsonrpc::{Message, Response};
@@ -52,7 +52,7 @@ pub trait Transport: Send + Sync {
         call: u64,
         message: &'a Message,
         text: Vec<u8>,
-        headers: Vec<(HeaderName, HeaderValue)>,
+        headers: HeaderMap,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         let _ = (call, headers);
         Box::pin(async move { self.send_text(message, text).await.map(|()| None) })

@@ -22,7 +22,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Request, Response, Uri, header};
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -38,7 +37,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const PROXY_VARS: [&str; 6] = ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "https_proxy", "HTTPS_PROXY"];
 
 /// One connection's I/O, driven by whoever polls it.
-type Conn = Pin<Box<Connection<TokioIo<tokio::net::TcpStream>, Full<Bytes>>>>;
+type Conn = Pin<Box<Connection<TokioIo<tokio::net::TcpStream>, Payload>>>;
+
+/// A request body: the text as it was written, sent from its own buffer
+/// (a `Bytes` made of it would cost an allocation of its own).
+type Payload = Full<std::io::Cursor<Vec<u8>>>;
 
 /// Why a POST failed.
 #[derive(Debug, thiserror::Error)]
@@ -61,10 +64,10 @@ pub(crate) enum PlainError {
 /// A pooled connection.
 enum Pooled {
     /// Idle, with no task: the next call drives it.
-    Idle(SendRequest<Full<Bytes>>, Conn),
+    Idle(SendRequest<Payload>, Conn),
     /// Driven by a task of its own; ready again once its response is read
     /// (hyper reports it so).
-    Detached(SendRequest<Full<Bytes>>),
+    Detached(SendRequest<Payload>),
 }
 
 /// Keep-alive HTTP/1.1 connections to one upstream endpoint.
@@ -85,7 +88,7 @@ pub(crate) struct PlainClient {
 /// of its own that finishes the exchange, and is pooled from there.
 pub(crate) struct Lease<'a> {
     client: &'a PlainClient,
-    sender: Option<SendRequest<Full<Bytes>>>,
+    sender: Option<SendRequest<Payload>>,
     /// The connection's I/O while this call drives it; `None` once it
     /// closed, or for a connection driven by a task of its own.
     conn: Option<Conn>,
@@ -130,9 +133,9 @@ impl PlainClient {
     pub(crate) async fn post(
         &self,
         headers: HeaderMap,
-        body: Bytes,
+        body: Vec<u8>,
     ) -> Result<(Response<Incoming>, Lease<'_>), PlainError> {
-        let mut request = Request::post(self.target.clone()).body(Full::new(body))?;
+        let mut request = Request::post(self.target.clone()).body(Full::new(std::io::Cursor::new(body)))?;
         *request.headers_mut() = headers;
         request.headers_mut().insert(header::HOST, self.authority.clone());
         let mut fresh = false;

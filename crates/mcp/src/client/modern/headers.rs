@@ -9,7 +9,7 @@ use foldhash::{HashMap, HashMapExt as _};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use http::{HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::member;
@@ -59,19 +59,24 @@ fn method_value(request_method: &str) -> Option<HeaderValue> {
 /// what it does not recognize); a declared one never is: toolgate generates
 /// it from the arguments (or leaves it out with them), so it is never sent
 /// twice. Nothing but `Mcp-Param-*` is ever taken from `client`.
+///
+/// The map has room for the transport's own headers too (content type,
+/// `Accept`, credentials, trace context): the transport adds them to it
+/// rather than copying these into a map of its own.
 pub fn request_headers(
     version: &'static str,
     request_method: &str,
     params: Option<&Value>,
     tool: Option<&ToolRouting>,
     client: &[(HeaderName, HeaderValue)],
-) -> Vec<(HeaderName, HeaderValue)> {
-    let mut out = Vec::with_capacity(4);
+) -> HeaderMap {
+    let declared = tool.map(|t| &*t.params).unwrap_or_default();
+    let mut out = HeaderMap::with_capacity(TRANSPORT_ROOM + 3 + declared.len() + client.len());
     if let Some(v) = constant_value(version) {
-        out.push((protocol::header::PROTOCOL_VERSION, v));
+        out.append(protocol::header::PROTOCOL_VERSION, v);
     }
     if let Some(v) = method_value(request_method) {
-        out.push((HeaderName::from_static(header::METHOD), v));
+        out.append(HeaderName::from_static(header::METHOD), v);
     }
     let name_key = match request_method {
         method::TOOLS_CALL | method::PROMPTS_GET => Some("name"),
@@ -81,30 +86,34 @@ pub fn request_headers(
     // A known tool's name was encoded once, as the table was built.
     match tool {
         Some(tool) if request_method == method::TOOLS_CALL => {
-            out.push((HeaderName::from_static(header::NAME), tool.name.clone()));
+            out.append(HeaderName::from_static(header::NAME), tool.name.clone());
         }
         _ => {
             if let Some(name) = name_key.and_then(|k| member(params?, k)).and_then(Value::as_str) {
-                out.push((HeaderName::from_static(header::NAME), encode_value(name)));
+                out.append(HeaderName::from_static(header::NAME), encode_value(name));
             }
         }
     }
-    let declared = tool.map(|t| &*t.params).unwrap_or_default();
     let arguments =
         params.filter(|_| !declared.is_empty()).and_then(|p| member(p, "arguments")).and_then(Value::as_object);
     for spec in declared {
         if let Some(v) = param_value(arguments, spec) {
-            out.push((spec.header.clone(), v));
+            out.append(spec.header.clone(), v);
         }
     }
     for (name, value) in client {
-        let ours = declared.iter().any(|s| s.header == *name) || out.iter().any(|(n, _)| n == name);
+        let ours = declared.iter().any(|s| s.header == *name) || out.contains_key(name);
         if name.as_str().starts_with(header::PARAM_PREFIX) && !ours {
-            out.push((name.clone(), value.clone()));
+            out.append(name.clone(), value.clone());
         }
     }
     out
 }
+
+/// Room, in a modern request's header map, for the headers its transport
+/// adds: content type, `Accept`, a credential, `traceparent` and
+/// `tracestate`.
+const TRANSPORT_ROOM: usize = 5;
 
 /// What the routing headers of a call to one tool need, made once per crawl.
 #[derive(Debug)]

@@ -55,7 +55,7 @@ impl Transport for Fake {
         call: u64,
         _message: &'a Message,
         text: Vec<u8>,
-        _headers: Vec<(http::HeaderName, http::HeaderValue)>,
+        _headers: http::HeaderMap,
     ) -> BoxFuture<'a, Result<Option<Response>, UpstreamError>> {
         let message = Message::decode(&text).expect("the peer encodes JSON-RPC");
         Box::pin(std::future::ready(self.answer(call, message)))

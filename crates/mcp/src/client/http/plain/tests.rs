@@ -54,7 +54,7 @@ async fn a_post_says_its_body_s_length_once() {
         }
     });
     let client = PlainClient::for_url(&url).expect("plain http");
-    let body = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.to_vec();
     let (response, _lease) = client.post(HeaderMap::new(), body.clone()).await.expect("posted");
     assert_eq!(response.status(), 200);
     let (head, lengths, read) = server.await.unwrap();

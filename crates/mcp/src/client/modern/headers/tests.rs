@@ -6,8 +6,8 @@ fn tool(schema: Value) -> Map<String, Value> {
     json!({"name": "t", "inputSchema": schema}).as_object().cloned().unwrap_or_default()
 }
 
-fn header<'a>(headers: &'a [(HeaderName, HeaderValue)], name: &str) -> Option<&'a str> {
-    headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.to_str().unwrap_or("<binary>"))
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).map(|v| v.to_str().unwrap_or("<binary>"))
 }
 
 #[test]
@@ -45,7 +45,7 @@ fn request_headers_mirror_the_body() {
     // The client's unknown parameter header travels; its copy of one toolgate
     // generates does not, and nothing else of the client's does.
     assert_eq!(header(&h, "mcp-param-extra"), Some("from-client"));
-    assert_eq!(h.iter().filter(|(n, _)| n == "mcp-param-region").count(), 1);
+    assert_eq!(h.get_all("mcp-param-region").iter().count(), 1);
     assert_eq!(header(&h, "x-other"), None);
 }
 #[test]
@@ -114,7 +114,7 @@ fn only_unknown_client_param_headers_are_forwarded() {
     assert_eq!(header(&h, "authorization"), None);
     assert_eq!(header(&h, "mcp-method"), Some("tools/call"));
     assert_eq!(header(&h, "mcp-name"), Some("t"));
-    assert_eq!(h.iter().filter(|(n, _)| n == "mcp-method" || n == "mcp-name").count(), 2);
+    assert_eq!(h.get_all("mcp-method").iter().count() + h.get_all("mcp-name").iter().count(), 2);
     // A tool without annotations forwards every client parameter header.
     let h = request_headers("2026-07-28", "tools/call", Some(&params), None, &client);
     assert_eq!(header(&h, "mcp-param-gone"), Some("stale"));
