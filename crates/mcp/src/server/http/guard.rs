@@ -38,15 +38,26 @@ impl Guard {
 
     /// Checks a request's `Host` (or HTTP/2 authority) and `Origin`.
     pub fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), Refused> {
-        let host = headers
-            .get(header::HOST)
+        // One walk finds both (the first value of each, as a lookup would):
+        // each lookup hashes its name, and a request has a handful of
+        // headers, checked on every request.
+        let (mut host, mut origin) = (None, None);
+        for (name, value) in headers {
+            let slot = match name {
+                n if n == header::HOST => &mut host,
+                n if n == header::ORIGIN => &mut origin,
+                _ => continue,
+            };
+            slot.get_or_insert(value);
+        }
+        let host = host
             .and_then(|h| h.to_str().ok())
             .or_else(|| uri.authority().map(|a| a.as_str()))
             .ok_or(Refused::MissingHost)?;
         if !self.host_allowed(host) {
             return Err(Refused::Host(host.to_owned()));
         }
-        if let Some(origin) = headers.get(header::ORIGIN) {
+        if let Some(origin) = origin {
             let origin = origin.to_str().map_err(|_| Refused::OriginNotText)?;
             if !self.origin_allowed(origin) {
                 return Err(Refused::Origin(origin.to_owned()));

@@ -38,3 +38,28 @@ fn configured_lists_replace_the_defaults() {
     let any = Guard::new(&["*".into()], &["*".into()]);
     assert!(any.check(&headers("anything", Some("https://x.y")), &uri).is_ok());
 }
+
+/// The first value of a repeated `Host` or `Origin` decides, as a lookup
+/// reads it; without `Host`, the request target's authority (HTTP/2).
+#[test]
+fn the_first_value_decides_and_the_authority_stands_in_for_host() {
+    let g = Guard::new(&[], &[]);
+    let uri = Uri::from_static("/mcp");
+    let mut h = headers("localhost", Some("http://localhost"));
+    h.append(header::ORIGIN, HeaderValue::from_static("http://evil.example.com"));
+    h.append(header::HOST, HeaderValue::from_static("evil.example.com"));
+    assert!(g.check(&h, &uri).is_ok());
+    let mut h = headers("evil.example.com", Some("http://evil.example.com"));
+    h.append(header::ORIGIN, HeaderValue::from_static("http://localhost"));
+    h.append(header::HOST, HeaderValue::from_static("localhost"));
+    assert_eq!(g.check(&h, &uri), Err(Refused::Host("evil.example.com".into())));
+    let mut bare = HeaderMap::new();
+    bare.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
+    assert_eq!(g.check(&bare, &uri), Err(Refused::MissingHost));
+    assert!(g.check(&bare, &Uri::from_static("http://127.0.0.1:8080/mcp")).is_ok());
+    bare.insert(header::ORIGIN, HeaderValue::from_static("http://evil.example.com"));
+    assert_eq!(
+        g.check(&bare, &Uri::from_static("http://127.0.0.1:8080/mcp")),
+        Err(Refused::Origin("http://evil.example.com".into()))
+    );
+}
