@@ -30,7 +30,7 @@ use super::upstreams::UpstreamHandle;
 use super::{connections, translate};
 use crate::catalog::ToolEntry;
 use crate::config::Mode;
-use crate::jsonrpc::{ErrorObject, Outcome, Request, codes, member};
+use crate::jsonrpc::{ErrorObject, Outcome, Request, codes, member, member_mut};
 use crate::metrics::Method;
 use crate::protocol::{LOG_LEVELS, Version, method};
 use crate::server::ServerOffer;
@@ -464,8 +464,9 @@ impl Forwarder {
             return Outcome::Result(invalid.tool_result());
         }
         // The upstream's own name, in place (indexing by "name" would copy
-        // the key): nothing to do when the tool is exposed under it.
-        match params.get_mut("name") {
+        // the key, and a lookup hash it): nothing to do when the tool is
+        // exposed under it.
+        match member_mut(&mut params, "name") {
             Some(name) if name.as_str() == Some(entry.original.as_str()) => {}
             Some(name) => *name = Value::String(entry.original.clone()),
             None => params["name"] = json!(entry.original),

@@ -689,6 +689,17 @@ pub fn member<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
     if map.len() <= SCANNED_MEMBERS { map.iter().find_map(|(k, v)| (k == key).then_some(v)) } else { map.get(key) }
 }
 
+/// [`member`], to change: the value of `key` in `value`, an object.
+#[inline]
+pub fn member_mut<'a>(value: &'a mut Value, key: &str) -> Option<&'a mut Value> {
+    let map = value.as_object_mut()?;
+    if map.len() <= SCANNED_MEMBERS {
+        map.iter_mut().find_map(|(k, v)| (k == key).then_some(v))
+    } else {
+        map.get_mut(key)
+    }
+}
+
 /// Up to how many members [`member`] scans instead of hashing.
 const SCANNED_MEMBERS: usize = 8;
 
