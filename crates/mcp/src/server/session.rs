@@ -80,6 +80,11 @@ impl Frames {
         std::future::poll_fn(|cx| self.poll_recv(cx)).await
     }
 
+    /// Whether no frame waits.
+    pub fn is_empty(&self) -> bool {
+        self.link.is_empty()
+    }
+
     /// The next frame if one is queued.
     pub fn try_recv(&mut self) -> Result<Frame, TryRecvError> {
         match self.link.try_recv() {

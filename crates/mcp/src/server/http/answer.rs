@@ -116,7 +116,7 @@ impl<S: Send + Sync + 'static> Drop for CancelOnDrop<S> {
 pub(super) async fn respond<H: Handler>(
     state: &Arc<HttpState<H>>,
     session: Arc<Session<H::State>>,
-    requests: Vec<Request>,
+    mut requests: Vec<Request>,
     answers: Vec<RpcResponse>,
     batch: bool,
     remote: Option<TraceHeaders>,
@@ -125,16 +125,17 @@ pub(super) async fn respond<H: Handler>(
     let expected = requests.len() + answers.len();
     let (downlink, mut rx) = Downlink::with_capacity(state.engine.store().limits().stream_buffer);
     let engine = state.engine.clone();
-    let mut work = Work::new(move || async move {
-        let mut requests = requests;
-        if requests.len() == 1
-            && let Some(r) = requests.pop()
-        {
-            // The usual case, without join_all's bookkeeping.
-            if let Some(resp) = engine.run_traced(&session, r, downlink.clone(), remote.as_ref()).await {
-                downlink.finish(resp);
-            }
-        } else {
+    // The usual POST, one request not in a batch: its answer is taken from
+    // the work as it finishes (not sent through the downlink and read back),
+    // unless it went on to run elsewhere (see `Work`).
+    let mut work = if expected == 1
+        && !batch
+        && let Some(r) = requests.pop()
+    {
+        let late = downlink.clone();
+        Work::new(Some(late), move || async move { engine.run_traced(&session, r, downlink, remote.as_ref()).await })
+    } else {
+        Work::new(None, move || async move {
             let work = requests.into_iter().map(|r| {
                 let (engine, session, downlink) = (engine.clone(), session.clone(), downlink.clone());
                 let remote = remote.clone();
@@ -145,9 +146,10 @@ pub(super) async fn respond<H: Handler>(
                 }
             });
             futures::future::join_all(work).await;
-        }
-        downlink.end();
-    });
+            downlink.end();
+            None
+        })
+    };
 
     let keep_alive = state.options.keep_alive;
     let mut finals = answers;
@@ -164,8 +166,10 @@ pub(super) async fn respond<H: Handler>(
     let mut just_polled = false;
     loop {
         let next = std::future::poll_fn(|cx| {
-            if !std::mem::take(&mut just_polled) {
-                work.poll(cx);
+            if !std::mem::take(&mut just_polled)
+                && let Some(answer) = work.poll(cx, &rx)
+            {
+                return std::task::Poll::Ready(Next::Answer(answer));
             }
             // Read in the same wake-up as the work that asked for it.
             if grace.is_none() && rx.take_stream_hint() {
@@ -196,6 +200,8 @@ pub(super) async fn respond<H: Handler>(
                 continue;
             }
             Next::Frame(frame) => frame,
+            // Nothing went out before it: one JSON answer.
+            Next::Answer(answer) => return streamed.json_one(answer),
         };
         match frame {
             Some(Frame::Final(r)) => {
@@ -231,6 +237,8 @@ enum Next {
     Stream,
     /// A frame of the requests (`None`: every downlink is gone).
     Frame(Option<Frame>),
+    /// The answer of a POST's one request, taken from its work.
+    Answer(RpcResponse),
 }
 
 /// The frame `next` yields, or `None` if `ends` resolves first.
@@ -248,33 +256,69 @@ async fn select_first<F: std::future::Future>(
 /// A POST's requests, run in the connection's task until they must outlive
 /// the answer being built: then (or when dropped unfinished, as when the
 /// client goes away) they move to a task of their own.
-struct Work(Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>);
+///
+/// The work of a POST's one request yields its answer, which the answer
+/// loop takes as it finishes ([`Work::poll`]). `late`, that request's
+/// downlink, carries the answer (and then the end) when it cannot be taken
+/// so: the work was detached, or frames it sent wait to go out first, or
+/// there is no answer (the request was cancelled). The work of several
+/// requests sends their answers and the end itself, and yields none.
+struct Work {
+    running: Option<std::pin::Pin<Box<dyn std::future::Future<Output = Option<RpcResponse>> + Send>>>,
+    late: Option<Downlink>,
+}
 
 impl Work {
     /// The requests `make` starts, made in their box (see [`crate::boxed`]).
-    fn new<F: std::future::Future<Output = ()> + Send + 'static>(make: impl FnOnce() -> F) -> Self {
+    fn new<F: std::future::Future<Output = Option<RpcResponse>> + Send + 'static>(
+        late: Option<Downlink>,
+        make: impl FnOnce() -> F,
+    ) -> Self {
         use futures::FutureExt as _;
         // A panic ends the requests, as it would end their own task, not
-        // the connection: the answer sees the downlink gone.
-        Self(Some(crate::boxed::pinned(|| std::panic::AssertUnwindSafe(make()).catch_unwind().map(|_| ()))))
+        // the connection: the answer sees them end unanswered.
+        let running =
+            crate::boxed::pinned(|| std::panic::AssertUnwindSafe(make()).catch_unwind().map(|r| r.ok().flatten()));
+        Self { running: Some(running), late }
     }
 
-    /// Drives the requests here, until they are done or detached.
-    fn poll(&mut self, cx: &mut std::task::Context<'_>) {
-        if let Some(work) = self.0.as_mut()
-            && work.as_mut().poll(cx).is_ready()
-        {
-            self.0 = None;
+    /// Drives the requests here, until they are done or detached. The
+    /// answer of a POST's one request is returned as it finishes, unless
+    /// frames it sent wait in `rx` to go out before it (then it follows
+    /// them down the downlink).
+    fn poll(&mut self, cx: &mut std::task::Context<'_>, rx: &Frames) -> Option<RpcResponse> {
+        let running = self.running.as_mut()?;
+        let std::task::Poll::Ready(answer) = running.as_mut().poll(cx) else { return None };
+        self.running = None;
+        match (answer, self.late.take()) {
+            (Some(answer), Some(_)) if rx.is_empty() => Some(answer),
+            (answer, Some(late)) => {
+                if let Some(answer) = answer {
+                    late.finish(answer);
+                }
+                late.end();
+                None
+            }
+            (_, None) => None,
         }
     }
 
     /// Moves the requests to a task of their own.
     fn detach(&mut self) {
-        if let Some(work) = self.0.take() {
+        if let Some(running) = self.running.take() {
+            let late = self.late.take();
             // A plain spawn: the request span starts inside the engine, and
             // looking up the current span here would cost every POST for nothing.
             #[allow(clippy::disallowed_methods)]
-            tokio::spawn(work);
+            tokio::spawn(async move {
+                let answer = running.await;
+                if let Some(late) = late {
+                    if let Some(answer) = answer {
+                        late.finish(answer);
+                    }
+                    late.end();
+                }
+            });
         }
     }
 }

@@ -162,6 +162,11 @@ impl Link {
         drop(dropped);
     }
 
+    /// Whether no frame waits.
+    pub(super) fn is_empty(&self) -> bool {
+        self.state.lock().head.is_none()
+    }
+
     /// Whether the receiver is gone.
     pub(super) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)

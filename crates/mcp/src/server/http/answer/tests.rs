@@ -34,6 +34,10 @@ struct Gated {
     /// Asks for a streamed answer, as toolgate's forwarder does for a tool
     /// call (then the answer waits out the streaming grace).
     prefer_stream: bool,
+    /// Sends a notification about the request, then answers at once,
+    /// ungated: the answer is ready as the work finishes, with a frame
+    /// waiting before it.
+    notify_first: bool,
 }
 
 /// `inner`, counting the polls that come before the handler is released.
@@ -68,6 +72,11 @@ impl Handler for Gated {
     async fn request(self: &Arc<Self>, _: &Arc<Session<()>>, _: Request, ctx: RequestCtx) -> Outcome {
         if self.prefer_stream {
             ctx.downlink.prefer_stream();
+        }
+        if self.notify_first {
+            let note = Notification { method: "notifications/message".into(), params: Some(json!({"data": "first"})) };
+            assert!(ctx.downlink.send(note));
+            return Outcome::Result(json!({"done": true}));
         }
         let this = self.clone();
         // Released by a task of its own: on this current-thread runtime it
@@ -134,21 +143,27 @@ async fn post(tcp: &mut TcpStream, body: &str, session: Option<&str>) -> String 
     }
 }
 
+/// Opens a session on `tcp`; its id.
+async fn open_session(tcp: &mut TcpStream) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let answer = post(tcp, &init.to_string(), None).await;
+    let session = answer
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("mcp-session-id: ").map(str::to_owned))
+        .expect("a session id");
+    session.trim().to_owned()
+}
+
 /// Opens a session and makes one request; the polls of that request's
 /// future before it was released.
 async fn polls_before_release(prefer_stream: bool) -> usize {
     let handler = Arc::new(Gated { prefer_stream, ..Gated::default() });
     let (_server, addr) = serve(handler.clone()).await;
     let mut tcp = TcpStream::connect(addr).await.unwrap();
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
-    let answer = post(&mut tcp, &init.to_string(), None).await;
-    let session = answer
-        .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("mcp-session-id: ").map(str::to_owned))
-        .expect("a session id");
+    let session = open_session(&mut tcp).await;
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x", "arguments": {}}});
-    let answer = post(&mut tcp, &call.to_string(), Some(session.trim())).await;
+    let answer = post(&mut tcp, &call.to_string(), Some(&session)).await;
     assert!(answer.starts_with("HTTP/1.1 200") && answer.contains(r#""done":true"#), "{answer}");
     handler.polls_before_release.load(Ordering::SeqCst)
 }
@@ -165,4 +180,34 @@ async fn asking_for_a_stream_does_not_poll_the_request_again() {
     // The answer loop sets up the streaming grace, then waits: the request,
     // just polled, is not polled again until it is woken.
     assert_eq!(polls_before_release(true).await, 1);
+}
+
+/// A request's answer is taken from its work as it finishes, but not ahead
+/// of what the request sent before it: then the answer is a stream, the
+/// notification first.
+#[tokio::test(flavor = "current_thread")]
+async fn frames_sent_before_an_answer_go_out_first() {
+    let handler = Arc::new(Gated { notify_first: true, ..Gated::default() });
+    let (_server, addr) = serve(handler).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let session = open_session(&mut tcp).await;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x", "arguments": {}}});
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n\
+         MCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n{call}",
+        call.to_string().len()
+    );
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains(r#""done":true"#) {
+        let n = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut buf)).await.unwrap().unwrap();
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+    assert!(text.contains("content-type: text/event-stream"), "{text}");
+    let (note, answer) = (text.find("notifications/message"), text.find(r#""done":true"#));
+    assert!(note.is_some_and(|n| answer.is_some_and(|a| n < a)), "the notification first: {text}");
 }
