@@ -293,10 +293,7 @@ impl Work {
         match (answer, self.late.take()) {
             (Some(answer), Some(_)) if rx.is_empty() => Some(answer),
             (answer, Some(late)) => {
-                if let Some(answer) = answer {
-                    late.finish(answer);
-                }
-                late.end();
+                send_late(late, answer);
                 None
             }
             (_, None) => None,
@@ -313,14 +310,20 @@ impl Work {
             tokio::spawn(async move {
                 let answer = running.await;
                 if let Some(late) = late {
-                    if let Some(answer) = answer {
-                        late.finish(answer);
-                    }
-                    late.end();
+                    send_late(late, answer);
                 }
             });
         }
     }
+}
+
+/// The one request's answer (if it has one), then the end, down its
+/// downlink.
+fn send_late(late: Downlink, answer: Option<RpcResponse>) {
+    if let Some(answer) = answer {
+        late.finish(answer);
+    }
+    late.end();
 }
 
 impl Drop for Work {
