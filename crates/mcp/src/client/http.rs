@@ -179,7 +179,7 @@ impl HttpTransport {
                 let mut headers = match modern {
                     // The routing headers' map has room for the POST's own.
                     Some(mut routing) => {
-                        routing.extend(self.0.post_headers.iter().map(|(n, v)| (n.clone(), v.clone())));
+                        self.add_post_headers(&mut routing);
                         routing
                     }
                     None => self.plain_headers(),
@@ -359,20 +359,19 @@ impl HttpTransport {
         self.with_session_headers(req).await
     }
 
-    /// The configured and fixed headers of a POST, with room for `more`
-    /// and for what the call and hyper add (the trace context, `Host`,
-    /// `Content-Length`): a clone of the map would be full, and grow (a
-    /// copy of its table) as each is added.
-    fn post_headers(&self, more: usize) -> HeaderMap {
-        let mut headers = HeaderMap::with_capacity(self.0.post_headers.len() + more + 5);
+    /// Adds the configured and fixed headers of a POST to `headers`.
+    fn add_post_headers(&self, headers: &mut HeaderMap) {
         headers.extend(self.0.post_headers.iter().map(|(n, v)| (n.clone(), v.clone())));
-        headers
     }
 
     /// The headers of a POST on the plain client (reqwest's builder adds the
-    /// same ones in [`HttpTransport::post`]).
+    /// same ones in [`HttpTransport::post`]), with room for the session id,
+    /// the protocol version and what the call and hyper add (the trace
+    /// context, `Host`, `Content-Length`): a clone of the map would be full,
+    /// and grow (a copy of its table) as each is added.
     fn plain_headers(&self) -> HeaderMap {
-        let mut headers = self.post_headers(2);
+        let mut headers = HeaderMap::with_capacity(self.0.post_headers.len() + 7);
+        self.add_post_headers(&mut headers);
         if let Some(id) = self.0.session_id.lock().clone() {
             headers.insert(protocol::header::SESSION_ID, id);
         }
