@@ -29,6 +29,8 @@ use hyper::client::conn::http1::{Connection, SendRequest};
 use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
 
+mod length;
+
 /// Connections kept for reuse, idle or still reading a response.
 const MAX_POOLED: usize = 256;
 /// How long opening a connection may take (as for the reqwest client).
@@ -135,9 +137,11 @@ impl PlainClient {
         headers: HeaderMap,
         body: Vec<u8>,
     ) -> Result<(Response<Incoming>, Lease<'_>), PlainError> {
+        let length = length::content_length(body.len());
         let mut request = Request::post(self.target.clone()).body(Full::new(std::io::Cursor::new(body)))?;
         *request.headers_mut() = headers;
         request.headers_mut().insert(header::HOST, self.authority.clone());
+        request.headers_mut().insert(header::CONTENT_LENGTH, length);
         let mut fresh = false;
         loop {
             let mut lease = match self.idle().filter(|_| !fresh) {
