@@ -276,16 +276,21 @@ fn is_personal(up: &UpstreamHandle, principal: &Principal) -> bool {
 /// declared reverse-routing capabilities (as [`session_hello`] filters them)
 /// its log level, and the `Mcp-Param-*` headers a sessionless (2026) client
 /// sent over HTTP (the upstream leg forwards those the tool's schema does not
-/// declare).
-pub(crate) fn client_context(session: &GwSession, forward_roots: bool) -> ClientContext {
-    ClientContext {
-        // A sessionless client's request always carries its own (the
-        // envelope requires them), and those win: none are built for it.
-        capabilities: (!session.is_sessionless()).then(|| {
-            session.state.declared_capabilities(forward_roots, || declared_capabilities(session, forward_roots))
+/// declare). A session's is made once and shared by its calls.
+pub(crate) fn client_context(session: &GwSession, forward_roots: bool) -> Arc<ClientContext> {
+    match session.modern() {
+        // A sessionless client's request always carries its own capabilities
+        // (the envelope requires them), and those win: none are built for it.
+        Some(modern) => Arc::new(ClientContext {
+            capabilities: None,
+            log_level: session.state.log_level(),
+            param_headers: modern.param_headers.clone().unwrap_or_default(),
         }),
-        log_level: session.state.log_level(),
-        param_headers: session.modern().and_then(|m| m.param_headers.clone()).unwrap_or_default(),
+        None => session.state.client_context(forward_roots, || ClientContext {
+            capabilities: Some(Arc::new(declared_capabilities(session, forward_roots))),
+            log_level: session.state.log_level(),
+            param_headers: Vec::new(),
+        }),
     }
 }
 

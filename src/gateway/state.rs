@@ -1,7 +1,7 @@
 //! What the gateway keeps per downstream session.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
@@ -16,6 +16,7 @@ use crate::server::Session;
 use crate::shared::record::{self, Mutable};
 use crate::shared::{Record, SessionLink, Unavailable};
 use crate::upstream::Peer;
+use crate::upstream::modern::ClientContext;
 
 /// A downstream session of the gateway: the engine's session, holding the
 /// gateway's state for it.
@@ -77,10 +78,11 @@ pub struct GatewaySession {
     pub tasks: tasks::SessionTasks,
     /// Its record in the shared store (`[state] sessions = "shared"`).
     shared: Option<Arc<SessionLink>>,
-    /// The client's capabilities its upstream sessions declare for it,
-    /// without and with `roots` (see `connections::declared_capabilities`):
-    /// worked out once, as the client's never change.
-    declared: [OnceLock<Arc<Value>>; 2],
+    /// What a call to a modern upstream says of the client, without and
+    /// with `roots` (see `connections::client_context`): made on first use
+    /// and shared by every call after it (its capabilities never change),
+    /// made again only with a new log level.
+    contexts: Mutex<[Option<Arc<ClientContext>>; 2]>,
 }
 
 impl GatewaySession {
@@ -122,14 +124,14 @@ impl GatewaySession {
             concerns: RwLock::new(None),
             tasks: Default::default(),
             shared: None,
-            declared: Default::default(),
+            contexts: Mutex::new([None, None]),
         }
     }
 
-    /// The capabilities this session's client has its upstream sessions
-    /// declare (with `roots` or not), made by `make` the first time.
-    pub fn declared_capabilities(&self, forward_roots: bool, make: impl FnOnce() -> Value) -> Arc<Value> {
-        self.declared[usize::from(forward_roots)].get_or_init(|| Arc::new(make())).clone()
+    /// What a call to a modern upstream says of this session's client
+    /// (with `roots` or not), made by `make` the first time.
+    pub fn client_context(&self, forward_roots: bool, make: impl FnOnce() -> ClientContext) -> Arc<ClientContext> {
+        self.contexts.lock()[usize::from(forward_roots)].get_or_insert_with(|| Arc::new(make())).clone()
     }
 
     /// This state, for a session kept in the shared store through `link`,
@@ -396,7 +398,12 @@ impl GatewaySession {
     /// Remembers the client's logging level.
     pub fn set_log_level(&self, level: Value) {
         self.write(vec![record::log_field(Some(&level))]);
-        *self.log_level.lock() = Some(level);
+        *self.log_level.lock() = Some(level.clone());
+        // Calls made from now on say the new level (set after the level
+        // itself, so a context made meanwhile is remade here).
+        for context in self.contexts.lock().iter_mut().flatten() {
+            *context = Arc::new(ClientContext { log_level: Some(level.clone()), ..ClientContext::clone(context) });
+        }
     }
 
     /// The client's logging level, if it set one.

@@ -298,9 +298,10 @@ impl Call {
     }
 
     /// Tells a modern upstream about the client the call is for (its
-    /// capabilities, log level and `Mcp-Param-*` headers).
-    pub fn for_client(mut self, client: ClientContext) -> Self {
-        self.client = Some(Arc::new(client));
+    /// capabilities, log level and `Mcp-Param-*` headers): shared, as one
+    /// client's calls say the same.
+    pub fn for_client(mut self, client: Arc<ClientContext>) -> Self {
+        self.client = Some(client);
         self
     }
 
