@@ -47,6 +47,7 @@ pub use listener::{
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 use self::body::ReadBody;
+use self::reply::{Reply, boxed};
 use super::caller::Caller;
 use super::engine::Engine;
 use super::handler::Handler;
@@ -113,7 +114,7 @@ pub fn app<H: Handler>(engine: Arc<Engine<H>>, options: HttpOptions) -> App {
 }
 
 impl<H: Handler> app::Serve for HttpState<H> {
-    fn serve(self: Arc<Self>, request: http::Request<Incoming>) -> futures::future::BoxFuture<'static, Response> {
+    fn serve(self: Arc<Self>, request: http::Request<Incoming>) -> futures::future::BoxFuture<'static, Reply> {
         crate::boxed::pinned(|| endpoint::<H, _>(State(self), request))
     }
 }
@@ -158,16 +159,16 @@ async fn guard_layer<H: Handler>(State(state): State<Arc<HttpState<H>>>, request
 async fn endpoint<H: Handler, B: ReadBody>(
     State(state): State<Arc<HttpState<H>>>,
     mut request: http::Request<B>,
-) -> Response {
+) -> Reply {
     if let Some(response) = refused(&state, &request) {
-        return response;
+        return boxed(response);
     }
     let caller = match admit(&state, request.headers_mut()).await {
         Ok(caller) => caller,
-        Err(refusal) => return refusal,
+        Err(refusal) => return boxed(refusal),
     };
-    match *request.method() {
-        Method::POST => post::handle(state, request, caller).await,
+    boxed(match *request.method() {
+        Method::POST => return post::handle(state, request, caller).await,
         Method::GET | Method::DELETE if !request.headers().contains_key(protocol::header::SESSION_ID) => {
             sessionless::not_allowed()
         }
@@ -178,7 +179,7 @@ async fn endpoint<H: Handler, B: ReadBody>(
             r.headers_mut().insert(header::ALLOW, http::HeaderValue::from_static("GET, POST, DELETE"));
             r
         }
-    }
+    })
 }
 
 /// Who a request comes from, or the application's refusal (see [`Admit`]).

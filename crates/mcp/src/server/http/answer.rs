@@ -22,6 +22,7 @@ use http::{HeaderValue, StatusCode};
 use sse_stream::Sse;
 
 use super::grace::STREAM_GRACE;
+use super::reply::{Reply, boxed};
 use super::{EmptyResponse, HttpState, reply};
 use crate::jsonrpc::{Message, Outcome, Request, Response as RpcResponse};
 use crate::protocol::modern;
@@ -39,21 +40,21 @@ pub(super) enum Streamed<S: Send + Sync + 'static> {
 
 impl<S: Send + Sync + 'static> Streamed<S> {
     /// The stream: `prelude`, then the frames up to the requests' end.
-    fn stream(self, prelude: Vec<Frame>, rx: Frames, keep_alive: std::time::Duration) -> Response {
-        match self {
+    fn stream(self, prelude: Vec<Frame>, rx: Frames, keep_alive: std::time::Duration) -> Reply {
+        boxed(match self {
             Streamed::Session(session) => super::stream::request_stream(session, prelude, rx, keep_alive),
             Streamed::Sessionless(guard) => sessionless_sse(prelude, rx, guard, keep_alive),
-        }
+        })
     }
 
     /// The JSON answer of the responses (`batch`: as an array).
-    fn json(self, finals: Vec<RpcResponse>, batch: bool) -> Response {
+    fn json(self, finals: Vec<RpcResponse>, batch: bool) -> Reply {
         let status = self.answered(finals.first());
         json_answer(finals, batch, status)
     }
 
     /// The JSON answer of a POST's one request: no list is made for it.
-    fn json_one(self, answer: RpcResponse) -> Response {
+    fn json_one(self, answer: RpcResponse) -> Reply {
         let status = self.answered(Some(&answer));
         json_single(answer, status)
     }
@@ -76,14 +77,14 @@ impl<S: Send + Sync + 'static> Streamed<S> {
     }
 
     /// The answer when every request was cancelled before it answered.
-    fn cancelled(self, rx: Frames, keep_alive: std::time::Duration) -> Response {
-        match self {
+    fn cancelled(self, rx: Frames, keep_alive: std::time::Duration) -> Reply {
+        boxed(match self {
             Streamed::Session(session) => super::stream::request_stream(session, vec![Frame::End], rx, keep_alive),
             Streamed::Sessionless(mut guard) => {
                 guard.disarm();
                 StatusCode::ACCEPTED.into_response_empty()
             }
-        }
+        })
     }
 }
 
@@ -121,7 +122,7 @@ pub(super) async fn respond<H: Handler>(
     batch: bool,
     remote: Option<TraceHeaders>,
     streamed: Streamed<H::State>,
-) -> Response {
+) -> Reply {
     let expected = requests.len() + answers.len();
     let (downlink, mut rx) = Downlink::with_capacity(state.engine.store().limits().stream_buffer);
     let engine = state.engine.clone();
@@ -335,26 +336,26 @@ impl Drop for Work {
     }
 }
 
-fn json_answer(mut finals: Vec<RpcResponse>, batch: bool, status: StatusCode) -> Response {
+fn json_answer(mut finals: Vec<RpcResponse>, batch: bool, status: StatusCode) -> Reply {
     if !batch {
         // Not a batch: one message, so at most one response.
         return match finals.pop() {
             Some(r) => json_single(r, status),
-            None => StatusCode::ACCEPTED.into_response_empty(),
+            None => boxed(StatusCode::ACCEPTED.into_response_empty()),
         };
     }
     let capacity = finals.iter().map(room_for).sum();
-    reply::json_sized(status, &finals.into_iter().map(Message::Response).collect::<Vec<_>>(), capacity)
+    boxed(reply::json_sized(status, &finals.into_iter().map(Message::Response).collect::<Vec<_>>(), capacity))
 }
 
 /// The JSON answer of one response outside a batch: a prepared result is
 /// spliced into its envelope as text.
-fn json_single(answer: RpcResponse, status: StatusCode) -> Response {
+fn json_single(answer: RpcResponse, status: StatusCode) -> Reply {
     match answer {
         RpcResponse { id: Some(id), outcome: Outcome::Prepared(raw) } => reply::prepared(&id, raw),
         other => {
             let capacity = room_for(&other);
-            reply::json_sized(status, &Message::Response(other), capacity)
+            boxed(reply::json_sized(status, &Message::Response(other), capacity))
         }
     }
 }

@@ -9,9 +9,9 @@
 
 use std::sync::Arc;
 
+use super::reply::Reply;
 use axum::Router;
 use axum::body::Body;
-use axum::response::Response;
 use futures::future::BoxFuture;
 use hyper::body::Incoming;
 use tower::ServiceExt as _;
@@ -34,7 +34,7 @@ struct Endpoint {
 pub(super) trait Serve: Send + Sync + 'static {
     /// The answer to `request` (any method) at the endpoint's path, its
     /// body as hyper read it (not boxed).
-    fn serve(self: Arc<Self>, request: http::Request<Incoming>) -> BoxFuture<'static, Response>;
+    fn serve(self: Arc<Self>, request: http::Request<Incoming>) -> BoxFuture<'static, Reply>;
 }
 
 impl App {
@@ -53,14 +53,14 @@ impl App {
     /// The answer to `request`: the endpoint's for its path, else the
     /// router's. The endpoint reads hyper's body as it is; the router takes
     /// it boxed (`Body::new`), as axum's handlers do.
-    pub(super) fn call(&self, request: http::Request<Incoming>) -> BoxFuture<'static, Response> {
+    pub(super) fn call(&self, request: http::Request<Incoming>) -> BoxFuture<'static, Reply> {
         match &self.endpoint {
             Some(endpoint) if request.uri().path() == &*endpoint.path => endpoint.serve.clone().serve(request),
             _ => {
                 let answer = self.router.clone().oneshot(request.map(Body::new));
                 Box::pin(async move {
                     match answer.await {
-                        Ok(response) => response,
+                        Ok(response) => super::reply::boxed(response),
                         Err(never) => match never {},
                     }
                 })

@@ -30,7 +30,6 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::Body;
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
@@ -44,6 +43,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::App;
+use super::reply::ReplyBody;
 
 mod peer;
 mod places;
@@ -241,7 +241,7 @@ async fn serve_connection(
         async move {
             let mut response = match answer {
                 Some(answer) => answer.await,
-                None => too_many_connections(),
+                None => super::reply::boxed(too_many_connections()),
             };
             let status = response.status();
             let refusal = matches!(status.as_u16(), 401 | 403 | 429);
@@ -252,7 +252,7 @@ async fn serve_connection(
                 }
                 active.0.close();
             }
-            // Served as it is: hyper takes any body, and boxing this one again
+            // Served as it is: hyper takes any body, and boxing this one
             // (`Body::new`) cost an allocation per request.
             Ok::<_, Infallible>(response.map(|body| Tracked { body, _active: active }))
         }
@@ -529,15 +529,15 @@ impl Drop for Active {
 
 /// A response body that marks its request finished when it is done.
 struct Tracked {
-    body: Body,
+    body: ReplyBody,
     _active: Active,
 }
 
 impl http_body::Body for Tracked {
     type Data = Bytes;
-    type Error = axum::Error;
+    type Error = <ReplyBody as http_body::Body>::Error;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         Pin::new(&mut self.body).poll_frame(cx)
     }
 

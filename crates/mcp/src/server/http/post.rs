@@ -7,6 +7,7 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use super::answer::{self, Streamed};
 use super::body::ReadBody;
+use super::reply::{Reply, boxed};
 use super::{EmptyResponse, HttpState, accepts_all, accepts_all_of, check_version_value, media_type, reply};
 use crate::jsonrpc::{Body, Message, Response as RpcResponse, codes};
 use crate::protocol;
@@ -19,27 +20,27 @@ pub async fn handle<H: Handler, B: ReadBody>(
     state: Arc<HttpState<H>>,
     request: http::Request<B>,
     caller: Caller,
-) -> Response {
+) -> Reply {
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
     let seen = PostHeaders::read(headers);
     if !seen.accepts_all(&["application/json", "text/event-stream"]) {
-        return reply::error(
+        return boxed(reply::error(
             StatusCode::NOT_ACCEPTABLE,
             codes::SERVER_ERROR,
             "Not Acceptable: Accept must list both application/json and text/event-stream",
-        );
+        ));
     }
     let json_body = seen
         .content_type
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| media_type(v.as_bytes()).eq_ignore_ascii_case(b"application/json"));
     if !json_body {
-        return reply::error(
+        return boxed(reply::error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             codes::SERVER_ERROR,
             "Unsupported Media Type: Content-Type must be application/json",
-        );
+        ));
     }
     let bytes = match super::body::read(
         body,
@@ -50,7 +51,7 @@ pub async fn handle<H: Handler, B: ReadBody>(
     .await
     {
         Ok(b) => b,
-        Err(e) => return e.into_response(),
+        Err(e) => return boxed(e.into_response()),
     };
     let version_header = seen.version;
     let version = version_header.map(|v| protocol::header::text(v.as_bytes()));
@@ -61,9 +62,9 @@ pub async fn handle<H: Handler, B: ReadBody>(
         }
         Era::Refused(response, status) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-            return reply::json(status, &Message::Response(response));
+            return boxed(reply::json(status, &Message::Response(response)));
         }
-        Era::Dropped | Era::Cancel(_) => return StatusCode::ACCEPTED.into_response_empty(),
+        Era::Dropped | Era::Cancel(_) => return boxed(StatusCode::ACCEPTED.into_response_empty()),
     };
     let id = seen.session_id.map(|v| v.to_str().unwrap_or_default());
     // A request that names a session must speak a revision toolgate knows;
@@ -75,17 +76,17 @@ pub async fn handle<H: Handler, B: ReadBody>(
         && id.is_some()
         && let Err(r) = check_version_value(version_header)
     {
-        return r.into_response();
+        return boxed(r.into_response());
     }
     let session = state.engine.session_of(&body, id, &caller).await;
     match state.engine.accept(session, body, &caller).await {
-        Accepted::Answered { responses, refusal, batch } => answered(responses, refusal, batch),
+        Accepted::Answered { responses, refusal, batch } => boxed(answered(responses, refusal, batch)),
         Accepted::Initialized { session, response } => {
             let mut r = reply::json(StatusCode::OK, &Message::Response(response));
             if let Ok(v) = HeaderValue::from_str(session.id()) {
                 r.headers_mut().insert(protocol::header::SESSION_ID, v);
             }
-            r
+            boxed(r)
         }
         Accepted::Run { session, requests, answered, batch } => {
             let streamed = Streamed::Session(session.clone());

@@ -14,6 +14,19 @@ use serde::Serialize;
 
 use crate::jsonrpc::{ErrorObject, Id, Message, Raw, Response as RpcResponse};
 
+/// The endpoint's answer: the usual JSON answer with its text whole, sent
+/// as it is, or any other with axum's body. Boxed into axum's body, the
+/// answer nearly every POST gets cost an allocation.
+pub(crate) type Reply = http::Response<ReplyBody>;
+
+/// The body of a [`Reply`].
+pub(crate) type ReplyBody = http_body_util::Either<http_body_util::Full<Bytes>, Body>;
+
+/// `response`, as a [`Reply`].
+pub(crate) fn boxed(response: Response) -> Reply {
+    response.map(http_body_util::Either::Right)
+}
+
 /// A JSON body with `status`.
 pub fn json<T: Serialize + ?Sized>(status: StatusCode, body: &T) -> Response {
     json_sized(status, body, 128)
@@ -50,20 +63,21 @@ const COPIED_RESULT: usize = 4096;
 /// prepared `tools/list`, a cached description, a proxied result): the
 /// envelope around it is written, and a large result is sent from where it
 /// is held, without being copied into a new buffer.
-pub fn prepared(id: &Id, result: Raw) -> Response {
+pub(crate) fn prepared(id: &Id, result: Raw) -> Reply {
     use crate::jsonrpc::{PREPARED_HEAD as HEAD, PREPARED_RESULT as RESULT};
+    use http_body_util::Either;
     let (id, text) = (id.as_json(), result.get());
     let body = if text.len() <= COPIED_RESULT {
         let mut bytes = Vec::with_capacity(HEAD.len() + id.len() + RESULT.len() + text.len() + 1);
         for part in [HEAD, id, RESULT, text, "}"] {
             bytes.extend_from_slice(part.as_bytes());
         }
-        Body::from(bytes)
+        Either::Left(http_body_util::Full::new(Bytes::from(bytes)))
     } else {
         let head = Bytes::from([HEAD, id, RESULT].concat());
-        Body::new(Chunks(VecDeque::from([head, Bytes::from_owner(result), Bytes::from_static(b"}")])))
+        Either::Right(Body::new(Chunks(VecDeque::from([head, Bytes::from_owner(result), Bytes::from_static(b"}")]))))
     };
-    let mut r = Response::new(body);
+    let mut r = http::Response::new(body);
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
 }

@@ -13,7 +13,7 @@ use axum::response::Response;
 use http::{HeaderMap, HeaderValue, StatusCode};
 
 use super::answer::{self, CancelOnDrop, Streamed};
-use super::reply;
+use super::reply::{self, Reply, boxed};
 use crate::jsonrpc::{Message, Request, codes};
 use crate::server::caller::Caller;
 use crate::server::engine::{ModernAccepted, RoutingHeaders};
@@ -28,11 +28,11 @@ pub(super) async fn serve<H: Handler>(
     headers: &HeaderMap,
     remote: Option<TraceHeaders>,
     caller: Caller,
-) -> Response {
+) -> Reply {
     let routing = RoutingHeaders::from_headers(headers);
     match state.engine.accept_modern(request, Some(&routing), &caller).await {
         ModernAccepted::Answered { response, status } => {
-            reply::json(StatusCode::from_u16(status).unwrap_or(StatusCode::OK), &Message::Response(response))
+            boxed(reply::json(StatusCode::from_u16(status).unwrap_or(StatusCode::OK), &Message::Response(response)))
         }
         ModernAccepted::Run { session, request } => {
             let streamed = Streamed::Sessionless(CancelOnDrop::new(session.clone()));

@@ -19,7 +19,7 @@ async fn a_prepared_answer_is_the_same_json_as_a_serialized_one() {
         let response = prepared(&id, result.clone().into());
         assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
         let exact = http_body::Body::size_hint(response.body()).exact();
-        let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let body = axum::body::to_bytes(Body::new(response.into_body()), usize::MAX).await.unwrap();
         let serialized =
             Message::Response(RpcResponse { id: Some(id), outcome: crate::jsonrpc::Outcome::Prepared(result.into()) });
         assert_eq!(std::str::from_utf8(&body).unwrap(), serialized.encode());
