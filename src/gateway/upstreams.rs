@@ -242,7 +242,7 @@ impl UpstreamHandle {
 
     /// Whether the upstream declared capability `name`.
     pub fn has(&self, name: &str) -> bool {
-        self.hello().is_some_and(|h| h.has(name))
+        self.hello.load().as_ref().is_some_and(|h| h.has(name))
     }
 
     /// The last tool list crawled (kept while the upstream restarts, so the
@@ -333,7 +333,8 @@ impl UpstreamHandle {
     /// Whether it speaks the sessionless revision (2026-07-28: no
     /// `resources/subscribe`, no `logging/setLevel`).
     pub fn is_modern(&self) -> bool {
-        self.hello().is_some_and(|h| h.modern.is_some())
+        // A look, not a copy of the `Arc` (two atomic counts per call).
+        self.hello.load().as_ref().is_some_and(|h| h.modern.is_some())
     }
 
     pub(super) fn mark_ready(&self) {

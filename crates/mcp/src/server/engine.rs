@@ -123,9 +123,12 @@ pub struct Engine<H: Handler> {
     flush: mpsc::UnboundedSender<oneshot::Sender<()>>,
     /// Set once shutdown began: new sessions and requests are refused.
     draining: AtomicBool,
-    /// Requests running now (every session), and a wake-up when none is.
+    /// Requests running now (every session), and a wake-up when none is,
+    /// sent only while someone waits in [`Engine::drain`] (`drainers`): at
+    /// concurrency 1 every request ends with none running.
     running: AtomicUsize,
     idle: Notify,
+    drainers: AtomicUsize,
     /// Fires at [`Engine::begin_shutdown`]: long-lived requests (listen
     /// streams) end then, so the drain does not wait for them.
     stopping: CancellationToken,
@@ -158,6 +161,7 @@ impl<H: Handler> Engine<H> {
             draining: AtomicBool::new(false),
             running: AtomicUsize::new(0),
             idle: Notify::new(),
+            drainers: AtomicUsize::new(0),
             stopping: CancellationToken::new(),
             server_info: handler.server_info().map(sessionless::ServerInfo::new),
             request_tag: store.backend().tag(),
@@ -217,12 +221,17 @@ impl<H: Handler> Engine<H> {
 
     /// How many requests are running now, over every session.
     pub fn running(&self) -> usize {
-        self.running.load(Ordering::Acquire)
+        // Sequentially consistent, as the count's decrement and `drainers`
+        // are: a drain that counts itself in after a request ended unseen
+        // then sees that request gone (see `Running`).
+        self.running.load(Ordering::SeqCst)
     }
 
     /// Waits until no request is running, or `within` passes. Returns
     /// whether every request finished.
     pub async fn drain(&self, within: Duration) -> bool {
+        self.drainers.fetch_add(1, Ordering::SeqCst);
+        let _counted = Drainer(&self.drainers);
         let all_done = async {
             loop {
                 let notified = self.idle.notified();
@@ -719,16 +728,29 @@ struct Running<'a, H: Handler>(&'a Engine<H>);
 
 impl<'a, H: Handler> Running<'a, H> {
     fn start(engine: &'a Engine<H>) -> Self {
-        engine.running.fetch_add(1, Ordering::AcqRel);
+        engine.running.fetch_add(1, Ordering::SeqCst);
         Running(engine)
     }
 }
 
 impl<H: Handler> Drop for Running<'_, H> {
     fn drop(&mut self) {
-        if self.0.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+        // The last request out wakes the drains, if any wait. A drain that
+        // counts itself in after this looks at `running` after that, and
+        // finds this request gone (all four accesses sequentially
+        // consistent).
+        if self.0.running.fetch_sub(1, Ordering::SeqCst) == 1 && self.0.drainers.load(Ordering::SeqCst) > 0 {
             self.0.idle.notify_waiters();
         }
+    }
+}
+
+/// Counts a waiting [`Engine::drain`] out, however its wait ends.
+struct Drainer<'a>(&'a AtomicUsize);
+
+impl Drop for Drainer<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -317,6 +317,26 @@ async fn a_shutting_down_engine_refuses_new_work_and_drains_the_running() {
     assert!(run.await.unwrap().is_none());
 }
 
+/// A drain already waiting when the last request ends is woken by it (the
+/// wake-up is sent only while a drain waits).
+#[tokio::test]
+async fn a_waiting_drain_wakes_when_the_last_request_ends() {
+    let engine = engine();
+    let s = session(&engine, "2025-11-25").await;
+    let run = run_slow(&engine, &s).await;
+    let drain = {
+        let engine = engine.clone();
+        crate::spawn(async move { engine.drain(Duration::from_secs(30)).await })
+    };
+    while engine.drainers.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        tokio::task::yield_now().await;
+    }
+    s.cancel_request(&Id::number(5));
+    assert!(run.await.unwrap().is_none());
+    assert!(drain.await.unwrap(), "woken as the request ended, not timed out");
+    assert_eq!(engine.drainers.load(std::sync::atomic::Ordering::SeqCst), 0, "counted out");
+}
+
 #[path = "sessionless_tests.rs"]
 mod sessionless_tests;
 
