@@ -167,7 +167,8 @@ async fn endpoint<H: Handler, B: ReadBody>(
         Ok(caller) => caller,
         Err(refusal) => return boxed(refusal),
     };
-    boxed(match *request.method() {
+    let response = match *request.method() {
+        // The one answer that may go out unboxed.
         Method::POST => return post::handle(state, request, caller).await,
         Method::GET | Method::DELETE if !request.headers().contains_key(protocol::header::SESSION_ID) => {
             sessionless::not_allowed()
@@ -179,7 +180,8 @@ async fn endpoint<H: Handler, B: ReadBody>(
             r.headers_mut().insert(header::ALLOW, http::HeaderValue::from_static("GET, POST, DELETE"));
             r
         }
-    })
+    };
+    boxed(response)
 }
 
 /// Who a request comes from, or the application's refusal (see [`Admit`]).

@@ -9,12 +9,13 @@
 
 use std::sync::Arc;
 
-use super::reply::Reply;
 use axum::Router;
 use axum::body::Body;
 use futures::future::BoxFuture;
 use hyper::body::Incoming;
 use tower::ServiceExt as _;
+
+use super::reply::{Reply, boxed};
 
 /// The routes a listener serves (see the module doc). A [`Router`] alone is
 /// an app without a direct endpoint.
@@ -60,7 +61,7 @@ impl App {
                 let answer = self.router.clone().oneshot(request.map(Body::new));
                 Box::pin(async move {
                     match answer.await {
-                        Ok(response) => super::reply::boxed(response),
+                        Ok(response) => boxed(response),
                         Err(never) => match never {},
                     }
                 })
