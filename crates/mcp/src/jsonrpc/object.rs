@@ -186,6 +186,11 @@ impl Object {
         self.members.get(index).map(|m| self.slice(m.key))
     }
 
+    /// The value's text of the member at `index`.
+    pub(crate) fn value_at(&self, index: usize) -> Option<&str> {
+        self.members.get(index).map(|m| self.slice(m.value))
+    }
+
     /// Moves the ranges of the members from `first` on by `delta` bytes
     /// (they all lie after `at`, where the text changed).
     fn shift_after(&mut self, first: usize, at: u32, delta: i64) {

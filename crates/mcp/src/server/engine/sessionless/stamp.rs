@@ -152,7 +152,7 @@ impl Stamp<'_> {
                 // The usual result: the identity alone, written once.
                 None => added[3] = Some(("_meta", Cow::Borrowed(&*info.meta_alone))),
                 Some(at) => {
-                    let Some(stamped) = stamp_meta(top.iter().nth(at).map(|(_, v)| v), info) else { return false };
+                    let Some(stamped) = stamp_meta(top.value_at(at), info) else { return false };
                     replaced[1] = Some((at, Cow::Owned(stamped)));
                 }
             }
