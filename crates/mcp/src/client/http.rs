@@ -366,9 +366,9 @@ impl HttpTransport {
 
     /// The headers of a POST on the plain client (reqwest's builder adds the
     /// same ones in [`HttpTransport::post`]), with room for the session id,
-    /// the protocol version and what the call and hyper add (the trace
-    /// context, `Host`, `Content-Length`): a clone of the map would be full,
-    /// and grow (a copy of its table) as each is added.
+    /// the protocol version, a credential, the call's trace context and the
+    /// plain client's `Host` and `Content-Length`: a clone of the map would
+    /// be full, and grow (a copy of its table) as each is added.
     fn plain_headers(&self) -> HeaderMap {
         let mut headers = HeaderMap::with_capacity(self.0.post_headers.len() + 7);
         self.add_post_headers(&mut headers);

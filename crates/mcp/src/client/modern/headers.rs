@@ -111,10 +111,10 @@ pub fn request_headers(
 }
 
 /// Room, in a modern request's header map, for the headers its transport
-/// and hyper add: content type, `Accept`, `Host`, `Content-Length`, a
-/// credential, `traceparent` and `tracestate` (a map rounds its room up,
-/// which leaves some for configured headers). A map without room for them
-/// would be rebuilt as they are added.
+/// adds: content type, `Accept`, a credential, `traceparent` and
+/// `tracestate`, and the plain client's `Host` and `Content-Length` (a map
+/// rounds its room up, which leaves some for configured headers). A map
+/// without room for them would be rebuilt as they are added.
 const TRANSPORT_ROOM: usize = 7;
 
 /// What the routing headers of a call to one tool need, made once per crawl.
