@@ -9,9 +9,10 @@
 #
 # toolgate (or the floor's forwarder) runs under callgrind in front of the
 # fixture (a shared stdio child, or the fixture over Streamable HTTP); the
-# benchmark's `drive` mode sends 200 warm-up calls, toolgate is left until
-# it is idle (its start-up work done), the counters are zeroed,
-# then it sends `calls` verified calls and the counters are dumped. Only
+# benchmark's `drive` mode sends 200 warm-up calls, then opens the counted
+# run's sessions; toolgate is left until it is idle, the counters are
+# zeroed, it sends `calls` verified calls and the counters are dumped (before
+# the sessions close). Only
 # the process under test is counted, not the fixture (callgrind does not
 # follow children). Prints instructions and heap allocations per call (calls
 # into mimalloc's allocate, zero-allocate and reallocate entry points, as
@@ -49,11 +50,31 @@ esac
 
 # callgrind_control by pid: without one it zeroes and dumps every callgrind
 # run on the machine, another's included.
+# The counted run opens its sessions (each fetches echo's description and
+# makes a first call) and waits (`hold`); toolgate is left until idle, the
+# counters are zeroed, and only then are the `calls` calls made. The counters
+# are dumped before the sessions close. So the count is of those calls alone,
+# at any concurrency: not of 50 sessions opened and 50 first calls besides at
+# concurrency 50, as before the fourteenth round.
 "$bench" drive "$url" 200 "$conc" $gate >/dev/null
+hold="$work/hold"
+"$bench" drive "$url" "$calls" "$conc" $gate hold "$hold" >"$work/drive.out" &
+drive_pid=$!
+await_file() {
+    until [[ -e "$1" ]]; do
+        kill -0 "$drive_pid" 2>/dev/null || { echo "drive ended early" >&2; wait "$drive_pid"; exit 1; }
+        sleep 0.1
+    done
+}
+await_file "$hold.ready"
 wait_idle "$gate_pid"
 callgrind_control -z "$gate_pid" >/dev/null
-"$bench" drive "$url" "$calls" "$conc" $gate
+touch "$hold.go"
+await_file "$hold.done"
 callgrind_control -d "$gate_pid" >/dev/null
+touch "$hold.exit"
+wait "$drive_pid"
+cat "$work/drive.out"
 sleep 1
 dump="$(ls -t "$raw".* 2>/dev/null | head -n1)"
 total="$(callgrind_annotate "$dump" 2>/dev/null | sed -n 's/^\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)"

@@ -39,10 +39,11 @@
 //! the load generator is a sessionless 2026-07-28 client instead of a
 //! 2025-11-25 session).
 //!
-//! For profiling, `overhead drive URL CALLS CONCURRENCY [gate]` only drives
-//! verified echo calls against a server started by hand (e.g. toolgate under
-//! `valgrind --tool=callgrind`); `gate` fetches echo's description first
-//! (toolgate's; a floor has none).
+//! For profiling, `overhead drive URL CALLS CONCURRENCY [gate] [hold PATH]`
+//! only drives verified echo calls against a server started by hand (e.g.
+//! toolgate under `valgrind --tool=callgrind`); `gate` fetches echo's
+//! description first (toolgate's; a floor has none), and `hold` waits,
+//! once the sessions are open, until the profiler is ready to count.
 
 // Test and benchmark drivers have no request spans to carry into their tasks.
 #![allow(clippy::disallowed_methods)]

@@ -239,17 +239,36 @@ async fn measure(
     }
 }
 
-/// `drive URL CALLS CONCURRENCY [gate]`: verified echo calls against a
-/// running server, for profilers.
+/// `drive URL CALLS CONCURRENCY [gate] [hold PATH]`: verified echo calls
+/// against a running server, for profilers.
+///
+/// With `hold PATH`, once the sessions are open (each has made its first
+/// call) it creates `PATH.ready` and waits for `PATH.go` before the calls it
+/// counts: a profiler zeroes its counters in between, so what it counts is
+/// `CALLS` calls, not also the opening of every session and its first call
+/// (at concurrency 50 those are 50 more calls than the count divides by).
 pub async fn drive(args: &[String]) -> Result<()> {
-    let [url, calls, conc, rest @ ..] = args else { bail!("usage: drive URL CALLS CONCURRENCY [gate]") };
+    let usage = "usage: drive URL CALLS CONCURRENCY [gate] [hold PATH]";
+    let [url, calls, conc, rest @ ..] = args else { bail!(usage) };
     let (calls, conc): (usize, usize) = (calls.parse()?, conc.parse()?);
-    let gate = rest.first().map(String::as_str) == Some("gate");
+    let (mut gate, mut hold) = (false, None);
+    let mut rest = rest.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "gate" => gate = true,
+            "hold" => hold = Some(rest.next().context(usage)?.clone()),
+            _ => bail!(usage),
+        }
+    }
     let sessions = open_sessions(url, conc, gate).await?;
+    if let Some(hold) = &hold {
+        handshake(hold, "ready", "go").await?;
+    }
     let per = calls.div_ceil(conc);
     let started = Instant::now();
     let workers: Vec<_> = sessions
-        .into_iter()
+        .iter()
+        .cloned()
         .enumerate()
         .map(|(w, s)| {
             tokio::spawn(async move {
@@ -267,6 +286,23 @@ pub async fn drive(args: &[String]) -> Result<()> {
     }
     let secs = started.elapsed().as_secs_f64();
     println!("{} verified calls in {secs:.2} s ({:.0}/s)", per * conc, (per * conc) as f64 / secs);
+    // The sessions are held open until the profiler has its counts:
+    // closing them and their connections is no part of a call either.
+    if let Some(hold) = &hold {
+        handshake(hold, "done", "exit").await?;
+    }
+    drop(sessions);
+    Ok(())
+}
+
+/// Creates `HOLD.said` and waits for `HOLD.awaited` to exist.
+async fn handshake(hold: &str, said: &str, awaited: &str) -> Result<()> {
+    let said = format!("{hold}.{said}");
+    std::fs::write(&said, b"").with_context(|| format!("writing {said}"))?;
+    let awaited = std::path::PathBuf::from(format!("{hold}.{awaited}"));
+    while !awaited.exists() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     Ok(())
 }
 
