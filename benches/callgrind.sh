@@ -19,7 +19,8 @@
 # benches/profile.sh counts them) and the functions that cost the most
 # (inclusive), and keeps the profile in
 # $TARGET/bench/callgrind.<leg>.out (callgrind.floor-<leg>.out) for
-# callgrind_annotate / kcachegrind.
+# callgrind_annotate / kcachegrind. It also prints what opening a session
+# cost (its profile beside, in callgrind.<leg>.opening.out).
 # Build first (benches/run.sh does): cargo build --profile optimized --workspace --bins &&
 # cargo bench --bench overhead --no-run.
 set -euo pipefail
@@ -52,11 +53,36 @@ esac
 # run on the machine, another's included.
 # The counted run opens its sessions (each fetches echo's description and
 # makes a first call) and waits (`hold`); toolgate is left until idle, the
-# counters are zeroed, and only then are the `calls` calls made. The counters
-# are dumped before the sessions close. So the count is of those calls alone,
-# at any concurrency: not of 50 sessions opened and 50 first calls besides at
-# concurrency 50, as before the fourteenth round.
+# counters are dumped (the sessions' opening, printed per session), and only
+# then are the `calls` calls made. The counters are dumped again before the
+# sessions close. So the count is of those calls alone, at any concurrency:
+# not of 50 sessions opened and 50 first calls besides at concurrency 50, as
+# before the fourteenth round.
+dump_counts() {
+    callgrind_control -d "$gate_pid" >/dev/null
+    sleep 1
+    ls -t "$raw".* 2>/dev/null | head -n1
+}
+instructions_in() {
+    callgrind_annotate "$1" 2>/dev/null | sed -n 's/^\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
+}
+# Calls into the allocator's entry points, summed over every caller (the
+# profile names a function once, then by its number alone).
+allocations_in() {
+    awk '
+    /^c?fn=/ {
+        s = $0; sub(/^c?fn=/, "", s); f = s
+        if (match(s, /^\([0-9]+\)/)) { id = substr(s, 2, RLENGTH - 2); if (length(s) > RLENGTH) name[id] = substr(s, RLENGTH + 2); f = name[id] }
+        if ($0 ~ /^cfn=/) callee = f
+    }
+    /^calls=/ { split($1, a, "="); if (callee ~ /^mi_(malloc|zalloc|realloc|calloc)(_aligned)?('\''|$)/) n += a[2] }
+    END { print n + 0 }' "$1"
+}
+per() { awk -v n="$1" -v d="$2" 'BEGIN { printf "%.1f", n / d }'; }
+
 "$bench" drive "$url" 200 "$conc" $gate >/dev/null
+wait_idle "$gate_pid"
+callgrind_control -z "$gate_pid" >/dev/null
 hold="$work/hold"
 "$bench" drive "$url" "$calls" "$conc" $gate hold "$hold" >"$work/drive.out" &
 drive_pid=$!
@@ -68,27 +94,21 @@ await_file() {
 }
 await_file "$hold.ready"
 wait_idle "$gate_pid"
-callgrind_control -z "$gate_pid" >/dev/null
+opening="$(dump_counts)"
 touch "$hold.go"
 await_file "$hold.done"
-callgrind_control -d "$gate_pid" >/dev/null
+dump="$(dump_counts)"
 touch "$hold.exit"
 wait "$drive_pid"
 cat "$work/drive.out"
-sleep 1
-dump="$(ls -t "$raw".* 2>/dev/null | head -n1)"
-total="$(callgrind_annotate "$dump" 2>/dev/null | sed -n 's/^\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)"
-# Calls into the allocator's entry points, summed over every caller (the
-# profile names a function once, then by its number alone).
-allocs="$(awk '
-    /^c?fn=/ {
-        s = $0; sub(/^c?fn=/, "", s); f = s
-        if (match(s, /^\([0-9]+\)/)) { id = substr(s, 2, RLENGTH - 2); if (length(s) > RLENGTH) name[id] = substr(s, RLENGTH + 2); f = name[id] }
-        if ($0 ~ /^cfn=/) callee = f
-    }
-    /^calls=/ { split($1, a, "="); if (callee ~ /^mi_(malloc|zalloc|realloc|calloc)(_aligned)?('\''|$)/) n += a[2] }
-    END { print n + 0 }' "$dump")"
+total="$(instructions_in "$dump")"
+allocs="$(allocations_in "$dump")"
+opened="$(instructions_in "$opening")"
 echo "$what, leg $leg, concurrency $conc: $((total / calls)) instructions per call ($total for $calls calls)"
-echo "$what, leg $leg, concurrency $conc: $(awk -v n="$allocs" -v d="$calls" 'BEGIN { printf "%.1f", n / d }') allocations per call"
+echo "$what, leg $leg, concurrency $conc: $(per "$allocs" "$calls") allocations per call"
+# A session's opening: initialize, the initialized notification, (toolgate)
+# echo's description, and a first call, over a connection of its own.
+echo "$what, leg $leg, concurrency $conc: $((opened / conc)) instructions and $(per "$(allocations_in "$opening")" "$conc") allocations per session opened"
 cp "$dump" "$out"
+cp "$opening" "${out%.out}.opening.out"
 callgrind_annotate --inclusive=yes "$out" 2>/dev/null | sed -n '1,60p' | cut -c1-200
