@@ -10,9 +10,9 @@
 # toolgate (or the floor's forwarder) runs under callgrind in front of the
 # fixture (a shared stdio child, or the fixture over Streamable HTTP); the
 # benchmark's `drive` mode sends 200 warm-up calls, then opens the counted
-# run's sessions; toolgate is left until it is idle, the counters are
-# zeroed, it sends `calls` verified calls and the counters are dumped (before
-# the sessions close). Only
+# run's sessions (counted apart); toolgate is left until it is idle, the
+# counters are zeroed, it sends `calls` verified calls and the counters are
+# dumped (before the sessions close). Only
 # the process under test is counted, not the fixture (callgrind does not
 # follow children). Prints instructions and heap allocations per call (calls
 # into mimalloc's allocate, zero-allocate and reallocate entry points, as
@@ -52,9 +52,9 @@ esac
 # callgrind_control by pid: without one it zeroes and dumps every callgrind
 # run on the machine, another's included.
 # The counted run opens its sessions (each fetches echo's description and
-# makes a first call) and waits (`hold`); toolgate is left until idle, the
-# counters are dumped (the sessions' opening, printed per session), and only
-# then are the `calls` calls made. The counters are dumped again before the
+# makes a first call) and waits (`hold`); the counters are dumped (the
+# sessions' opening, printed per session), toolgate is left until idle, the
+# counters are zeroed, and only then are the `calls` calls made. The counters are dumped again before the
 # sessions close. So the count is of those calls alone, at any concurrency:
 # not of 50 sessions opened and 50 first calls besides at concurrency 50, as
 # before the fourteenth round.
@@ -83,8 +83,12 @@ per() { awk -v n="$1" -v d="$2" 'BEGIN { printf "%.1f", n / d }'; }
 "$bench" drive "$url" 200 "$conc" $gate >/dev/null
 wait_idle "$gate_pid"
 callgrind_control -z "$gate_pid" >/dev/null
-hold="$work/hold"
-"$bench" drive "$url" "$calls" "$conc" $gate hold "$hold" >"$work/drive.out" &
+# The handshake's files and the load generator's output are kept out of
+# $work, whose changes toolgate's config watcher would wake to and count.
+side="$(mktemp -d)"
+trap 'cleanup; rm -rf "$side"' EXIT
+hold="$side/hold"
+"$bench" drive "$url" "$calls" "$conc" $gate hold "$hold" >"$side/drive.out" &
 drive_pid=$!
 await_file() {
     until [[ -e "$1" ]]; do
@@ -93,14 +97,15 @@ await_file() {
     done
 }
 await_file "$hold.ready"
-wait_idle "$gate_pid"
 opening="$(dump_counts)"
+wait_idle "$gate_pid"
+callgrind_control -z "$gate_pid" >/dev/null
 touch "$hold.go"
 await_file "$hold.done"
 dump="$(dump_counts)"
 touch "$hold.exit"
 wait "$drive_pid"
-cat "$work/drive.out"
+cat "$side/drive.out"
 total="$(instructions_in "$dump")"
 allocs="$(allocations_in "$dump")"
 opened="$(instructions_in "$opening")"

@@ -244,9 +244,11 @@ async fn measure(
 ///
 /// With `hold PATH`, once the sessions are open (each has made its first
 /// call) it creates `PATH.ready` and waits for `PATH.go` before the calls it
-/// counts: a profiler zeroes its counters in between, so what it counts is
-/// `CALLS` calls, not also the opening of every session and its first call
-/// (at concurrency 50 those are 50 more calls than the count divides by).
+/// counts; after them it creates `PATH.done` and waits for `PATH.exit`
+/// before the sessions close. A profiler zeroes its counters at the first
+/// and dumps them at the second, so what it counts is `CALLS` calls, not
+/// also the opening of every session and its first call (at concurrency 50,
+/// 50 more calls than the count divides by) or their closing.
 pub async fn drive(args: &[String]) -> Result<()> {
     let usage = "usage: drive URL CALLS CONCURRENCY [gate] [hold PATH]";
     let [url, calls, conc, rest @ ..] = args else { bail!(usage) };
